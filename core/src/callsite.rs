@@ -1,0 +1,100 @@
+//! Callsites: the compile-time description of each `span!`, `event!` and `#[instrument]`.
+//!
+//! Every macro expansion defines one `static Callsite` and places it in the [`CALLSITES`]
+//! distributed slice (a linker section, via `linkme`). The callsite's id is its index in that
+//! slice, so nothing is registered at run time: the hot path writes the index, and the runtime
+//! writes the whole slice into the file's string table once. Names, module paths, file names and
+//! field schemas therefore cost nothing per record.
+//!
+//! One slice exists per linked image (executable or shared library); each copy of this crate
+//! is one *module* of the trace and numbers its callsites from zero.
+
+use crate::wire::FieldType;
+
+/// Whether a callsite opens spans or records events.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `span!` and `#[instrument]`.
+    Span = 1,
+    /// `event!`.
+    Event = 2,
+}
+
+impl Kind {
+    /// The kind for a code read from a file, if it is one.
+    pub const fn from_code(code: u8) -> Option<Kind> {
+        match code {
+            1 => Some(Kind::Span),
+            2 => Some(Kind::Event),
+            _ => None,
+        }
+    }
+}
+
+/// One field of a callsite's schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The key, as written in the macro.
+    pub name: &'static str,
+    /// The value's type when the macro could tell it, else [`FieldType::Dynamic`].
+    pub ty: FieldType,
+}
+
+impl Field {
+    /// A field of the schema (used by generated code).
+    pub const fn new(name: &'static str, ty: FieldType) -> Field {
+        Field { name, ty }
+    }
+}
+
+/// The static description of one instrumentation point.
+#[derive(Debug)]
+pub struct Callsite {
+    /// Span or event name.
+    pub name: &'static str,
+    /// `module_path!()` of the expansion.
+    pub module: &'static str,
+    /// `file!()` of the expansion.
+    pub file: &'static str,
+    /// `line!()` of the expansion.
+    pub line: u32,
+    /// Span or event.
+    pub kind: Kind,
+    /// Field schema, in the order values are written.
+    pub fields: &'static [Field],
+}
+
+impl Callsite {
+    /// A callsite (used by generated code).
+    pub const fn new(
+        kind: Kind,
+        name: &'static str,
+        module: &'static str,
+        file: &'static str,
+        line: u32,
+        fields: &'static [Field],
+    ) -> Callsite {
+        Callsite { name, module, file, line, kind, fields }
+    }
+
+    /// This callsite's id: its index in [`CALLSITES`].
+    ///
+    /// Only meaningful for callsites placed in the slice, which generated code always does.
+    #[inline(always)]
+    pub fn id(&'static self) -> u32 {
+        let base = CALLSITES.as_ptr() as usize;
+        let this = self as *const Callsite as usize;
+        // A subtraction and a multiplication by a constant once optimised.
+        (this.wrapping_sub(base) / core::mem::size_of::<Callsite>()) as u32
+    }
+}
+
+/// Every callsite linked into this image, in id order.
+#[linkme::distributed_slice]
+pub static CALLSITES: [Callsite];
+
+/// All callsites of this image, indexed by id.
+pub fn all() -> &'static [Callsite] {
+    &CALLSITES
+}

@@ -1,0 +1,108 @@
+//! # waffle
+//!
+//! Causal tracing for compute kernels, simulators, ML runtimes and HPC codes, at a cost of a few
+//! nanoseconds and a few bytes per span.
+//!
+//! This crate is the producer side: the macros, ids, callsites, the record encoding and the
+//! per-thread buffers. It is `no_std` and never allocates. Pair it with a runtime that drains
+//! the buffers — `waffle-std` writes them to a `trace.bin` file that `waffle-decode` turns into
+//! Perfetto, Jaeger, Zipkin or OpenTelemetry traces.
+//!
+//! ```
+//! #[waffle::instrument]                     // a span "relax" with fields `sweep` and `omega`
+//! fn relax(sweep: u64, omega: f64) {
+//!     let _inner = waffle::span!("smooth", points = 1024u64);
+//!     let _done: waffle::EventId = waffle::event!("converged", residual = 1e-9, ok = true);
+//! }
+//!
+//! relax(3, 1.5); // with no runtime installed this records nothing and costs one load
+//! ```
+//!
+//! How it stays cheap: every `span!`, `event!` and `#[instrument]` defines a `static`
+//! [`Callsite`](callsite::Callsite) in a linker section at compile time, so a record is a tag,
+//! the callsite's index, a timestamp delta and the field values, varint-encoded into a staging
+//! area the thread owns. Whole chunks move to a lock-free SPSC queue that the runtime drains.
+//!
+//! ## Features
+//! - `std` (default): thread-local buffers and the platform clock. Without it there is one
+//!   recording context and [`clock::set_clock`] supplies timestamps.
+//! - `compile-out`: every span and event compiles to nothing that runs.
+
+#![no_std]
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod callsite;
+pub mod clock;
+pub mod encode;
+pub mod ids;
+pub mod local;
+pub mod queue;
+pub mod runtime;
+mod span;
+pub mod wire;
+
+pub use encode::FieldValue;
+pub use ids::{EventId, SpanId, TraceId};
+pub use local::flush;
+pub use runtime::{is_enabled, set_enabled};
+pub use span::Span;
+
+/// Opens a span; it ends when the returned [`Span`] guard is dropped.
+///
+/// `span!("name", key = value, ...)`: the name is a string literal; values are integers, floats,
+/// `bool` or `&str` (see [`FieldValue`]). `key` alone stands for `key = key`.
+///
+/// ```
+/// let cells = 4096u64;
+/// let s = waffle::span!("stencil", cells, dt = 0.01);
+/// let _id: waffle::SpanId = s.id();
+/// ```
+pub use waffle_macros::span;
+
+/// Records an instant event and returns its [`EventId`].
+///
+/// ```
+/// let id: waffle::EventId = waffle::event!("converged", residual = 1e-9, ok = true);
+/// # let _ = id;
+/// ```
+pub use waffle_macros::event;
+
+/// Runs a function's body inside a span named after the function, with its arguments as fields.
+///
+/// Options: `name = "..."` (span name), `skip(a, b)` and `skip_all` (arguments left out),
+/// `fields(key = expr, ...)` (extra fields, which may use the arguments).
+///
+/// ```
+/// #[waffle::instrument(skip(grid), fields(cells = grid.len() as u64))]
+/// fn sweep(grid: &[f64], step: u64) -> f64 {
+///     grid.iter().sum()
+/// }
+/// # sweep(&[1.0], 0);
+/// ```
+pub use waffle_macros::instrument;
+
+/// Used by generated code; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::callsite::{Callsite, Field, Kind, CALLSITES};
+    pub use crate::encode::{FieldValue, Writer};
+    pub use crate::runtime::state;
+    pub use crate::span::{event, span_begin};
+    pub use crate::wire::FieldType;
+    pub use linkme;
+
+    /// `false` with the `compile-out` feature: every record is then dead code.
+    pub const COMPILED_IN: bool = !cfg!(feature = "compile-out");
+
+    /// Writes a field whose type the macro read from the source, checking at compile time that
+    /// the value really has it.
+    #[inline(always)]
+    pub fn encode_typed<const CODE: u8, T: FieldValue + ?Sized>(v: &T, w: &mut Writer<'_>) {
+        const { assert!(T::TYPE as u8 == CODE, "field value type differs from its declared type") };
+        v.encode(w);
+    }
+}

@@ -1,0 +1,341 @@
+//! What runs on the user's thread: staging records and handing chunks to the queue.
+//!
+//! Each thread (or, without `std`, the one recording context) has a [`Local`]: the slot it owns,
+//! a staging area inside that slot, and the few numbers needed to write deltas. A record is
+//! encoded straight into the staging area; when the area is full, or the oldest staged record
+//! is older than the flush interval, the whole area becomes one chunk pushed into the slot's
+//! queue with a header that makes it decodable on its own (base timestamp, first id, open-span
+//! depth, records dropped before it). If the queue is full the chunk is dropped and counted.
+//!
+//! Nothing here allocates, locks or calls the system once a thread has its slot.
+
+use crate::{
+    clock,
+    encode::Writer,
+    queue::StreamSlot,
+    runtime,
+    wire::{tag, zigzag, write_varint, MAX_CHUNK_HEAD_LEN, MAX_VARINT_LEN},
+};
+
+/// Ticks a staged record may wait before its chunk is pushed, until the runtime sets it.
+const DEFAULT_FLUSH_TICKS: u64 = 1 << 22; // about 1.4 ms of a 3 GHz TSC
+
+static FLUSH_TICKS: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(DEFAULT_FLUSH_TICKS as usize);
+
+/// Sets how many clock ticks a record may sit staged before its chunk is pushed. The runtime
+/// derives it from its calibration (1 ms by default); it bounds how much an idle-then-killed
+/// thread can lose.
+pub fn set_flush_ticks(ticks: u64) {
+    let ticks = usize::try_from(ticks).unwrap_or(usize::MAX).max(1);
+    FLUSH_TICKS.store(ticks, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// An empty staging area, for contexts without a slot.
+const fn no_staging() -> &'static mut [u8] {
+    // SAFETY: a zero-length slice over a dangling, aligned, non-null pointer is valid and
+    // aliases nothing.
+    unsafe { core::slice::from_raw_parts_mut(core::ptr::NonNull::dangling().as_ptr(), 0) }
+}
+
+/// One recording context's state.
+pub struct Local {
+    slot: Option<&'static StreamSlot>,
+    staging: &'static mut [u8],
+    /// Staged bytes.
+    len: usize,
+    /// Staged records.
+    records: u64,
+    /// Timestamp of the last record written (the base of the next delta).
+    last_ts: u64,
+    /// Base timestamp, first id and depth of the staged chunk.
+    chunk_ts: u64,
+    chunk_id: u64,
+    chunk_depth: u64,
+    /// Id the next span or event takes.
+    next_id: u64,
+    /// Spans begun and not ended.
+    depth: u64,
+    /// Records lost since the last chunk that reached the queue.
+    dropped: u64,
+    flush_ticks: u64,
+    /// Session epoch this state belongs to (0: none yet).
+    epoch: u32,
+    /// Set while acquiring a slot, so that a record made meanwhile is not taken re-entrantly.
+    busy: bool,
+}
+
+impl Local {
+    /// A context that has recorded nothing yet.
+    pub const EMPTY: Local = Local {
+        slot: None,
+        staging: no_staging(),
+        len: 0,
+        records: 0,
+        last_ts: 0,
+        chunk_ts: 0,
+        chunk_id: 0,
+        chunk_depth: 0,
+        next_id: 0,
+        depth: 0,
+        dropped: 0,
+        flush_ticks: DEFAULT_FLUSH_TICKS,
+        epoch: 0,
+        busy: false,
+    };
+
+    /// Makes sure this context has a slot of the current session; `false` if it has none.
+    #[inline(always)]
+    fn ready(&mut self, state: u32) -> bool {
+        if self.epoch == state && self.slot.is_some() {
+            return true;
+        }
+        self.activate(state)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn activate(&mut self, state: u32) -> bool {
+        if self.busy || state == 0 {
+            return false;
+        }
+        if self.epoch == state {
+            return self.slot.is_some(); // acquiring failed earlier in this session
+        }
+        self.detach();
+        self.epoch = state;
+        let Some(hooks) = runtime::hooks() else { return false };
+        self.busy = true;
+        let slot = (hooks.acquire)();
+        self.busy = false;
+        let Some(slot) = slot else { return false };
+        // SAFETY: `acquire` hands out slots already claimed for this context, and this
+        // context gives the reference up in `detach` before it unclaims the slot.
+        self.staging = unsafe { slot.staging() };
+        self.slot = Some(slot);
+        self.len = 0;
+        self.records = 0;
+        self.dropped = 0;
+        self.depth = 0;
+        self.next_id = slot.next_id();
+        self.flush_ticks = FLUSH_TICKS.load(core::sync::atomic::Ordering::Relaxed) as u64;
+        self.last_ts = clock::now();
+        self.start_chunk();
+        true
+    }
+
+    /// Pushes what is staged and gives the slot back to the runtime.
+    pub fn detach(&mut self) {
+        let Some(slot) = self.slot.take() else { return };
+        self.flush_to(slot);
+        self.staging = no_staging();
+        slot.unclaim(self.next_id);
+        if let Some(hooks) = runtime::hooks() {
+            (hooks.release)(slot);
+        }
+    }
+
+    fn start_chunk(&mut self) {
+        self.len = 0;
+        self.records = 0;
+        self.chunk_ts = self.last_ts;
+        self.chunk_id = self.next_id;
+        self.chunk_depth = self.depth;
+    }
+
+    /// Pushes the staged records as one chunk now (if any).
+    pub fn flush(&mut self) {
+        if let Some(slot) = self.slot {
+            self.flush_to(slot);
+        }
+    }
+
+    fn flush_to(&mut self, slot: &StreamSlot) {
+        if self.records == 0 {
+            self.start_chunk();
+            return;
+        }
+        // Chunk header: body length, then base timestamp, first id, depth, dropped, records.
+        let mut head = [0u8; MAX_CHUNK_HEAD_LEN + MAX_VARINT_LEN];
+        let mut n = MAX_VARINT_LEN;
+        for v in [self.chunk_ts, self.chunk_id, self.chunk_depth, self.dropped, self.records] {
+            n += write_varint(&mut head[n..], v);
+        }
+        let inner = n - MAX_VARINT_LEN;
+        let mut len_buf = [0u8; MAX_VARINT_LEN];
+        let len_len = write_varint(&mut len_buf, (inner + self.len) as u64);
+        let start = MAX_VARINT_LEN - len_len;
+        head[start..MAX_VARINT_LEN].copy_from_slice(&len_buf[..len_len]);
+        if slot.push(&head[start..n], &self.staging[..self.len]) {
+            self.dropped = 0;
+        } else {
+            slot.count_dropped(self.records);
+            self.dropped += self.records;
+        }
+        self.start_chunk();
+    }
+
+    /// Writes one span-begin or event record; returns the id it took, or 0 if none.
+    #[inline(always)]
+    pub fn record<F: Fn(&mut Writer<'_>)>(
+        &mut self,
+        state: u32,
+        record_tag: u8,
+        callsite: u32,
+        fields: &F,
+    ) -> u64 {
+        if !self.ready(state) {
+            return 0;
+        }
+        let ts = clock::now();
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(record_tag);
+        w.varint(u64::from(callsite));
+        w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
+        fields(&mut w);
+        let id = self.next_id;
+        self.next_id += 1;
+        if record_tag == tag::SPAN_BEGIN {
+            self.depth += 1;
+        }
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        if overflowed {
+            self.record_slow(ts, record_tag, callsite, fields);
+        } else {
+            self.commit(pos, ts);
+        }
+        id
+    }
+
+    /// Writes a span-end record for the innermost open span.
+    #[inline(always)]
+    pub fn end(&mut self, state: u32) {
+        // A span begun in a session ends in it even after recording is paused.
+        let state = if state == 0 { self.epoch } else { state };
+        if !self.ready(state) {
+            return;
+        }
+        let ts = clock::now();
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(tag::SPAN_END);
+        w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        self.depth = self.depth.saturating_sub(1);
+        if overflowed {
+            self.record_slow(ts, tag::SPAN_END, 0, &|_: &mut Writer<'_>| {});
+        } else {
+            self.commit(pos, ts);
+        }
+    }
+
+    #[inline(always)]
+    fn commit(&mut self, pos: usize, ts: u64) {
+        self.len = pos;
+        self.records += 1;
+        self.last_ts = ts;
+        if ts.wrapping_sub(self.chunk_ts) > self.flush_ticks {
+            self.flush();
+        }
+    }
+
+    /// The record did not fit: push what is staged and write it into the empty area, or, if it
+    /// cannot fit even there, drop it and restart the chunk after it so the decoder's counts
+    /// (ids, depth) stay exact.
+    #[cold]
+    #[inline(never)]
+    fn record_slow(&mut self, ts: u64, record_tag: u8, callsite: u32, fields: &dyn Fn(&mut Writer<'_>)) {
+        self.flush();
+        let mut w = Writer::new(self.staging, 0);
+        w.byte(record_tag);
+        if record_tag != tag::SPAN_END {
+            w.varint(u64::from(callsite));
+        }
+        w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
+        fields(&mut w);
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        if overflowed {
+            if let Some(slot) = self.slot {
+                slot.count_dropped(1);
+            }
+            self.dropped += 1;
+            self.last_ts = ts;
+            self.start_chunk();
+        } else {
+            // The empty chunk's header was set before this record changed id and depth.
+            self.chunk_id = self.next_id - u64::from(record_tag != tag::SPAN_END);
+            self.chunk_depth = self.depth - u64::from(record_tag == tag::SPAN_BEGIN)
+                + u64::from(record_tag == tag::SPAN_END);
+            self.commit(pos, ts);
+        }
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+#[cfg(feature = "std")]
+mod imp {
+    use super::Local;
+    use core::cell::UnsafeCell;
+
+    std::thread_local! {
+        static LOCAL: UnsafeCell<Local> = const { UnsafeCell::new(Local::EMPTY) };
+    }
+
+    /// Runs `f` on this thread's state; `None` while the thread is being torn down.
+    #[inline(always)]
+    pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+        LOCAL
+            .try_with(|cell| {
+                // SAFETY: the cell is this thread's own, and nothing `f` runs (encoding, and on
+                // the cold path the runtime's `acquire`, guarded by `busy`) re-enters
+                // `with_local`, so this is the only reference to it.
+                f(unsafe { &mut *cell.get() })
+            })
+            .ok()
+    }
+}
+
+#[cfg(not(feature = "std"))]
+mod imp {
+    use super::Local;
+    use core::{
+        cell::UnsafeCell,
+        sync::atomic::{AtomicBool, Ordering},
+    };
+
+    /// Without threads there is one recording context; a record made while another is being
+    /// written (from an interrupt, say) is skipped rather than interleaved.
+    struct Single {
+        taken: AtomicBool,
+        local: UnsafeCell<Local>,
+    }
+
+    // SAFETY: `local` is only reached through `with_local`, which holds `taken` exclusively.
+    unsafe impl Sync for Single {}
+
+    static SINGLE: Single = Single { taken: AtomicBool::new(false), local: UnsafeCell::new(Local::EMPTY) };
+
+    /// Runs `f` on the recording context; `None` if it is busy (a nested interrupt).
+    #[inline(always)]
+    pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+        if SINGLE.taken.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: `taken` was false and is now ours, so no other reference to `local` exists.
+        let r = f(unsafe { &mut *SINGLE.local.get() });
+        SINGLE.taken.store(false, Ordering::Release);
+        Some(r)
+    }
+}
+
+pub use imp::with_local;
+
+/// Pushes this thread's staged records into its queue now. The runtime's collector picks them
+/// up on its next pass. Useful before a thread parks for a long time.
+pub fn flush() {
+    with_local(Local::flush);
+}

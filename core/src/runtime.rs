@@ -1,0 +1,70 @@
+//! The link between the hot path and whatever drains it.
+//!
+//! The producer side knows nothing of files or threads: a runtime (`waffle-std`, or a
+//! bare-metal user) installs [`Hooks`] that hand out [`StreamSlot`]s, and the hot path asks
+//! for one the first time a thread records in a session. One global word, [`state`], says
+//! whether recording is on and in which session ("epoch"); a thread whose slot belongs to an
+//! older epoch trades it in on its next record.
+
+use crate::queue::StreamSlot;
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// What a runtime provides to the producer side.
+pub struct Hooks {
+    /// Gives the calling thread (or context) a slot it owns exclusively, already claimed with
+    /// [`StreamSlot::try_claim`], or `None` to record nothing for now.
+    pub acquire: fn() -> Option<&'static StreamSlot>,
+    /// Takes back a slot its owner no longer uses (thread exit, or a new session). The slot is
+    /// already unclaimed and its last chunk pushed when this runs.
+    pub release: fn(&'static StreamSlot),
+}
+
+/// 0 when recording is off; otherwise the current session's epoch.
+static STATE: AtomicU32 = AtomicU32::new(0);
+/// The epoch of the installed hooks, kept while recording is paused.
+static EPOCH: AtomicU32 = AtomicU32::new(0);
+/// Counts sessions, so that no epoch is reused while a thread may still hold an old one.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The recording state read by every span and event: 0 when off, else the session epoch.
+#[inline(always)]
+pub fn state() -> u32 {
+    STATE.load(Ordering::Relaxed)
+}
+
+/// Installs `hooks` and starts a new session; returns its epoch. Threads that recorded in an
+/// earlier session give their slots back and acquire new ones on their next record.
+pub fn install(hooks: &'static Hooks) -> u32 {
+    HOOKS.store(hooks as *const Hooks as *mut Hooks, Ordering::Release);
+    let epoch = GENERATION.fetch_add(1, Ordering::AcqRel).wrapping_add(1).max(1);
+    EPOCH.store(epoch, Ordering::Release);
+    STATE.store(epoch, Ordering::Release);
+    epoch
+}
+
+/// Ends recording for the session `epoch` (if it is still current). Later spans and events
+/// cost one load and a branch.
+pub fn uninstall(epoch: u32) {
+    let _ = STATE.compare_exchange(epoch, 0, Ordering::AcqRel, Ordering::Relaxed);
+    let _ = EPOCH.compare_exchange(epoch, 0, Ordering::AcqRel, Ordering::Relaxed);
+}
+
+/// Pauses (`false`) or resumes (`true`) recording in the current session. Spans already open
+/// still record their end, so nesting stays whole.
+pub fn set_enabled(on: bool) {
+    let epoch = EPOCH.load(Ordering::Acquire);
+    STATE.store(if on { epoch } else { 0 }, Ordering::Release);
+}
+
+/// Whether spans and events record now.
+#[inline(always)]
+pub fn is_enabled() -> bool {
+    state() != 0
+}
+
+pub(crate) fn hooks() -> Option<&'static Hooks> {
+    let p = HOOKS.load(Ordering::Acquire);
+    // SAFETY: the only non-null value ever stored comes from a `&'static Hooks` in `install`.
+    unsafe { p.as_ref() }
+}

@@ -1,0 +1,159 @@
+//! Parsing of `key = value` field lists and the static type of a value where it can be seen.
+
+use proc_macro2::Span;
+use syn::{
+    parse::{Parse, ParseStream},
+    spanned::Spanned,
+    Expr, ExprLit, Ident, Lit, LitStr, Token, Type, UnOp,
+};
+
+/// Most fields one callsite may carry.
+pub const MAX_FIELDS: usize = 32;
+
+/// A field's type as written in the callsite's schema.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Ty {
+    Dynamic,
+    U64,
+    I64,
+    F64,
+    Bool,
+    Str,
+}
+
+impl Ty {
+    /// The variant name of `waffle::__private::FieldType`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Ty::Dynamic => "Dynamic",
+            Ty::U64 => "U64",
+            Ty::I64 => "I64",
+            Ty::F64 => "F64",
+            Ty::Bool => "Bool",
+            Ty::Str => "Str",
+        }
+    }
+}
+
+/// One `key = value` pair.
+pub struct FieldSpec {
+    pub name: String,
+    pub name_span: Span,
+    pub value: Expr,
+    pub ty: Ty,
+}
+
+/// A key: an identifier or a string literal (for keys that are not identifiers).
+fn parse_key(input: ParseStream) -> syn::Result<(String, Span)> {
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        if lit.value().is_empty() {
+            return Err(syn::Error::new(lit.span(), "a field name cannot be empty"));
+        }
+        Ok((lit.value(), lit.span()))
+    } else {
+        let ident: Ident = input.parse().map_err(|e| {
+            syn::Error::new(e.span(), "expected a field: `key = value`, `key` or `\"key\" = value`")
+        })?;
+        Ok((ident.to_string(), ident.span()))
+    }
+}
+
+impl Parse for FieldSpec {
+    /// `key = expr`, `"key" = expr`, or `key` alone (a variable of that name).
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let is_ident = input.peek(Ident);
+        let (name, name_span) = parse_key(input)?;
+        let value: Expr = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            input.parse()?
+        } else if is_ident {
+            let ident = Ident::new(&name, name_span);
+            syn::parse_quote!(#ident)
+        } else {
+            return Err(input.error("expected `=` and a value after a quoted field name"));
+        };
+        let ty = infer_expr(&value);
+        Ok(FieldSpec { name, name_span, value, ty })
+    }
+}
+
+/// Rejects duplicate keys and over-long lists.
+pub fn check_fields(fields: &[FieldSpec]) -> syn::Result<()> {
+    if fields.len() > MAX_FIELDS {
+        return Err(syn::Error::new(
+            fields[MAX_FIELDS].name_span,
+            format!("a span or event takes at most {MAX_FIELDS} fields"),
+        ));
+    }
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|g| g.name == f.name) {
+            return Err(syn::Error::new(f.name_span, format!("field `{}` is given twice", f.name)));
+        }
+    }
+    Ok(())
+}
+
+/// The type of an expression where the syntax alone fixes it: suffixed and plain literals
+/// (plain integers fall back to `i32`, plain floats to `f64`, as in Rust) and `as` casts.
+pub fn infer_expr(expr: &Expr) -> Ty {
+    match expr {
+        Expr::Lit(ExprLit { lit, .. }) => match lit {
+            Lit::Int(i) => match i.suffix() {
+                "" => Ty::I64,
+                s => ty_of_name(s).unwrap_or(Ty::Dynamic),
+            },
+            Lit::Float(f) => match f.suffix() {
+                "" | "f64" | "f32" => Ty::F64,
+                _ => Ty::Dynamic,
+            },
+            Lit::Bool(_) => Ty::Bool,
+            Lit::Str(_) => Ty::Str,
+            _ => Ty::Dynamic,
+        },
+        Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match infer_expr(&u.expr) {
+            t @ (Ty::I64 | Ty::F64) => t,
+            _ => Ty::Dynamic,
+        },
+        Expr::Cast(c) => infer_type(&c.ty),
+        Expr::Paren(p) => infer_expr(&p.expr),
+        Expr::Group(g) => infer_expr(&g.expr),
+        _ => Ty::Dynamic,
+    }
+}
+
+/// The field type of a declared Rust type, where it is a primitive waffle knows.
+pub fn infer_type(ty: &Type) -> Ty {
+    match ty {
+        Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            if !seg.arguments.is_empty() {
+                return Ty::Dynamic;
+            }
+            ty_of_name(&seg.ident.to_string()).unwrap_or(Ty::Dynamic)
+        }
+        Type::Reference(r) => match infer_type(&r.elem) {
+            Ty::Str => Ty::Str,
+            other => other,
+        },
+        Type::Paren(p) => infer_type(&p.elem),
+        Type::Group(g) => infer_type(&g.elem),
+        _ => Ty::Dynamic,
+    }
+}
+
+fn ty_of_name(name: &str) -> Option<Ty> {
+    Some(match name {
+        "u8" | "u16" | "u32" | "u64" | "usize" => Ty::U64,
+        "i8" | "i16" | "i32" | "i64" | "isize" => Ty::I64,
+        "f32" | "f64" => Ty::F64,
+        "bool" => Ty::Bool,
+        "str" | "String" => Ty::Str,
+        _ => return None,
+    })
+}
+
+/// A span for errors about a whole expression.
+pub fn span_of(e: &impl Spanned) -> Span {
+    e.span()
+}

@@ -1,0 +1,74 @@
+//! The code every macro emits: one static callsite, then the guarded record.
+
+use crate::args::{FieldSpec, Ty};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+/// Span or event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Span,
+    Event,
+}
+
+/// Emits the callsite static named `__WAFFLE_CALLSITE`; `line_span` decides which line
+/// `line!()` reports.
+pub fn callsite(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> TokenStream {
+    let kind = match kind {
+        Kind::Span => quote!(::waffle::__private::Kind::Span),
+        Kind::Event => quote!(::waffle::__private::Kind::Event),
+    };
+    let field_descs = fields.iter().map(|f| {
+        let fname = &f.name;
+        let ty = format_ident!("{}", f.ty.variant());
+        quote!(::waffle::__private::Field::new(#fname, ::waffle::__private::FieldType::#ty))
+    });
+    let line = quote_spanned!(line_span=> ::core::line!());
+    quote! {
+        #[::waffle::__private::linkme::distributed_slice(::waffle::__private::CALLSITES)]
+        #[linkme(crate = ::waffle::__private::linkme)]
+        static __WAFFLE_CALLSITE: ::waffle::__private::Callsite = ::waffle::__private::Callsite::new(
+            #kind,
+            #name,
+            ::core::module_path!(),
+            ::core::file!(),
+            #line,
+            &[#(#field_descs),*],
+        );
+    }
+}
+
+/// Emits an expression that records the span begin (a `waffle::Span` guard) or the event (a
+/// `waffle::EventId`). Field values are evaluated once, and only when recording is on.
+pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> TokenStream {
+    let callsite = callsite(kind, name, fields, line_span);
+    let temps: Vec<_> = (0..fields.len()).map(|i| format_ident!("__waffle_f{}", i)).collect();
+    let values = fields.iter().map(|f| &f.value);
+    let encoders = fields.iter().zip(&temps).map(|(f, t)| {
+        let span = crate::args::span_of(&f.value);
+        match f.ty {
+            Ty::Dynamic => quote_spanned!(span=> ::waffle::__private::FieldValue::encode_dynamic(#t, __waffle_w);),
+            ty => {
+                let ty = format_ident!("{}", ty.variant());
+                quote_spanned!(span=> ::waffle::__private::encode_typed::<{ ::waffle::__private::FieldType::#ty as u8 }, _>(#t, __waffle_w);)
+            }
+        }
+    });
+    let (begin, disabled) = match kind {
+        Kind::Span => (quote!(::waffle::__private::span_begin), quote!(::waffle::Span::disabled())),
+        Kind::Event => (quote!(::waffle::__private::event), quote!(::waffle::EventId::NULL)),
+    };
+    quote! {{
+        #callsite
+        let __waffle_state = ::waffle::__private::state();
+        if ::waffle::__private::COMPILED_IN && __waffle_state != 0 {
+            #(let #temps = &(#values);)*
+            #begin(__waffle_state, &__WAFFLE_CALLSITE, &|__waffle_w: &mut ::waffle::__private::Writer<'_>| {
+                let _ = &__waffle_w;
+                #(#encoders)*
+            })
+        } else {
+            #disabled
+        }
+    }}
+}

@@ -59,6 +59,8 @@ pub struct Local {
     /// Records lost since the last chunk that reached the queue.
     dropped: u64,
     flush_ticks: u64,
+    /// The slot's owner generation, written in every chunk header.
+    generation: u32,
     /// Session epoch this state belongs to (0: none yet).
     epoch: u32,
     /// Set while acquiring a slot, so that a record made meanwhile is not taken re-entrantly.
@@ -80,6 +82,7 @@ impl Local {
         depth: 0,
         dropped: 0,
         flush_ticks: DEFAULT_FLUSH_TICKS,
+        generation: 0,
         epoch: 0,
         busy: false,
     };
@@ -113,6 +116,7 @@ impl Local {
         // context gives the reference up in `detach` before it unclaims the slot.
         self.staging = unsafe { slot.staging() };
         self.slot = Some(slot);
+        self.generation = slot.generation();
         self.len = 0;
         self.records = 0;
         self.dropped = 0;
@@ -155,10 +159,19 @@ impl Local {
             self.start_chunk();
             return;
         }
-        // Chunk header: body length, then base timestamp, first id, depth, dropped, records.
+        // Chunk header: body length, then owner generation, base timestamp, first id, depth,
+        // records dropped before the chunk, records in it.
         let mut head = [0u8; MAX_CHUNK_HEAD_LEN + MAX_VARINT_LEN];
         let mut n = MAX_VARINT_LEN;
-        for v in [self.chunk_ts, self.chunk_id, self.chunk_depth, self.dropped, self.records] {
+        let fields = [
+            u64::from(self.generation),
+            self.chunk_ts,
+            self.chunk_id,
+            self.chunk_depth,
+            self.dropped,
+            self.records,
+        ];
+        for v in fields {
             n += write_varint(&mut head[n..], v);
         }
         let inner = n - MAX_VARINT_LEN;

@@ -15,7 +15,7 @@ use bbqueue::{
 use core::{
     cell::UnsafeCell,
     ptr::NonNull,
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
 };
 
 /// Byte storage owned elsewhere, valid for the life of the program.
@@ -46,6 +46,8 @@ pub struct StreamSlot {
     next_id: UnsafeCell<u64>,
     /// Whether a thread currently owns the producer side.
     owned: AtomicBool,
+    /// Counts claims, so that chunks name the owner that wrote them.
+    generation: AtomicU32,
 }
 
 // SAFETY: the storage is used only through `bbqueue`'s atomic coordination, which hands each
@@ -75,6 +77,7 @@ impl StreamSlot {
             dropped: AtomicUsize::new(0),
             next_id: UnsafeCell::new(first_id),
             owned: AtomicBool::new(false),
+            generation: AtomicU32::new(0),
         }
     }
 
@@ -98,9 +101,17 @@ impl StreamSlot {
         self.owned.load(Ordering::Acquire)
     }
 
-    /// Claims the producer side; `false` if another owner has it.
-    pub fn try_claim(&self) -> bool {
-        self.owned.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    /// Claims the producer side, returning the new owner's generation (1 for the first owner),
+    /// or `None` if another owner has it. Every chunk the owner pushes carries the generation,
+    /// so a reused slot's chunks are told apart by owner.
+    pub fn try_claim(&self) -> Option<u32> {
+        self.owned.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).ok()?;
+        Some(self.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
+    }
+
+    /// The generation of the current (or last) owner.
+    pub fn generation(&self) -> u32 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Gives the producer side back, remembering where the id counter stood.

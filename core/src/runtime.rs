@@ -12,7 +12,8 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 /// What a runtime provides to the producer side.
 pub struct Hooks {
     /// Gives the calling thread (or context) a slot it owns exclusively, already claimed with
-    /// [`StreamSlot::try_claim`], or `None` to record nothing for now.
+    /// [`StreamSlot::try_claim`] and empty of earlier owners' chunks, or `None` to record
+    /// nothing for now.
     pub acquire: fn() -> Option<&'static StreamSlot>,
     /// Takes back a slot its owner no longer uses (thread exit, or a new session). The slot is
     /// already unclaimed and its last chunk pushed when this runs.

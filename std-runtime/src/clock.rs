@@ -1,0 +1,88 @@
+//! Calibrating the producer's clock ticks to nanoseconds on the wall clock.
+//!
+//! At start the runtime pairs a tick reading with `SystemTime` (the anchor) and measures the
+//! tick rate over a few milliseconds; at a clean stop it measures again over the whole session,
+//! which is far more precise, and writes that calibration last. The decoder uses the last one.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Converts ticks to Unix nanoseconds: `anchor_ns + (t - anchor_ticks) * ns / ticks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    /// A tick reading taken together with `anchor_unix_ns`.
+    pub anchor_ticks: u64,
+    /// Wall-clock time of the anchor, ns since the Unix epoch.
+    pub anchor_unix_ns: u64,
+    /// Ticks elapsed over the calibration interval (non-zero).
+    pub ticks: u64,
+    /// Nanoseconds elapsed over the same interval (non-zero).
+    pub ns: u64,
+}
+
+impl Calibration {
+    /// The Unix time in ns of tick reading `t`.
+    pub fn to_unix_ns(&self, t: u64) -> u64 {
+        let dt = i128::from(t) - i128::from(self.anchor_ticks);
+        let ns = dt * i128::from(self.ns) / i128::from(self.ticks.max(1));
+        (i128::from(self.anchor_unix_ns) + ns).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// Ticks in `d`.
+    pub fn ticks_in(&self, d: Duration) -> u64 {
+        (d.as_nanos() * u128::from(self.ticks) / u128::from(self.ns.max(1))) as u64
+    }
+}
+
+/// A start of calibration: the anchor and a monotonic reading to measure against later.
+pub struct Start {
+    instant: Instant,
+    ticks: u64,
+    unix_ns: u64,
+}
+
+impl Start {
+    /// Takes the anchor now.
+    pub fn now() -> Start {
+        let instant = Instant::now();
+        let ticks = waffle::clock::now();
+        let unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        Start { instant, ticks, unix_ns }
+    }
+
+    /// The calibration measured from the anchor until now.
+    pub fn measure(&self) -> Calibration {
+        let ns = self.instant.elapsed().as_nanos() as u64;
+        let ticks = waffle::clock::now().wrapping_sub(self.ticks);
+        let (ticks, ns) = if ticks == 0 || ns == 0 { (1, 1) } else { (ticks, ns) };
+        Calibration { anchor_ticks: self.ticks, anchor_unix_ns: self.unix_ns, ticks, ns }
+    }
+
+    /// Measures over about `d` by spinning (used once at start).
+    pub fn measure_over(&self, d: Duration) -> Calibration {
+        while self.instant.elapsed() < d {
+            std::hint::spin_loop();
+        }
+        self.measure()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversion_is_affine_and_handles_earlier_ticks() {
+        let c = Calibration { anchor_ticks: 1000, anchor_unix_ns: 5_000_000, ticks: 3, ns: 1 };
+        assert_eq!(c.to_unix_ns(1000), 5_000_000);
+        assert_eq!(c.to_unix_ns(4000), 5_001_000);
+        assert_eq!(c.to_unix_ns(0), 4_999_667); // before the anchor: earlier, not wrapped
+        assert_eq!(c.ticks_in(Duration::from_micros(1)), 3000);
+    }
+
+    #[test]
+    fn measured_rate_is_positive() {
+        let s = Start::now();
+        let c = s.measure_over(Duration::from_millis(2));
+        assert!(c.ticks > 0 && c.ns >= 2_000_000);
+    }
+}

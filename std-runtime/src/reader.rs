@@ -1,0 +1,223 @@
+//! Reading `trace.bin` frames without trusting the file.
+//!
+//! A frame whose checksum fails is skipped with a warning; a frame cut short, or a length
+//! field beyond the format's limit, ends the reading with a warning that names the offset.
+//! Allocation grows with the bytes actually present, never with a length field.
+
+use crate::error::Error;
+use std::{
+    fmt,
+    fs::File,
+    io::{self, BufReader, Read},
+    path::{Path, PathBuf},
+};
+use waffle::wire::{self, FORMAT_VERSION, FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC, MAX_FRAME_PAYLOAD};
+
+/// Something wrong in a file that did not stop the decoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The file.
+    pub path: PathBuf,
+    /// Byte offset the problem starts at.
+    pub offset: u64,
+    /// What was wrong, and what was done about it.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: offset {}: {}", self.path.display(), self.offset, self.message)
+    }
+}
+
+/// One frame as read.
+#[derive(Debug)]
+pub struct Frame {
+    /// Frame kind (`waffle::wire::frame`).
+    pub kind: u8,
+    /// Offset of the frame's first byte in the file.
+    pub offset: u64,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// Reads frames from a trace file.
+pub struct FrameReader<R: Read> {
+    input: R,
+    path: PathBuf,
+    offset: u64,
+    done: bool,
+    /// The file's format version.
+    pub version: u16,
+}
+
+impl FrameReader<BufReader<File>> {
+    /// Opens `path` and checks its magic and version.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        FrameReader::new(BufReader::with_capacity(1 << 20, file), path)
+    }
+}
+
+impl<R: Read> FrameReader<R> {
+    /// Reads the magic and version from `input`; `path` names it in messages.
+    pub fn new(mut input: R, path: &Path) -> Result<Self, Error> {
+        let mut head = [0u8; 10];
+        let n = read_full(&mut input, &mut head).map_err(|e| Error::io(path, e))?;
+        if n < MAGIC.len() || head[..MAGIC.len()] != MAGIC {
+            return Err(Error::NotATrace { path: path.to_owned() });
+        }
+        if n < head.len() {
+            return Err(Error::Corrupt { path: path.to_owned(), offset: n as u64, what: "file ends inside the format version".into() });
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version > FORMAT_VERSION || version == 0 {
+            return Err(Error::UnknownVersion { path: path.to_owned(), found: version, supported: FORMAT_VERSION });
+        }
+        Ok(FrameReader { input, path: path.to_owned(), offset: head.len() as u64, done: false, version })
+    }
+
+    /// The next intact frame, or `None` at the end of the readable part of the file. Problems
+    /// on the way are added to `warnings`.
+    pub fn next_frame(&mut self, warnings: &mut Vec<Warning>) -> Option<Frame> {
+        while !self.done {
+            let offset = self.offset;
+            let mut head = [0u8; FRAME_HEAD_LEN];
+            let n = match read_full(&mut self.input, &mut head) {
+                Ok(n) => n,
+                Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
+            };
+            if n == 0 {
+                self.done = true;
+                return None;
+            }
+            if n < head.len() {
+                return self.stop(warnings, offset, format!("file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"));
+            }
+            let kind = head[0];
+            let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+            if len > MAX_FRAME_PAYLOAD {
+                return self.stop(warnings, offset, format!("frame length {len} exceeds the {MAX_FRAME_PAYLOAD}-byte limit (corrupt length field); the rest of the file is not read"));
+            }
+            let mut payload = Vec::new();
+            let got = match (&mut self.input).take(u64::from(len)).read_to_end(&mut payload) {
+                Ok(g) => g,
+                Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
+            };
+            let mut tail = [0u8; FRAME_TAIL_LEN];
+            let tail_n = if got == len as usize { read_full(&mut self.input, &mut tail).unwrap_or(0) } else { 0 };
+            if got < len as usize || tail_n < FRAME_TAIL_LEN {
+                return self.stop(warnings, offset, format!("file ends inside a frame of kind {kind} ({got} of {len} payload bytes); the frame is lost"));
+            }
+            self.offset += (FRAME_HEAD_LEN + len as usize + FRAME_TAIL_LEN) as u64;
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&head);
+            crc.update(&payload);
+            if crc.finalize() != u32::from_le_bytes(tail) {
+                warnings.push(self.warning(offset, format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped")));
+                continue;
+            }
+            return Some(Frame { kind, offset, payload });
+        }
+        None
+    }
+
+    /// Byte offset of the next frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn warning(&self, offset: u64, message: String) -> Warning {
+        Warning { path: self.path.clone(), offset, message }
+    }
+
+    fn stop(&mut self, warnings: &mut Vec<Warning>, offset: u64, message: String) -> Option<Frame> {
+        warnings.push(self.warning(offset, message));
+        self.done = true;
+        None
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads varints, strings and bytes from a payload; errors name the position.
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Cursor<'a> {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Bytes consumed.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Whether everything was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    /// A varint.
+    pub fn varint(&mut self) -> Result<u64, String> {
+        match wire::read_varint(&self.buf[self.pos..]) {
+            Ok((v, n)) => {
+                self.pos += n;
+                Ok(v)
+            }
+            Err(e) => Err(format!("bad varint at byte {} ({e:?})", self.pos)),
+        }
+    }
+
+    /// A varint that must fit in `u32`.
+    pub fn varint_u32(&mut self) -> Result<u32, String> {
+        let at = self.pos;
+        let v = self.varint()?;
+        u32::try_from(v).map_err(|_| format!("value {v} at byte {at} is out of range"))
+    }
+
+    /// `n` raw bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let Some(end) = end else {
+            return Err(format!("{n} bytes wanted at byte {} but only {} remain", self.pos, self.buf.len() - self.pos));
+        };
+        let b = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(b)
+    }
+
+    /// One byte.
+    pub fn byte(&mut self) -> Result<u8, String> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    /// A length-prefixed string (invalid UTF-8 is replaced, not rejected).
+    pub fn str(&mut self) -> Result<String, String> {
+        let n = self.varint()?;
+        let n = usize::try_from(n).map_err(|_| format!("string length {n} is out of range"))?;
+        Ok(String::from_utf8_lossy(self.bytes(n)?).into_owned())
+    }
+
+    /// The rest of the payload.
+    pub fn rest(&mut self) -> &'a [u8] {
+        let b = &self.buf[self.pos.min(self.buf.len())..];
+        self.pos = self.buf.len();
+        b
+    }
+}

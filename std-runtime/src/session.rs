@@ -1,0 +1,220 @@
+//! Starting and stopping a recording session.
+
+use crate::{
+    clock,
+    collector::{Collector, Stats},
+    error::Error,
+    frames::{FrameWriter, Payload},
+    registry,
+};
+use std::{
+    fs::File,
+    io::BufWriter,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+use waffle::wire::frame;
+
+/// The file of the session recording now, if any.
+static ACTIVE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// How to record: the output file, labels and buffer sizes. [`start`](crate::start) uses the
+/// defaults.
+#[derive(Clone, Debug)]
+pub struct Config {
+    path: PathBuf,
+    process_name: Option<String>,
+    labels: Vec<(String, String)>,
+    queue_bytes: usize,
+    staging_bytes: usize,
+    drain_interval: Duration,
+    exit_wait: Duration,
+}
+
+impl Config {
+    /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
+    /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
+    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
+    pub fn new(path: impl AsRef<Path>) -> Config {
+        let mut labels = Vec::new();
+        let rank_vars = ["WAFFLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"];
+        if let Some(rank) = rank_vars.iter().find_map(|v| std::env::var(v).ok()) {
+            labels.push(("rank".to_owned(), rank));
+        }
+        Config {
+            path: path.as_ref().to_owned(),
+            process_name: None,
+            labels,
+            queue_bytes: 4 << 20,
+            staging_bytes: 16 << 10,
+            drain_interval: Duration::from_millis(1),
+            exit_wait: Duration::from_millis(250),
+        }
+    }
+
+    /// Names the process in the trace (default: the executable's name).
+    pub fn process_name(mut self, name: impl Into<String>) -> Config {
+        self.process_name = Some(name.into());
+        self
+    }
+
+    /// Adds a label to the file header, such as `("rank", "3")`; a key given twice keeps the
+    /// last value.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
+        let key = key.into();
+        self.labels.retain(|(k, _)| *k != key);
+        self.labels.push((key, value.into()));
+        self
+    }
+
+    /// Bytes of each thread's queue (at least 4 KiB, at most 8 MiB). Applies to threads that
+    /// first record after this session starts; a full queue drops records and counts them.
+    pub fn queue_bytes(mut self, bytes: usize) -> Config {
+        self.queue_bytes = bytes.clamp(4 << 10, 8 << 20);
+        self
+    }
+
+    /// Bytes each thread stages before pushing a chunk (at least 256, at most 64 KiB).
+    pub fn staging_bytes(mut self, bytes: usize) -> Config {
+        self.staging_bytes = bytes.clamp(256, 64 << 10);
+        self
+    }
+
+    /// How often the collector drains the queues (default 1 ms). Records also wait at most
+    /// about this long in a thread's staging area while the thread keeps recording.
+    pub fn drain_interval(mut self, d: Duration) -> Config {
+        self.drain_interval = d.max(Duration::from_micros(100));
+        self
+    }
+
+    /// Starts recording.
+    pub fn start(self) -> Result<Session, Error> {
+        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = &*active {
+            return Err(Error::AlreadyStarted(p.clone()));
+        }
+        let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let start = Arc::new(clock::Start::now());
+        let cal = start.measure_over(Duration::from_millis(2));
+        let salt = random_salt();
+        let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file)).map_err(|e| Error::io(&self.path, e))?;
+        write_preamble(&mut out, &self, &cal, salt).map_err(|e| Error::io(&self.path, e))?;
+        registry::configure(self.queue_bytes, self.staging_bytes, salt);
+        waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
+        let collector = Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
+        let epoch = waffle::runtime::install(&registry::HOOKS);
+        *active = Some(self.path.clone());
+        Ok(Session { epoch, collector: Some(collector), path: self.path, exit_wait: self.exit_wait })
+    }
+}
+
+fn random_salt() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as u32
+}
+
+fn process_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for `buf.len()` bytes; gethostname writes at most that many.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".to_owned();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn write_preamble(
+    out: &mut FrameWriter<BufWriter<File>>,
+    cfg: &Config,
+    cal: &clock::Calibration,
+    salt: u32,
+) -> std::io::Result<()> {
+    let mut p = Payload::new();
+    p.varint(u64::from(std::process::id()));
+    p.str(cfg.process_name.as_deref().unwrap_or(&process_name()));
+    p.str(&host_name());
+    p.varint(cfg.labels.len() as u64);
+    for (k, v) in &cfg.labels {
+        p.str(k).str(v);
+    }
+    p.str(waffle::clock::SOURCE);
+    p.varint(cal.anchor_ticks).varint(cal.anchor_unix_ns).varint(cal.ticks).varint(cal.ns);
+    p.varint(u64::from(salt));
+    out.frame(frame::HEADER, &[&p.0])?;
+    // The string table: every callsite linked into this image, as module 0.
+    let all = waffle::callsite::all();
+    for (n, chunk) in all.chunks(1024).enumerate() {
+        let mut p = Payload::new();
+        p.varint(0).varint((n * 1024) as u64).varint(chunk.len() as u64);
+        for cs in chunk {
+            p.byte(cs.kind as u8).str(cs.name).str(cs.module).str(cs.file).varint(u64::from(cs.line));
+            p.varint(cs.fields.len() as u64);
+            for f in cs.fields {
+                p.str(f.name).byte(f.ty as u8);
+            }
+        }
+        out.frame(frame::CALLSITES, &[&p.0])?;
+    }
+    out.flush()
+}
+
+/// A recording session: the collector thread and the open file. Dropping it stops recording,
+/// drains every buffer and closes the file; [`Session::stop`] does the same and reports errors.
+#[must_use = "recording stops when the session is dropped"]
+pub struct Session {
+    epoch: u32,
+    collector: Option<Collector>,
+    path: PathBuf,
+    exit_wait: Duration,
+}
+
+impl Session {
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops recording and closes the file, returning the session's totals.
+    ///
+    /// Records staged by this thread are written. Threads that have exited are waited for
+    /// (their last records are pushed as they exit); threads still running and idle keep what
+    /// they staged since their last push — call [`waffle::flush`] in them before stopping to
+    /// keep it.
+    pub fn stop(mut self) -> Result<Stats, Error> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<Stats, Error> {
+        let Some(collector) = self.collector.take() else { return Ok(Stats::default()) };
+        waffle::runtime::uninstall(self.epoch);
+        waffle::local::with_local(|l| l.detach());
+        // Threads that just finished may still be running their thread-local destructors,
+        // which push their last chunks; give them a moment.
+        let deadline = Instant::now() + self.exit_wait;
+        while registry::owned() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let result = collector.finish().map_err(|e| Error::io(&self.path, e));
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        result
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            eprintln!("waffle: {e}");
+        }
+    }
+}

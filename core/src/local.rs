@@ -14,7 +14,7 @@ use crate::{
     encode::Writer,
     queue::StreamSlot,
     runtime,
-    wire::{tag, zigzag, write_varint, MAX_CHUNK_HEAD_LEN, MAX_VARINT_LEN},
+    wire::{tag, write_varint, zigzag, MAX_CHUNK_HEAD_LEN, MAX_VARINT_LEN},
 };
 
 /// Ticks a staged record may wait before its chunk is pushed, until the runtime sets it.

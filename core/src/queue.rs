@@ -63,12 +63,7 @@ impl StreamSlot {
     /// # Safety
     /// Both regions must stay valid, be disjoint, and be read or written by nothing but this
     /// slot, for as long as the slot lives. Two `&'static mut [u8]` meet this.
-    pub unsafe fn new(
-        queue: NonNull<[u8]>,
-        staging: NonNull<[u8]>,
-        index: u32,
-        first_id: u64,
-    ) -> StreamSlot {
+    pub unsafe fn new(queue: NonNull<[u8]>, staging: NonNull<[u8]>, index: u32, first_id: u64) -> StreamSlot {
         let storage = RawStorage { ptr: queue.cast(), len: queue.len() };
         StreamSlot {
             queue: Queue::new_with_storage(storage),

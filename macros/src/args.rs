@@ -66,6 +66,9 @@ impl Parse for FieldSpec {
         let (name, name_span) = parse_key(input)?;
         let value: Expr = if input.peek(Token![=]) {
             input.parse::<Token![=]>()?;
+            if input.is_empty() || input.peek(Token![,]) {
+                return Err(input.error(format!("expected a value after `{name} =`")));
+            }
             input.parse()?
         } else if is_ident {
             let ident = Ident::new(&name, name_span);

@@ -42,10 +42,16 @@ pub fn callsite(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -
 /// `waffle::EventId`). Field values are evaluated once, and only when recording is on.
 pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> TokenStream {
     let callsite = callsite(kind, name, fields, line_span);
-    let temps: Vec<_> = (0..fields.len()).map(|i| format_ident!("__waffle_f{}", i)).collect();
+    // Spans that point at each value (so a type error names the value, not the whole macro)
+    // but keep the macro's own hygiene, so that the temporaries and `__waffle_w` resolve even
+    // when the value's tokens come from another macro (`macro_rules! m { ($k:ident) => {
+    // span!("s", $k) } }`).
+    let spans: Vec<Span> =
+        fields.iter().map(|f| Span::call_site().located_at(crate::args::span_of(&f.value))).collect();
+    let temps: Vec<_> =
+        spans.iter().enumerate().map(|(i, &span)| format_ident!("__waffle_f{}", i, span = span)).collect();
     let values = fields.iter().map(|f| &f.value);
-    let encoders = fields.iter().zip(&temps).map(|(f, t)| {
-        let span = crate::args::span_of(&f.value);
+    let encoders = fields.iter().zip(&temps).zip(&spans).map(|((f, t), &span)| {
         match f.ty {
             Ty::Dynamic => quote_spanned!(span=> ::waffle::__private::FieldValue::encode_dynamic(#t, __waffle_w);),
             ty => {

@@ -10,6 +10,7 @@ use crate::{
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{
+    ext::IdentExt,
     parse::{Parse, ParseStream},
     punctuated::Punctuated,
     FnArg, Ident, ItemFn, LitStr, Pat, Token,
@@ -40,7 +41,15 @@ impl Parse for Options {
                 "skip" => {
                     let content;
                     syn::parenthesized!(content in input);
-                    o.skip.extend(Punctuated::<Ident, Token![,]>::parse_terminated(&content)?);
+                    for s in Punctuated::<Ident, Token![,]>::parse_terminated_with(&content, Ident::parse_any)? {
+                        if s == "self" {
+                            return Err(syn::Error::new(
+                                s.span(),
+                                "`self` is never recorded as a field, so it needs no `skip`; remove it",
+                            ));
+                        }
+                        o.skip.push(s);
+                    }
                 }
                 "skip_all" => o.skip_all = true,
                 "fields" => {
@@ -65,9 +74,15 @@ impl Parse for Options {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match try_expand(attr, item) {
+    match try_expand(attr, item.clone()) {
         Ok(t) => t,
-        Err(e) => e.to_compile_error(),
+        // Keep the item as written, so that the error is the only one: its callers still
+        // find it.
+        Err(e) => {
+            let mut out = e.to_compile_error();
+            out.extend(item);
+            out
+        }
     }
 }
 
@@ -84,7 +99,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let Pat::Ident(pi) = &*pt.pat else { continue }; // destructuring patterns have no name
         let ident = pi.ident.clone();
         arg_names.push(ident.to_string());
-        if opts.skip_all || opts.skip.iter().any(|s| *s == ident) {
+        if opts.skip_all || opts.skip.contains(&ident) {
             continue;
         }
         let ty = infer_type(&pt.ty);

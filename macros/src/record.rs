@@ -19,7 +19,10 @@ struct Input {
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let name: LitStr = input.parse().map_err(|e| {
-            syn::Error::new(e.span(), "expected the name as a string literal, e.g. `span!(\"solve\", n = 4u64)`")
+            syn::Error::new(
+                e.span(),
+                "expected the name as a string literal, e.g. `span!(\"solve\", n = 4u64)`",
+            )
         })?;
         if name.value().is_empty() {
             return Err(syn::Error::new(name.span(), "the name cannot be empty"));

@@ -60,7 +60,11 @@ fn decode_frames<R: Read>(mut reader: FrameReader<R>, path: &Path) -> Result<(Pr
         let what = warnings.first().map_or("the file has no header frame".to_owned(), |w| w.message.clone());
         return Err(Error::Corrupt { path: path.to_owned(), offset: 10, what });
     };
-    let mut d = Decoder::new(path, &first).map_err(|what| Error::Corrupt { path: path.to_owned(), offset: first.offset, what })?;
+    let mut d = Decoder::new(path, &first).map_err(|what| Error::Corrupt {
+        path: path.to_owned(),
+        offset: first.offset,
+        what,
+    })?;
     while let Some(f) = reader.next_frame(&mut warnings) {
         if let Err(msg) = d.frame(&f) {
             warnings.push(Warning { path: path.to_owned(), offset: f.offset, message: msg });
@@ -155,7 +159,8 @@ impl Decoder {
                     let len = c.varint()?;
                     let body = c.bytes(usize::try_from(len).unwrap_or(usize::MAX))?;
                     if let Err(msg) = self.chunk(stream, body) {
-                        let message = format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
+                        let message =
+                            format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
                         self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
                     }
                 }
@@ -185,14 +190,16 @@ impl Decoder {
         let count = c.varint_u32()?;
         for i in 0..count {
             let kind = c.byte()?;
-            let kind = Kind::from_code(kind).ok_or_else(|| format!("callsite {} has unknown kind {kind}", first + i))?;
+            let kind = Kind::from_code(kind)
+                .ok_or_else(|| format!("callsite {} has unknown kind {kind}", first + i))?;
             let (name, module_path, file, line) = (c.str()?, c.str()?, c.str()?, c.varint_u32()?);
             let n = c.varint()?;
             let mut fields = Vec::new();
             for _ in 0..n {
                 let fname = c.str()?;
                 let code = c.byte()?;
-                let ty = FieldType::from_code(code).ok_or_else(|| format!("field {fname} has unknown type code {code}"))?;
+                let ty = FieldType::from_code(code)
+                    .ok_or_else(|| format!("field {fname} has unknown type code {code}"))?;
                 fields.push((fname, ty));
             }
             let cs = Callsite { name, module: module_path, file, line, kind, fields };
@@ -205,7 +212,14 @@ impl Decoder {
         let threads = &mut self.process.threads;
         let last_ts = &mut self.last_ts;
         self.streams.entry((stream, generation)).or_insert_with(|| {
-            threads.push(Thread { stream, tid: 0, name: String::new(), spans: Vec::new(), events: Vec::new(), dropped: 0 });
+            threads.push(Thread {
+                stream,
+                tid: 0,
+                name: String::new(),
+                spans: Vec::new(),
+                events: Vec::new(),
+                dropped: 0,
+            });
             last_ts.push(0);
             StreamState { thread: threads.len() - 1, module: 0, stack: Vec::new() }
         })
@@ -254,17 +268,34 @@ impl Decoder {
                         let id = c.varint_u32()?;
                         ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
                         let cs = self.callsites.get(&(module, id)).cloned().ok_or_else(|| {
-                            format!("record {seen} names callsite {id}, which the string table does not describe")
+                            format!(
+                                "record {seen} names callsite {id}, which the string table does not describe"
+                            )
                         })?;
                         let fields = read_fields(&mut c, &cs)?;
                         let parent = stack.last().map(|&i| thread.spans[i].id).filter(|&p| p != 0);
                         if record_tag == tag::SPAN_BEGIN {
                             stack.push(thread.spans.len());
                             let depth = stack.len() as u32 - 1;
-                            let span = Span { id: next_id, parent, depth, callsite: cs, fields, start_ns: ts, end_ns: ts, ended: false };
+                            let span = Span {
+                                id: next_id,
+                                parent,
+                                depth,
+                                callsite: cs,
+                                fields,
+                                start_ns: ts,
+                                end_ns: ts,
+                                ended: false,
+                            };
                             thread.spans.push(span);
                         } else {
-                            thread.events.push(Event { id: next_id, parent, callsite: cs, fields, ts_ns: ts });
+                            thread.events.push(Event {
+                                id: next_id,
+                                parent,
+                                callsite: cs,
+                                fields,
+                                ts_ns: ts,
+                            });
                         }
                         next_id += 1;
                     }
@@ -316,7 +347,12 @@ impl Decoder {
 }
 
 fn read_calibration(c: &mut Cursor<'_>) -> Result<Calibration, String> {
-    let cal = Calibration { anchor_ticks: c.varint()?, anchor_unix_ns: c.varint()?, ticks: c.varint()?, ns: c.varint()? };
+    let cal = Calibration {
+        anchor_ticks: c.varint()?,
+        anchor_unix_ns: c.varint()?,
+        ticks: c.varint()?,
+        ns: c.varint()?,
+    };
     if cal.ticks == 0 || cal.ns == 0 {
         return Err("clock calibration with a zero interval".into());
     }
@@ -330,7 +366,9 @@ fn read_fields(c: &mut Cursor<'_>, cs: &Callsite) -> Result<Vec<Value>, String> 
             FieldType::Dynamic => {
                 let code = c.byte()?;
                 match FieldType::from_code(code) {
-                    Some(FieldType::Dynamic) | None => return Err(format!("field `{name}` has unknown type code {code}")),
+                    Some(FieldType::Dynamic) | None => {
+                        return Err(format!("field `{name}` has unknown type code {code}"))
+                    }
                     Some(t) => t,
                 }
             }

@@ -15,7 +15,9 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A session is already recording in this process.
-    #[error("a waffle session is already recording in this process (to {0}); drop it before starting another")]
+    #[error(
+        "a waffle session is already recording in this process (to {0}); drop it before starting another"
+    )]
     AlreadyStarted(PathBuf),
     /// The file is not a waffle trace.
     #[error("{path}: not a waffle trace file (its first bytes are not the waffle magic)")]

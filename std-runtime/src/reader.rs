@@ -68,11 +68,19 @@ impl<R: Read> FrameReader<R> {
             return Err(Error::NotATrace { path: path.to_owned() });
         }
         if n < head.len() {
-            return Err(Error::Corrupt { path: path.to_owned(), offset: n as u64, what: "file ends inside the format version".into() });
+            return Err(Error::Corrupt {
+                path: path.to_owned(),
+                offset: n as u64,
+                what: "file ends inside the format version".into(),
+            });
         }
         let version = u16::from_le_bytes([head[8], head[9]]);
         if version > FORMAT_VERSION || version == 0 {
-            return Err(Error::UnknownVersion { path: path.to_owned(), found: version, supported: FORMAT_VERSION });
+            return Err(Error::UnknownVersion {
+                path: path.to_owned(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
         }
         Ok(FrameReader { input, path: path.to_owned(), offset: head.len() as u64, done: false, version })
     }
@@ -92,7 +100,13 @@ impl<R: Read> FrameReader<R> {
                 return None;
             }
             if n < head.len() {
-                return self.stop(warnings, offset, format!("file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"));
+                return self.stop(
+                    warnings,
+                    offset,
+                    format!(
+                        "file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"
+                    ),
+                );
             }
             let kind = head[0];
             let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
@@ -105,7 +119,8 @@ impl<R: Read> FrameReader<R> {
                 Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
             };
             let mut tail = [0u8; FRAME_TAIL_LEN];
-            let tail_n = if got == len as usize { read_full(&mut self.input, &mut tail).unwrap_or(0) } else { 0 };
+            let tail_n =
+                if got == len as usize { read_full(&mut self.input, &mut tail).unwrap_or(0) } else { 0 };
             if got < len as usize || tail_n < FRAME_TAIL_LEN {
                 return self.stop(warnings, offset, format!("file ends inside a frame of kind {kind} ({got} of {len} payload bytes); the frame is lost"));
             }
@@ -114,7 +129,10 @@ impl<R: Read> FrameReader<R> {
             crc.update(&head);
             crc.update(&payload);
             if crc.finalize() != u32::from_le_bytes(tail) {
-                warnings.push(self.warning(offset, format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped")));
+                warnings.push(self.warning(
+                    offset,
+                    format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped"),
+                ));
                 continue;
             }
             return Some(Frame { kind, offset, payload });
@@ -195,7 +213,11 @@ impl<'a> Cursor<'a> {
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let Some(end) = end else {
-            return Err(format!("{n} bytes wanted at byte {} but only {} remain", self.pos, self.buf.len() - self.pos));
+            return Err(format!(
+                "{n} bytes wanted at byte {} but only {} remain",
+                self.pos,
+                self.buf.len() - self.pos
+            ));
         };
         let b = &self.buf[self.pos..end];
         self.pos = end;

@@ -102,7 +102,8 @@ fn acquire() -> Option<&'static StreamSlot> {
             let first_id = waffle::ids::stream_id_base(g.salt, index);
             // SAFETY: both regions were just leaked, so they live forever, are disjoint, and
             // nothing else holds a reference to them.
-            let slot: &'static StreamSlot = Box::leak(Box::new(unsafe { StreamSlot::new(queue, staging, index, first_id) }));
+            let slot: &'static StreamSlot =
+                Box::leak(Box::new(unsafe { StreamSlot::new(queue, staging, index, first_id) }));
             g.slots.push(slot);
             slot
         }

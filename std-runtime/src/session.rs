@@ -98,11 +98,13 @@ impl Config {
         let start = Arc::new(clock::Start::now());
         let cal = start.measure_over(Duration::from_millis(2));
         let salt = random_salt();
-        let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file)).map_err(|e| Error::io(&self.path, e))?;
+        let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
+            .map_err(|e| Error::io(&self.path, e))?;
         write_preamble(&mut out, &self, &cal, salt).map_err(|e| Error::io(&self.path, e))?;
         registry::configure(self.queue_bytes, self.staging_bytes, salt);
         waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
-        let collector = Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
+        let collector =
+            Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
         let epoch = waffle::runtime::install(&registry::HOOKS);
         *active = Some(self.path.clone());
         Ok(Session { epoch, collector: Some(collector), path: self.path, exit_wait: self.exit_wait })

@@ -49,9 +49,14 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<(), String> {
     let format = match &cli.format {
-        Some(name) => Format::from_name(name).ok_or_else(|| format!("unknown format `{name}`; known: perfetto"))?,
+        Some(name) => {
+            Format::from_name(name).ok_or_else(|| format!("unknown format `{name}`; known: perfetto"))?
+        }
         None => Format::from_path(&cli.output).ok_or_else(|| {
-            format!("cannot tell the format from `{}`; use a .pftrace extension or --format", cli.output.display())
+            format!(
+                "cannot tell the format from `{}`; use a .pftrace extension or --format",
+                cli.output.display()
+            )
         })?,
     };
     let decoded = decode::decode_files(&cli.inputs).map_err(|e| e.to_string())?;
@@ -68,7 +73,10 @@ fn run(cli: &Cli) -> Result<(), String> {
 
 /// Writes to a temporary file beside `path` and renames it, so a failed export never leaves a
 /// half-written file under the final name.
-fn write_atomically(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+fn write_atomically(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
@@ -94,7 +102,11 @@ fn summary(trace: &waffle_std::model::Trace, out: &Path, format: Format) {
             p.pid,
             p.name,
             p.threads.len(),
-            if p.dropped > 0 { format!(", {} records DROPPED (buffers full)", p.dropped) } else { String::new() },
+            if p.dropped > 0 {
+                format!(", {} records DROPPED (buffers full)", p.dropped)
+            } else {
+                String::new()
+            },
             if p.complete { "" } else { ", not closed cleanly" },
         );
     }

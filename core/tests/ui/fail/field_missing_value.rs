@@ -1,0 +1,3 @@
+fn main() {
+    let _s = waffle::span!("solve", n = , m = 1u64);
+}

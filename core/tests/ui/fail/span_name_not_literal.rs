@@ -1,0 +1,4 @@
+fn main() {
+    let name = "solve";
+    let _s = waffle::span!(name, n = 4u64);
+}

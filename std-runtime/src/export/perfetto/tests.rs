@@ -1,0 +1,190 @@
+//! Unit tests of the Perfetto exporter: its output decoded with our own message structs.
+
+use super::*;
+use crate::model::{Callsite, Event, Span};
+use std::sync::Arc;
+use waffle::{callsite::Kind, wire::FieldType};
+
+/// `Trace`, to read the output back with our own structs.
+#[derive(Clone, PartialEq, prost::Message)]
+struct TraceProto {
+    #[prost(message, repeated, tag = "1")]
+    packet: Vec<TracePacket>,
+}
+
+fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
+    let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
+    let (module, file) = ("m".into(), "m.rs".into());
+    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields })
+}
+
+fn span(id: u64, parent: Option<u64>, cs: &Arc<Callsite>, fields: Vec<Value>, t: [u64; 2]) -> Span {
+    let (callsite, depth) = (cs.clone(), u32::from(parent.is_some()));
+    Span { id, parent, depth, callsite, fields, start_ns: t[0], end_ns: t[1], ended: true }
+}
+
+/// Two ranks with the same pid and tids; nesting with ties at 100, 150 and 200; an event
+/// with every value type; an unfinished span on a thread that dropped records.
+fn sample() -> Trace {
+    let outer = callsite("outer", Kind::Span, &["n"]);
+    let inner = callsite("inner", Kind::Span, &[]);
+    let ev = callsite("ev", Kind::Event, &["u", "i", "f", "b", "s"]);
+    let values = vec![
+        Value::U64(u64::MAX),
+        Value::I64(-5),
+        Value::F64(0.5),
+        Value::Bool(true),
+        Value::Str("x".into()),
+    ];
+    let event = |id, parent, ts_ns| Event { id, parent, callsite: ev.clone(), fields: values.clone(), ts_ns };
+    let process = |rank: &str, b: u64| {
+        let spans = vec![
+            span(b + 1, None, &outer, vec![Value::U64(7)], [100, 200]),
+            span(b + 2, Some(b + 1), &inner, vec![], [100, 150]),
+            span(b + 3, Some(b + 1), &inner, vec![], [150, 200]),
+        ];
+        let events = vec![event(b + 9, Some(b + 3), 150), event(b + 10, None, 250)];
+        let main = Thread { stream: 0, tid: 42, name: "main".into(), spans, events, dropped: 0 };
+        let mut open = span(b + 20, None, &outer, vec![Value::U64(1)], [300, 400]);
+        open.ended = false;
+        let worker =
+            Thread { stream: 1, tid: 43, name: String::new(), spans: vec![open], events: vec![], dropped: 3 };
+        let (source, host) = (format!("{rank}.bin"), format!("node{rank}"));
+        let labels = vec![("rank".into(), rank.into())];
+        let threads = vec![main, worker];
+        Process { source, pid: 42, name: "sim".into(), host, labels, threads, dropped: 3, complete: true }
+    };
+    Trace { processes: vec![process("0", 0), process("1", 100)] }
+}
+
+fn packets() -> Vec<TracePacket> {
+    let mut bytes = Vec::new();
+    write(&sample(), &mut bytes).unwrap();
+    TraceProto::decode(bytes.as_slice()).unwrap().packet
+}
+
+#[test]
+fn sequence_flags_and_interning() {
+    // (sequence, table: 0 event names / 1 annotation names, iid) -> name
+    let mut defined = HashMap::new();
+    let mut seen = HashSet::new();
+    for p in packets() {
+        let seq = p.trusted_packet_sequence_id.expect("every packet is on a sequence");
+        assert_ne!(seq, 0);
+        if seen.insert(seq) {
+            assert_eq!(p.sequence_flags, Some(3), "first packet of {seq} clears state");
+            assert_eq!(p.first_packet_on_sequence, Some(true));
+        } else {
+            assert_eq!(p.first_packet_on_sequence, None);
+            assert_eq!(p.sequence_flags.unwrap_or(0) & 1, 0, "state cleared only once");
+        }
+        if let Some(data) = &p.interned_data {
+            let entries = data
+                .event_names
+                .iter()
+                .map(|e| (0, e))
+                .chain(data.debug_annotation_names.iter().map(|e| (1, e)));
+            for (table, e) in entries {
+                assert_ne!(e.iid, Some(0));
+                assert!(
+                    defined.insert((seq, table, e.iid.unwrap()), e.name.clone()).is_none(),
+                    "defined twice"
+                );
+            }
+        }
+        let Some(ev) = &p.track_event else { continue };
+        let used: Vec<_> = ev
+            .name_iid
+            .map(|i| (0, i))
+            .into_iter()
+            .chain(ev.debug_annotations.iter().map(|a| (1, a.name_iid.unwrap())))
+            .collect();
+        if !used.is_empty() {
+            assert_eq!(p.sequence_flags, Some(2), "a later packet using iids needs state");
+        }
+        for (table, iid) in used {
+            assert!(
+                defined.contains_key(&(seq, table, iid)),
+                "iid {iid} used on {seq} before its definition"
+            );
+        }
+    }
+}
+
+#[test]
+fn tracks_are_unique_and_parented() {
+    let packets = packets();
+    let tracks: Vec<_> = packets.iter().filter_map(|p| p.track_descriptor.as_ref()).collect();
+    let uuids: HashSet<_> = tracks.iter().map(|d| d.uuid.unwrap()).collect();
+    assert_eq!(uuids.len(), tracks.len(), "unique uuids");
+    let pids: HashMap<_, _> =
+        tracks.iter().filter_map(|d| Some((d.uuid?, d.process.as_ref()?.pid?))).collect();
+    assert_eq!(pids.len(), 2);
+    assert_ne!(pids.values().min(), pids.values().max(), "the shared pid is remapped");
+    assert!(tracks.iter().any(|d| d.name.as_deref() == Some("rank 1 (pid 42)")));
+    let mut tids = HashSet::new();
+    for (d, t) in tracks.iter().filter_map(|d| Some((d, d.thread.as_ref()?))) {
+        assert_eq!(pids.get(&d.parent_uuid.unwrap()), t.pid.as_ref(), "thread inside its process");
+        assert!(tids.insert(t.tid.unwrap()), "unique tids");
+        let is_main = t.thread_name.as_deref() == Some("main");
+        assert_eq!(is_main, t.tid.unwrap() == i64::from(t.pid.unwrap()), "main thread follows its pid");
+    }
+    assert_eq!(tids.len(), 4);
+    assert_eq!(packets.iter().filter(|p| p.previous_packet_dropped == Some(true)).count(), 2);
+}
+
+#[test]
+fn slices_balance_and_nest() {
+    let (mut names, mut stacks, mut log) = (HashMap::new(), HashMap::<u64, Vec<String>>::new(), vec![]);
+    let mut last_ts = HashMap::new();
+    for p in packets() {
+        let seq = p.trusted_packet_sequence_id.unwrap();
+        for e in p.interned_data.iter().flat_map(|d| &d.event_names) {
+            names.insert((seq, e.iid.unwrap()), e.name.clone().unwrap());
+        }
+        let Some(ev) = &p.track_event else { continue };
+        let (track, ts) = (ev.track_uuid.unwrap(), p.timestamp.unwrap());
+        assert!(ts >= last_ts.insert(track, ts).unwrap_or(0), "time runs forward on a track");
+        let stack = stacks.entry(track).or_default();
+        let name = ev.name_iid.map(|i| names[&(seq, i)].clone());
+        let values: Vec<_> = ev.debug_annotations.iter().map(|a| a.value.clone().unwrap()).collect();
+        match ev.r#type.unwrap() {
+            TYPE_SLICE_BEGIN => {
+                stack.push(name.unwrap());
+                log.push(format!("{ts} {} depth {} {values:?}", stack[stack.len() - 1], stack.len()));
+            }
+            TYPE_SLICE_END => log.push(format!("{ts} end {}", stack.pop().expect("an open slice"))),
+            TYPE_INSTANT => log.push(format!("{ts} {} in {:?}", name.unwrap(), stack.last())),
+            t => panic!("type {t}"),
+        }
+    }
+    assert!(stacks.values().all(Vec::is_empty), "every begin ended");
+    // Rank 0: the tie at 150 ends the first inner before the second begins, and the event
+    // at 150 lands in the second; the unfinished span says so and ends at its end_ns.
+    let expected = [
+        "100 outer depth 1 [Uint(7)]",
+        "100 inner depth 2 []",
+        "150 end inner",
+        "150 inner depth 2 []",
+        "150 ev in Some(\"inner\")",
+        "200 end inner",
+        "200 end outer",
+        "250 ev in None",
+        "300 outer depth 1 [Uint(1), Bool(true)]",
+        "400 end outer",
+    ];
+    assert_eq!(log[..expected.len()], expected);
+}
+
+#[test]
+fn values_map_to_their_annotation_types() {
+    let packets = packets();
+    let ev = packets
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .find(|e| e.r#type == Some(TYPE_INSTANT))
+        .unwrap();
+    let values: Vec<_> = ev.debug_annotations.iter().map(|a| a.value.clone().unwrap()).collect();
+    use AnnotationValue::*;
+    assert_eq!(values, [Uint(u64::MAX), Int(-5), Double(0.5), Bool(true), Str("x".into())]);
+}

@@ -63,6 +63,8 @@ pub struct Callsite {
     pub kind: Kind,
     /// Field schema, in the order values are written.
     pub fields: &'static [Field],
+    /// Correlation key (`correlate = ("key", value)`), or "" if the callsite has none.
+    pub correlate: &'static str,
 }
 
 impl Callsite {
@@ -74,8 +76,9 @@ impl Callsite {
         file: &'static str,
         line: u32,
         fields: &'static [Field],
+        correlate: &'static str,
     ) -> Callsite {
-        Callsite { name, module, file, line, kind, fields }
+        Callsite { name, module, file, line, kind, fields, correlate }
     }
 
     /// This callsite's id: its index in [`CALLSITES`].

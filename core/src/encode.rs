@@ -112,6 +112,24 @@ macro_rules! signed {
 }
 signed!(i8, i16, i32, i64, isize);
 
+/// Ids are recorded as their numeric value.
+impl FieldValue for crate::ids::SpanId {
+    const TYPE: FieldType = FieldType::U64;
+    #[inline(always)]
+    fn encode(&self, w: &mut Writer<'_>) {
+        w.varint(self.to_u64());
+    }
+}
+
+/// Ids are recorded as their numeric value.
+impl FieldValue for crate::ids::EventId {
+    const TYPE: FieldType = FieldType::U64;
+    #[inline(always)]
+    fn encode(&self, w: &mut Writer<'_>) {
+        w.varint(self.to_u64());
+    }
+}
+
 impl FieldValue for f64 {
     const TYPE: FieldType = FieldType::F64;
     #[inline(always)]

@@ -37,19 +37,24 @@ extern crate std;
 
 pub mod callsite;
 pub mod clock;
+mod context;
 pub mod encode;
 pub mod ids;
 pub mod local;
 pub mod queue;
 pub mod runtime;
 mod span;
+mod task;
 pub mod wire;
 
+pub use context::{Context, ContextError, ContextGuard, Traceparent};
 pub use encode::FieldValue;
 pub use ids::{EventId, SpanId, TraceId};
 pub use local::flush;
 pub use runtime::{is_enabled, set_enabled};
+pub use span::Causes;
 pub use span::Span;
+pub use task::{Instrument, Instrumented};
 
 /// Opens a span; it ends when the returned [`Span`] guard is dropped.
 ///
@@ -91,7 +96,8 @@ pub mod __private {
     pub use crate::callsite::{Callsite, Field, Kind, CALLSITES};
     pub use crate::encode::{FieldValue, Writer};
     pub use crate::runtime::state;
-    pub use crate::span::{event, span_begin};
+    pub use crate::span::{correlate, event, link, span_begin, Causes};
+    pub use crate::task::Instrument;
     pub use crate::wire::FieldType;
     pub use linkme;
 

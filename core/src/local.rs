@@ -54,8 +54,10 @@ pub struct Local {
     chunk_depth: u64,
     /// Id the next span or event takes.
     next_id: u64,
-    /// Spans begun and not ended.
+    /// Spans begun and not ended, plus contexts entered and not exited.
     depth: u64,
+    /// Id of the innermost open span or entered context (0: none), for `Context::current`.
+    current: u64,
     /// Records lost since the last chunk that reached the queue.
     dropped: u64,
     flush_ticks: u64,
@@ -80,6 +82,7 @@ impl Local {
         chunk_depth: 0,
         next_id: 0,
         depth: 0,
+        current: 0,
         dropped: 0,
         flush_ticks: DEFAULT_FLUSH_TICKS,
         generation: 0,
@@ -105,7 +108,7 @@ impl Local {
         if self.epoch == state {
             return self.slot.is_some(); // acquiring failed earlier in this session
         }
-        self.detach();
+        self.release();
         self.epoch = state;
         let Some(hooks) = runtime::hooks() else { return false };
         self.busy = true;
@@ -121,6 +124,7 @@ impl Local {
         self.records = 0;
         self.dropped = 0;
         self.depth = 0;
+        self.current = 0;
         self.next_id = slot.next_id();
         self.flush_ticks = FLUSH_TICKS.load(core::sync::atomic::Ordering::Relaxed) as u64;
         self.last_ts = clock::now();
@@ -129,7 +133,7 @@ impl Local {
     }
 
     /// Pushes what is staged and gives the slot back to the runtime.
-    pub fn detach(&mut self) {
+    pub fn release(&mut self) {
         let Some(slot) = self.slot.take() else { return };
         self.flush_to(slot);
         self.staging = no_staging();
@@ -220,9 +224,28 @@ impl Local {
         id
     }
 
-    /// Writes a span-end record for the innermost open span.
+    /// Writes a span-begin record and makes the span current; returns its id (0 if not
+    /// recorded) and the id that was current before, for [`Local::end`].
     #[inline(always)]
-    pub fn end(&mut self, state: u32) {
+    pub fn begin<F: Fn(&mut Writer<'_>)>(&mut self, state: u32, callsite: u32, fields: &F) -> (u64, u64) {
+        let id = self.record(state, tag::SPAN_BEGIN, callsite, fields);
+        let prev = self.current;
+        if id != 0 {
+            self.current = id;
+        }
+        (id, prev)
+    }
+
+    /// The innermost open span or entered context of this context (0: none).
+    #[inline(always)]
+    pub fn current(&self) -> u64 {
+        self.current
+    }
+
+    /// Writes a span-end record for the innermost open span and makes `prev` current again.
+    #[inline(always)]
+    pub fn end(&mut self, state: u32, prev: u64) {
+        self.current = prev;
         // A span begun in a session ends in it even after recording is paused.
         let state = if state == 0 { self.epoch } else { state };
         if !self.ready(state) {
@@ -236,6 +259,114 @@ impl Local {
         self.depth = self.depth.saturating_sub(1);
         if overflowed {
             self.record_slow(ts, tag::SPAN_END, 0, &|_: &mut Writer<'_>| {});
+        } else {
+            self.commit(pos, ts);
+        }
+    }
+
+    /// Writes a record without a timestamp (`tag` then `body`), attached to what precedes it.
+    /// `depth_change` is +1, 0 or -1. Returns whether it was written.
+    fn timeless(
+        &mut self,
+        state: u32,
+        record_tag: u8,
+        depth_change: i8,
+        body: &dyn Fn(&mut Writer<'_>),
+    ) -> bool {
+        if !self.ready(state) {
+            return false;
+        }
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(record_tag);
+        body(&mut w);
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        match depth_change {
+            1 => self.depth += 1,
+            -1 => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        if !overflowed {
+            self.len = pos;
+            self.records += 1;
+            return true;
+        }
+        // Start a new chunk whose header reflects the state before this record, then retry.
+        let depth_after = self.depth;
+        self.flush();
+        self.chunk_depth = (depth_after as i64 - i64::from(depth_change)) as u64;
+        let mut w = Writer::new(self.staging, 0);
+        w.byte(record_tag);
+        body(&mut w);
+        if w.overflowed() {
+            self.chunk_depth = depth_after;
+            self.dropped += 1;
+            if let Some(slot) = self.slot {
+                slot.count_dropped(1);
+            }
+            return false;
+        }
+        self.len = w.pos();
+        self.records += 1;
+        true
+    }
+
+    /// Records that the latest span or event (the source) was caused by `target`.
+    #[inline]
+    pub fn link(&mut self, state: u32, target: u64) {
+        let source = self.next_id.wrapping_sub(1);
+        if target == 0 || target == source {
+            return;
+        }
+        if target >> 32 == source >> 32 && target < source {
+            self.timeless(state, tag::LINK_LOCAL, 0, &|w| w.varint(source - target));
+        } else {
+            self.timeless(state, tag::LINK_FULL, 0, &|w| w.bytes(&target.to_le_bytes()));
+        }
+    }
+
+    /// Records the latest span or event's correlation value (its key is in its callsite).
+    #[inline]
+    pub fn correlate(&mut self, state: u32, value: u64) {
+        self.timeless(state, tag::CORRELATE, 0, &|w| w.varint(value));
+    }
+
+    /// Adopts `span` (from anywhere) as the current parent; returns the id to restore with
+    /// [`Local::exit`], or `None` if nothing was recorded.
+    pub fn enter(&mut self, state: u32, span: u64) -> Option<u64> {
+        if span == 0 || !self.timeless(state, tag::ENTER, 1, &|w| w.bytes(&span.to_le_bytes())) {
+            return None;
+        }
+        Some(core::mem::replace(&mut self.current, span))
+    }
+
+    /// Ends the innermost [`Local::enter`], making `prev` current again.
+    pub fn exit(&mut self, state: u32, prev: u64) {
+        let state = if state == 0 { self.epoch } else { state };
+        self.current = prev;
+        self.timeless(state, tag::EXIT, -1, &|_| {});
+    }
+
+    /// Takes the open span `span` off this context's stack so that it can end anywhere (see
+    /// [`Local::async_end`]); makes `prev` current again.
+    pub fn detach(&mut self, state: u32, span: u64, prev: u64) {
+        let state = if state == 0 { self.epoch } else { state };
+        self.current = prev;
+        self.timeless(state, tag::DETACH, -1, &|w| w.bytes(&span.to_le_bytes()));
+    }
+
+    /// Ends a detached span, from whichever context runs this.
+    pub fn async_end(&mut self, state: u32, span: u64) {
+        if !self.ready(state) {
+            return;
+        }
+        let ts = clock::now();
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(tag::ASYNC_END);
+        w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
+        w.bytes(&span.to_le_bytes());
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        if overflowed {
+            self.record_slow(ts, tag::ASYNC_END, 0, &|w: &mut Writer<'_>| w.bytes(&span.to_le_bytes()));
         } else {
             self.commit(pos, ts);
         }
@@ -259,8 +390,9 @@ impl Local {
     fn record_slow(&mut self, ts: u64, record_tag: u8, callsite: u32, fields: &dyn Fn(&mut Writer<'_>)) {
         self.flush();
         let mut w = Writer::new(self.staging, 0);
+        let takes_id = record_tag == tag::SPAN_BEGIN || record_tag == tag::EVENT;
         w.byte(record_tag);
-        if record_tag != tag::SPAN_END {
+        if takes_id {
             w.varint(u64::from(callsite));
         }
         w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
@@ -275,7 +407,7 @@ impl Local {
             self.start_chunk();
         } else {
             // The empty chunk's header was set before this record changed id and depth.
-            self.chunk_id = self.next_id - u64::from(record_tag != tag::SPAN_END);
+            self.chunk_id = self.next_id - u64::from(takes_id);
             self.chunk_depth = self.depth - u64::from(record_tag == tag::SPAN_BEGIN)
                 + u64::from(record_tag == tag::SPAN_END);
             self.commit(pos, ts);
@@ -285,7 +417,7 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        self.detach();
+        self.release();
     }
 }
 

@@ -6,7 +6,7 @@
 //! whether recording is on and in which session ("epoch"); a thread whose slot belongs to an
 //! older epoch trades it in on its next record.
 
-use crate::queue::StreamSlot;
+use crate::{ids::TraceId, queue::StreamSlot};
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// What a runtime provides to the producer side.
@@ -58,6 +58,11 @@ pub fn set_enabled(on: bool) {
     STATE.store(if on { epoch } else { 0 }, Ordering::Release);
 }
 
+/// The epoch of the current session, also while recording is paused (0: none).
+pub fn last_epoch() -> u32 {
+    EPOCH.load(Ordering::Acquire)
+}
+
 /// Whether spans and events record now.
 #[inline(always)]
 pub fn is_enabled() -> bool {
@@ -68,4 +73,25 @@ pub(crate) fn hooks() -> Option<&'static Hooks> {
     let p = HOOKS.load(Ordering::Acquire);
     // SAFETY: the only non-null value ever stored comes from a `&'static Hooks` in `install`.
     unsafe { p.as_ref() }
+}
+
+/// The session's trace id, in four words (targets without 64-bit atomics have these).
+static TRACE_ID: [AtomicU32; 4] =
+    [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+
+/// Sets the trace id that [`Context::current`](crate::Context::current) reports.
+pub fn set_trace_id(id: TraceId) {
+    let v = id.to_u128();
+    for (i, word) in TRACE_ID.iter().enumerate() {
+        word.store((v >> (32 * i)) as u32, Ordering::Relaxed);
+    }
+}
+
+/// The session's trace id (null before a runtime sets one).
+pub fn trace_id() -> TraceId {
+    let v = TRACE_ID
+        .iter()
+        .enumerate()
+        .fold(0u128, |acc, (i, w)| acc | u128::from(w.load(Ordering::Relaxed)) << (32 * i));
+    TraceId::from_u128(v)
 }

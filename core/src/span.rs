@@ -1,4 +1,4 @@
-//! The guard returned by `span!` and the record calls generated code makes.
+//! The guard returned by `span!`, causes, and the record calls generated code makes.
 
 use crate::{
     callsite::Callsite,
@@ -13,10 +13,13 @@ use core::marker::PhantomData;
 /// An open span; the span ends when the guard is dropped.
 ///
 /// The guard stays on the thread that opened it (it is neither `Send` nor `Sync`), so that a
-/// thread's spans nest.
+/// thread's spans nest. To keep a span across `.await`s, hand it to
+/// [`Instrument::instrument`](crate::Instrument::instrument).
 #[must_use = "the span ends when this guard is dropped; bind it with `let _span = ...`"]
 pub struct Span {
     id: SpanId,
+    /// What was current before this span, restored when it ends.
+    prev: u64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -24,13 +27,25 @@ impl Span {
     /// A guard that records nothing: what `span!` gives while recording is off.
     #[inline(always)]
     pub const fn disabled() -> Span {
-        Span { id: SpanId::NULL, _not_send: PhantomData }
+        Span { id: SpanId::NULL, prev: 0, _not_send: PhantomData }
     }
 
     /// This span's id (null if the span was not recorded), for `caused_by` and contexts.
     #[inline(always)]
     pub fn id(&self) -> SpanId {
         self.id
+    }
+
+    /// Takes the span off this thread's stack so that it can end on any thread; returns its
+    /// id (null if it was not recorded). Used by [`Instrument`](crate::Instrument).
+    pub(crate) fn detach(self) -> SpanId {
+        let (id, prev) = (self.id, self.prev);
+        core::mem::forget(self);
+        if !id.is_null() {
+            let state = runtime::state();
+            with_local(|l| l.detach(state, id.to_u64(), prev));
+        }
+        id
     }
 }
 
@@ -39,7 +54,8 @@ impl Drop for Span {
     fn drop(&mut self) {
         if !self.id.is_null() {
             let state = runtime::state();
-            with_local(|l| l.end(state));
+            let prev = self.prev;
+            with_local(|l| l.end(state, prev));
         }
     }
 }
@@ -50,11 +66,75 @@ impl core::fmt::Debug for Span {
     }
 }
 
+/// Something that can be named in `caused_by`: span and event ids, and collections of them.
+/// Null ids are skipped.
+pub trait Causes {
+    /// Calls `f` with each id (null ones included; the recorder skips them).
+    fn each_cause(&self, f: &mut dyn FnMut(u64));
+}
+
+impl Causes for SpanId {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        f(self.to_u64())
+    }
+}
+
+impl Causes for EventId {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        f(self.to_u64())
+    }
+}
+
+impl Causes for Span {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        f(self.id.to_u64())
+    }
+}
+
+impl Causes for crate::Context {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        f(self.span_id().to_u64())
+    }
+}
+
+impl<T: Causes> Causes for Option<T> {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        if let Some(c) = self {
+            c.each_cause(f)
+        }
+    }
+}
+
+impl<T: Causes> Causes for [T] {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        self.iter().for_each(|c| c.each_cause(f))
+    }
+}
+
+impl<T: Causes, const N: usize> Causes for [T; N] {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        self.iter().for_each(|c| c.each_cause(f))
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T: Causes> Causes for std::vec::Vec<T> {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        self.iter().for_each(|c| c.each_cause(f))
+    }
+}
+
+impl<T: Causes + ?Sized> Causes for &T {
+    fn each_cause(&self, f: &mut dyn FnMut(u64)) {
+        (**self).each_cause(f)
+    }
+}
+
 /// Records a span begin for `callsite` (generated code calls this after checking `state`).
 #[inline(always)]
 pub fn span_begin<F: Fn(&mut Writer<'_>)>(state: u32, callsite: &'static Callsite, fields: &F) -> Span {
-    let id = with_local(|l| l.record(state, tag::SPAN_BEGIN, callsite.id(), fields)).unwrap_or(0);
-    Span { id: SpanId::from_u64(id), _not_send: PhantomData }
+    let (id, prev) = with_local(|l| l.begin(state, callsite.id(), fields)).unwrap_or((0, 0));
+    Span { id: SpanId::from_u64(id), prev, _not_send: PhantomData }
 }
 
 /// Records an event for `callsite` (generated code calls this after checking `state`).
@@ -62,4 +142,16 @@ pub fn span_begin<F: Fn(&mut Writer<'_>)>(state: u32, callsite: &'static Callsit
 pub fn event<F: Fn(&mut Writer<'_>)>(state: u32, callsite: &'static Callsite, fields: &F) -> EventId {
     let id = with_local(|l| l.record(state, tag::EVENT, callsite.id(), fields)).unwrap_or(0);
     EventId::from_u64(id)
+}
+
+/// Records that the span or event just begun on this thread was caused by `causes`.
+#[inline]
+pub fn link(state: u32, causes: &dyn Causes) {
+    with_local(|l| causes.each_cause(&mut |id| l.link(state, id)));
+}
+
+/// Records the correlation value of the span or event just begun on this thread.
+#[inline]
+pub fn correlate(state: u32, value: u64) {
+    with_local(|l| l.correlate(state, value));
 }

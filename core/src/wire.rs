@@ -43,6 +43,24 @@ pub mod tag {
     pub const SPAN_END: u8 = 0x02;
     /// Event: callsite id, timestamp delta, field values. Takes the next id of the stream.
     pub const EVENT: u8 = 0x03;
+    /// Causal link from the stream's latest span or event (the *source*, whose id is the
+    /// stream's next id minus one) to a target in the same stream: varint `source - target`.
+    pub const LINK_LOCAL: u8 = 0x04;
+    /// Causal link from the source to any id: 8 bytes, little-endian.
+    pub const LINK_FULL: u8 = 0x05;
+    /// Correlation of the source: varint value; the key is the source callsite's
+    /// correlation key.
+    pub const CORRELATE: u8 = 0x06;
+    /// The stream adopts a span (of any thread or process) as the parent of what it records
+    /// next: 8-byte little-endian span id. Counts as one level of depth.
+    pub const ENTER: u8 = 0x07;
+    /// Ends the innermost `ENTER`.
+    pub const EXIT: u8 = 0x08;
+    /// Takes an open span off the stream's stack, to end later from any stream with
+    /// `ASYNC_END`: 8-byte little-endian span id.
+    pub const DETACH: u8 = 0x09;
+    /// Ends a detached span: timestamp delta, then its 8-byte little-endian id.
+    pub const ASYNC_END: u8 = 0x0a;
 }
 
 /// Largest encoding of a `u64` varint.

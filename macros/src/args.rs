@@ -81,6 +81,65 @@ impl Parse for FieldSpec {
     }
 }
 
+/// Causal links and correlation given with a span or event.
+#[derive(Default)]
+pub struct Extras {
+    /// Each expression implements `waffle::Causes` (an id, an `Option`, a slice, ...).
+    pub causes: Vec<Expr>,
+    /// `correlate = ("key", value)`.
+    pub correlate: Option<(LitStr, Expr)>,
+}
+
+impl Extras {
+    /// Takes `caused_by = ...` or `correlate = (...)`; returns `false` for any other key.
+    pub fn take(&mut self, key: &str, key_span: Span, value: &Expr) -> syn::Result<bool> {
+        match key {
+            "caused_by" => {
+                match value {
+                    Expr::Array(a) => self.causes.extend(a.elems.iter().cloned()),
+                    other => self.causes.push(other.clone()),
+                }
+                Ok(true)
+            }
+            "correlate" => {
+                if self.correlate.is_some() {
+                    return Err(syn::Error::new(key_span, "`correlate` is given twice"));
+                }
+                let err = || {
+                    syn::Error::new(
+                        value.span(),
+                        "`correlate` takes a key and an integer value: `correlate = (\"allreduce\", seq)`",
+                    )
+                };
+                let Expr::Tuple(t) = value else { return Err(err()) };
+                let (Some(Expr::Lit(ExprLit { lit: Lit::Str(key), .. })), Some(v), 2) =
+                    (t.elems.first(), t.elems.get(1), t.elems.len())
+                else {
+                    return Err(err());
+                };
+                if key.value().is_empty() {
+                    return Err(syn::Error::new(key.span(), "the correlation key cannot be empty"));
+                }
+                self.correlate = Some((key.clone(), v.clone()));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Splits the special keys out of a parsed field list.
+    pub fn split(fields: Vec<FieldSpec>) -> syn::Result<(Vec<FieldSpec>, Extras)> {
+        let mut extras = Extras::default();
+        let mut rest = Vec::new();
+        for f in fields {
+            if !extras.take(&f.name, f.name_span, &f.value)? {
+                rest.push(f);
+            }
+        }
+        Ok((rest, extras))
+    }
+}
+
 /// Rejects duplicate keys and over-long lists.
 pub fn check_fields(fields: &[FieldSpec]) -> syn::Result<()> {
     if fields.len() > MAX_FIELDS {

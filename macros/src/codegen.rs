@@ -1,6 +1,6 @@
 //! The code every macro emits: one static callsite, then the guarded record.
 
-use crate::args::{FieldSpec, Ty};
+use crate::args::{Extras, FieldSpec, Ty};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -13,7 +13,13 @@ pub enum Kind {
 
 /// Emits the callsite static named `__WAFFLE_CALLSITE`; `line_span` decides which line
 /// `line!()` reports.
-pub fn callsite(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> TokenStream {
+pub fn callsite(
+    kind: Kind,
+    name: &str,
+    fields: &[FieldSpec],
+    correlate: &str,
+    line_span: Span,
+) -> TokenStream {
     let kind = match kind {
         Kind::Span => quote!(::waffle::__private::Kind::Span),
         Kind::Event => quote!(::waffle::__private::Kind::Event),
@@ -34,14 +40,16 @@ pub fn callsite(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -
             ::core::file!(),
             #line,
             &[#(#field_descs),*],
+            #correlate,
         );
     }
 }
 
 /// Emits an expression that records the span begin (a `waffle::Span` guard) or the event (a
 /// `waffle::EventId`). Field values are evaluated once, and only when recording is on.
-pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> TokenStream {
-    let callsite = callsite(kind, name, fields, line_span);
+pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, line_span: Span) -> TokenStream {
+    let key = extras.correlate.as_ref().map_or(String::new(), |(k, _)| k.value());
+    let callsite = callsite(kind, name, fields, &key, line_span);
     // Spans that point at each value (so a type error names the value, not the whole macro)
     // but keep the macro's own hygiene, so that the temporaries and `__waffle_w` resolve even
     // when the value's tokens come from another macro (`macro_rules! m { ($k:ident) => {
@@ -60,19 +68,59 @@ pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], line_span: Span) -> 
             }
         }
     });
-    let (begin, disabled) = match kind {
-        Kind::Span => (quote!(::waffle::__private::span_begin), quote!(::waffle::Span::disabled())),
-        Kind::Event => (quote!(::waffle::__private::event), quote!(::waffle::EventId::NULL)),
+    let (begin, disabled, recorded) = match kind {
+        Kind::Span => (
+            quote!(::waffle::__private::span_begin),
+            quote!(::waffle::Span::disabled()),
+            quote!(!__waffle_r.id().is_null()),
+        ),
+        Kind::Event => (
+            quote!(::waffle::__private::event),
+            quote!(::waffle::EventId::NULL),
+            quote!(!__waffle_r.is_null()),
+        ),
+    };
+    let record = quote! {
+        #begin(__waffle_state, &__WAFFLE_CALLSITE, &|__waffle_w: &mut ::waffle::__private::Writer<'_>| {
+            let _ = &__waffle_w;
+            #(#encoders)*
+        })
+    };
+    let body = if extras.causes.is_empty() && extras.correlate.is_none() {
+        record
+    } else {
+        // Causes and the correlation value are evaluated before the record, and written right
+        // after it (they attach to the latest span or event of the thread).
+        let causes = extras.causes.iter().map(|c| {
+            let span = Span::call_site().located_at(crate::args::span_of(c));
+            quote_spanned!(span=> &(#c) as &dyn ::waffle::__private::Causes)
+        });
+        let cause_temps: Vec<_> =
+            (0..extras.causes.len()).map(|i| format_ident!("__waffle_c{}", i)).collect();
+        let (corr_let, corr_write) = match &extras.correlate {
+            Some((_, v)) => (
+                quote!(let __waffle_corr: u64 = (#v) as u64;),
+                quote!(::waffle::__private::correlate(__waffle_state, __waffle_corr);),
+            ),
+            None => (quote!(), quote!()),
+        };
+        quote! {
+            #(let #cause_temps = #causes;)*
+            #corr_let
+            let __waffle_r = #record;
+            if #recorded {
+                #(::waffle::__private::link(__waffle_state, #cause_temps);)*
+                #corr_write
+            }
+            __waffle_r
+        }
     };
     quote! {{
         #callsite
         let __waffle_state = ::waffle::__private::state();
         if ::waffle::__private::COMPILED_IN && __waffle_state != 0 {
             #(let #temps = &(#values);)*
-            #begin(__waffle_state, &__WAFFLE_CALLSITE, &|__waffle_w: &mut ::waffle::__private::Writer<'_>| {
-                let _ = &__waffle_w;
-                #(#encoders)*
-            })
+            #body
         } else {
             #disabled
         }

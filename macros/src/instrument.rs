@@ -4,7 +4,7 @@
 //! Options: `name = "..."`, `skip(a, b)`, `skip_all`, `fields(key = expr, ...)`.
 
 use crate::{
-    args::{check_fields, infer_type, FieldSpec},
+    args::{check_fields, infer_type, Extras, FieldSpec},
     codegen::{self, Kind},
 };
 use proc_macro2::{Span, TokenStream};
@@ -22,6 +22,7 @@ struct Options {
     skip: Vec<Ident>,
     skip_all: bool,
     fields: Vec<FieldSpec>,
+    extras: Extras,
 }
 
 impl Parse for Options {
@@ -57,11 +58,16 @@ impl Parse for Options {
                     syn::parenthesized!(content in input);
                     o.fields.extend(Punctuated::<FieldSpec, Token![,]>::parse_terminated(&content)?);
                 }
+                "caused_by" | "correlate" => {
+                    input.parse::<Token![=]>()?;
+                    let value: syn::Expr = input.parse()?;
+                    o.extras.take(&key.to_string(), key.span(), &value)?;
+                }
                 "name" => return Err(syn::Error::new(key.span(), "`name` is given twice")),
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
-                        format!("unknown option `{other}`; expected `name = \"..\"`, `skip(..)`, `skip_all` or `fields(..)`"),
+                        format!("unknown option `{other}`; expected `name = \"..\"`, `skip(..)`, `skip_all`, `fields(..)`, `caused_by = ..` or `correlate = (..)`"),
                     ))
                 }
             }
@@ -89,9 +95,6 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let opts: Options = syn::parse2(attr)?;
     let mut func: ItemFn = syn::parse2(item)?;
-    if let Some(a) = &func.sig.asyncness {
-        return Err(syn::Error::new(a.span, "#[waffle::instrument] does not support `async fn` yet"));
-    }
     let mut arg_names = Vec::new();
     let mut fields = Vec::new();
     for arg in &func.sig.inputs {
@@ -119,8 +122,17 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     check_fields(&fields)?;
     let name = opts.name.as_ref().map_or_else(|| func.sig.ident.to_string(), LitStr::value);
     let line_span: Span = func.sig.ident.span();
-    let begin = codegen::record(Kind::Span, &name, &fields, line_span);
+    let begin = codegen::record(Kind::Span, &name, &fields, &opts.extras, line_span);
     let body = &func.block;
+    if func.sig.asyncness.is_some() {
+        // The span opens at the first poll and follows the body's future across `.await`s
+        // and threads.
+        func.block = syn::parse_quote!({
+            let __waffle_span = #begin;
+            ::waffle::__private::Instrument::instrument(async move #body, __waffle_span).await
+        });
+        return Ok(quote!(#func));
+    }
     func.block = syn::parse_quote!({
         let __waffle_span = #begin;
         #body

@@ -1,7 +1,7 @@
 //! `span!("name", key = value, ...)` and `event!(...)`.
 
 use crate::{
-    args::{check_fields, FieldSpec},
+    args::{check_fields, Extras, FieldSpec},
     codegen::{self, Kind},
 };
 use proc_macro2::TokenStream;
@@ -14,6 +14,7 @@ use syn::{
 struct Input {
     name: LitStr,
     fields: Vec<FieldSpec>,
+    extras: Extras,
 }
 
 impl Parse for Input {
@@ -33,14 +34,15 @@ impl Parse for Input {
             input.parse::<Token![,]>()?;
             Punctuated::<FieldSpec, Token![,]>::parse_terminated(input)?.into_iter().collect()
         };
+        let (fields, extras) = Extras::split(fields)?;
         check_fields(&fields)?;
-        Ok(Input { name, fields })
+        Ok(Input { name, fields, extras })
     }
 }
 
 pub fn expand(input: TokenStream, kind: Kind) -> TokenStream {
     match syn::parse2::<Input>(input) {
-        Ok(i) => codegen::record(kind, &i.name.value(), &i.fields, i.name.span()),
+        Ok(i) => codegen::record(kind, &i.name.value(), &i.fields, &i.extras, i.name.span()),
         Err(e) => e.to_compile_error(),
     }
 }

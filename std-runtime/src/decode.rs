@@ -8,7 +8,7 @@
 use crate::{
     clock::Calibration,
     error::Error,
-    model::{Callsite, Event, Process, Span, Thread, Trace, Value},
+    model::{Callsite, Event, Item, Process, Span, Thread, Trace, Value},
     reader::{Cursor, Frame, FrameReader, Warning},
 };
 use std::{
@@ -74,11 +74,21 @@ fn decode_frames<R: Read>(mut reader: FrameReader<R>, path: &Path) -> Result<(Pr
     Ok((d.finish(), warnings))
 }
 
+/// What a stream has open: its spans and the contexts it entered, innermost last.
+#[derive(Clone, Copy)]
+enum Open {
+    /// Index into the thread's spans.
+    Span(usize),
+    /// A span entered as context (`ENTER`), by id.
+    Adopted(u64),
+}
+
 struct StreamState {
     thread: usize,
     module: u32,
-    /// Indices (into the thread's spans) of open spans, innermost last.
-    stack: Vec<usize>,
+    stack: Vec<Open>,
+    /// The latest span or event and its id: what links and correlations attach to.
+    source: Option<(Item, u64)>,
 }
 
 struct Decoder {
@@ -89,6 +99,8 @@ struct Decoder {
     streams: HashMap<(u32, u32), StreamState>,
     /// Last tick seen per thread, to end spans that never ended.
     last_ts: Vec<u64>,
+    /// Ends of detached spans, applied once every stream is read: (span id, tick).
+    async_ends: Vec<(u64, u64)>,
     dropped_end: u64,
     placeholder: Arc<Callsite>,
     warnings: Vec<Warning>,
@@ -107,12 +119,17 @@ impl Decoder {
         }
         let _clock_source = c.str()?;
         let cal = read_calibration(&mut c)?;
+        let _salt = c.varint()?;
+        let trace_id = u128::from_le_bytes(c.bytes(16)?.try_into().expect("16 bytes"));
+        let parent_span = Some(c.varint()?).filter(|&p| p != 0);
         let process = Process {
             source: path.display().to_string(),
             pid,
             name,
             host,
             labels,
+            trace_id,
+            parent_span,
             threads: Vec::new(),
             dropped: 0,
             complete: false,
@@ -124,6 +141,7 @@ impl Decoder {
             line: 0,
             kind: Kind::Span,
             fields: Vec::new(),
+            correlate: String::new(),
         });
         Ok(Decoder {
             path: path.to_owned(),
@@ -132,6 +150,7 @@ impl Decoder {
             callsites: HashMap::new(),
             streams: HashMap::new(),
             last_ts: Vec::new(),
+            async_ends: Vec::new(),
             dropped_end: 0,
             placeholder,
             warnings: Vec::new(),
@@ -202,7 +221,8 @@ impl Decoder {
                     .ok_or_else(|| format!("field {fname} has unknown type code {code}"))?;
                 fields.push((fname, ty));
             }
-            let cs = Callsite { name, module: module_path, file, line, kind, fields };
+            let correlate = c.str()?;
+            let cs = Callsite { name, module: module_path, file, line, kind, fields, correlate };
             self.callsites.insert((module, first.saturating_add(i)), Arc::new(cs));
         }
         Ok(())
@@ -221,7 +241,7 @@ impl Decoder {
                 dropped: 0,
             });
             last_ts.push(0);
-            StreamState { thread: threads.len() - 1, module: 0, stack: Vec::new() }
+            StreamState { thread: threads.len() - 1, module: 0, stack: Vec::new(), source: None }
         })
     }
 
@@ -234,23 +254,31 @@ impl Decoder {
         let dropped = c.varint()?;
         let records = c.varint()?;
         let placeholder = self.placeholder.clone();
+        let top_parent = self.process.parent_span;
         let s = self.stream(stream, generation);
         let (t, module) = (s.thread, s.module);
         let mut stack = std::mem::take(&mut s.stack);
+        // Links after a gap would attach to the wrong item: keep the source only if it is
+        // the item just before this chunk's first id.
+        let mut source = s.source.take().filter(|&(_, id)| id.wrapping_add(1) == next_id);
         let thread = &mut self.process.threads[t];
         thread.dropped += dropped;
         // Spans open before the chunk but ended in lost records: end them where the chunk starts.
         while stack.len() as u64 > depth {
-            let i = stack.pop().expect("stack is longer than depth");
-            thread.spans[i].end_ns = ts;
+            if let Some(Open::Span(i)) = stack.pop() {
+                thread.spans[i].end_ns = ts;
+            }
         }
         // Spans begun in lost records and still open: stand-ins keep later nesting right.
         while (stack.len() as u64) < depth.min(1 << 16) {
-            let parent = stack.last().map(|&i| thread.spans[i].id);
-            stack.push(thread.spans.len());
+            let parent = parent_of(&stack, thread, top_parent);
+            stack.push(Open::Span(thread.spans.len()));
             thread.spans.push(Span {
                 id: 0,
                 parent,
+                links: Vec::new(),
+                correlation: None,
+                detached: false,
                 depth: stack.len() as u32 - 1,
                 callsite: placeholder.clone(),
                 fields: Vec::new(),
@@ -260,6 +288,8 @@ impl Decoder {
             });
         }
         let mut seen = 0u64;
+        let async_ends = &mut self.async_ends;
+        let callsites = &self.callsites;
         let result = (|| {
             while !c.is_empty() {
                 let record_tag = c.byte()?;
@@ -267,31 +297,38 @@ impl Decoder {
                     tag::SPAN_BEGIN | tag::EVENT => {
                         let id = c.varint_u32()?;
                         ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
-                        let cs = self.callsites.get(&(module, id)).cloned().ok_or_else(|| {
+                        let cs = callsites.get(&(module, id)).cloned().ok_or_else(|| {
                             format!(
                                 "record {seen} names callsite {id}, which the string table does not describe"
                             )
                         })?;
                         let fields = read_fields(&mut c, &cs)?;
-                        let parent = stack.last().map(|&i| thread.spans[i].id).filter(|&p| p != 0);
+                        let parent = parent_of(&stack, thread, top_parent);
                         if record_tag == tag::SPAN_BEGIN {
-                            stack.push(thread.spans.len());
+                            let i = thread.spans.len();
+                            stack.push(Open::Span(i));
                             let depth = stack.len() as u32 - 1;
-                            let span = Span {
+                            thread.spans.push(Span {
                                 id: next_id,
                                 parent,
+                                links: Vec::new(),
+                                correlation: None,
+                                detached: false,
                                 depth,
                                 callsite: cs,
                                 fields,
                                 start_ns: ts,
                                 end_ns: ts,
                                 ended: false,
-                            };
-                            thread.spans.push(span);
+                            });
+                            source = Some((Item::Span(i), next_id));
                         } else {
+                            source = Some((Item::Event(thread.events.len()), next_id));
                             thread.events.push(Event {
                                 id: next_id,
                                 parent,
+                                links: Vec::new(),
+                                correlation: None,
                                 callsite: cs,
                                 fields,
                                 ts_ns: ts,
@@ -301,10 +338,60 @@ impl Decoder {
                     }
                     tag::SPAN_END => {
                         ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
-                        if let Some(i) = stack.pop() {
-                            thread.spans[i].end_ns = ts;
-                            thread.spans[i].ended = true;
+                        // The innermost open span; an entered context left open is abandoned.
+                        while let Some(open) = stack.pop() {
+                            if let Open::Span(i) = open {
+                                thread.spans[i].end_ns = ts;
+                                thread.spans[i].ended = true;
+                                break;
+                            }
                         }
+                    }
+                    tag::LINK_LOCAL | tag::LINK_FULL => {
+                        let target = if record_tag == tag::LINK_LOCAL {
+                            let delta = c.varint()?;
+                            source.map_or(0, |(_, id)| id.wrapping_sub(delta))
+                        } else {
+                            u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes"))
+                        };
+                        match source {
+                            Some((Item::Span(i), _)) => thread.spans[i].links.push(target),
+                            Some((Item::Event(i), _)) => thread.events[i].links.push(target),
+                            None => {}
+                        }
+                    }
+                    tag::CORRELATE => {
+                        let value = c.varint()?;
+                        match source {
+                            Some((Item::Span(i), _)) => thread.spans[i].correlation = Some(value),
+                            Some((Item::Event(i), _)) => thread.events[i].correlation = Some(value),
+                            None => {}
+                        }
+                    }
+                    tag::ENTER => {
+                        let id = u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes"));
+                        stack.push(Open::Adopted(id));
+                    }
+                    tag::EXIT => {
+                        if let Some(pos) = stack.iter().rposition(|o| matches!(o, Open::Adopted(_))) {
+                            stack.remove(pos);
+                        }
+                    }
+                    tag::DETACH => {
+                        let id = u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes"));
+                        let pos = stack
+                            .iter()
+                            .rposition(|o| matches!(o, Open::Span(i) if thread.spans[*i].id == id));
+                        if let Some(pos) = pos {
+                            if let Open::Span(i) = stack.remove(pos) {
+                                thread.spans[i].detached = true;
+                            }
+                        }
+                    }
+                    tag::ASYNC_END => {
+                        ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
+                        let id = u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes"));
+                        async_ends.push((id, ts));
                     }
                     other => return Err(format!("record {seen} has unknown tag 0x{other:02x}")),
                 }
@@ -313,7 +400,9 @@ impl Decoder {
             Ok(())
         })();
         self.last_ts[t] = self.last_ts[t].max(ts);
-        self.streams.get_mut(&(stream, generation)).expect("stream exists").stack = stack;
+        let s = self.streams.get_mut(&(stream, generation)).expect("stream exists");
+        s.stack = stack;
+        s.source = source;
         result?;
         if seen != records {
             return Err(format!("header says {records} records but {seen} were read"));
@@ -324,9 +413,27 @@ impl Decoder {
     fn finish(mut self) -> Process {
         for s in self.streams.values() {
             let last = self.last_ts[s.thread];
-            for &i in &s.stack {
-                let span = &mut self.process.threads[s.thread].spans[i];
-                span.end_ns = last.max(span.start_ns);
+            for open in &s.stack {
+                if let Open::Span(i) = *open {
+                    let span = &mut self.process.threads[s.thread].spans[i];
+                    span.end_ns = last.max(span.start_ns);
+                }
+            }
+        }
+        // Detached spans end wherever their future finished; unended ones end at their
+        // thread's last record.
+        let mut where_: HashMap<u64, (usize, usize)> = HashMap::new();
+        for (t, th) in self.process.threads.iter_mut().enumerate() {
+            for (i, span) in th.spans.iter_mut().enumerate().filter(|(_, s)| s.detached) {
+                span.end_ns = self.last_ts[t].max(span.start_ns);
+                where_.insert(span.id, (t, i));
+            }
+        }
+        for &(id, ts) in &self.async_ends {
+            if let Some(&(t, i)) = where_.get(&id) {
+                let span = &mut self.process.threads[t].spans[i];
+                span.end_ns = ts.max(span.start_ns);
+                span.ended = true;
             }
         }
         let cal = self.cal;
@@ -343,6 +450,16 @@ impl Decoder {
         }
         self.process.dropped = thread_drops.max(self.dropped_end);
         self.process
+    }
+}
+
+/// The parent of what a stream records next: its innermost open span or entered context, or
+/// for top-level records the span the process was started under.
+fn parent_of(stack: &[Open], thread: &Thread, top: Option<u64>) -> Option<u64> {
+    match stack.last() {
+        Some(Open::Span(i)) => Some(thread.spans[*i].id).filter(|&p| p != 0),
+        Some(Open::Adopted(id)) => Some(*id),
+        None => top,
     }
 }
 

@@ -13,6 +13,126 @@ pub struct Trace {
     pub processes: Vec<Process>,
 }
 
+/// Where a span or event sits in a [`Trace`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ItemRef {
+    /// Index into [`Trace::processes`].
+    pub process: usize,
+    /// Index into [`Process::threads`].
+    pub thread: usize,
+    /// Span or event, and its index in the thread's list.
+    pub item: Item,
+}
+
+/// A span or an event, by index within its thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Item {
+    /// Index into [`Thread::spans`].
+    Span(usize),
+    /// Index into [`Thread::events`].
+    Event(usize),
+}
+
+/// Spans and events tied by one correlation key and value, possibly across processes.
+#[derive(Debug)]
+pub struct Correlation {
+    /// The key, as in `correlate = ("allreduce", seq)`.
+    pub key: String,
+    /// The value.
+    pub value: u64,
+    /// Members in time order.
+    pub members: Vec<ItemRef>,
+}
+
+impl Trace {
+    /// The thread an item is on.
+    pub fn thread(&self, r: ItemRef) -> &Thread {
+        &self.processes[r.process].threads[r.thread]
+    }
+
+    /// Every span and event by id (placeholders, id 0, left out).
+    pub fn index(&self) -> std::collections::HashMap<u64, ItemRef> {
+        let mut map = std::collections::HashMap::new();
+        for (p, proc_) in self.processes.iter().enumerate() {
+            for (t, th) in proc_.threads.iter().enumerate() {
+                for (i, s) in th.spans.iter().enumerate().filter(|(_, s)| s.id != 0) {
+                    map.insert(s.id, ItemRef { process: p, thread: t, item: Item::Span(i) });
+                }
+                for (i, e) in th.events.iter().enumerate() {
+                    map.insert(e.id, ItemRef { process: p, thread: t, item: Item::Event(i) });
+                }
+            }
+        }
+        map
+    }
+
+    /// The name, start time, links and correlation of an item.
+    pub fn describe(&self, r: ItemRef) -> ItemView<'_> {
+        let th = self.thread(r);
+        match r.item {
+            Item::Span(i) => {
+                let s = &th.spans[i];
+                ItemView {
+                    id: s.id,
+                    callsite: &s.callsite,
+                    ts_ns: s.start_ns,
+                    parent: s.parent,
+                    links: &s.links,
+                    correlation: s.correlation,
+                }
+            }
+            Item::Event(i) => {
+                let e = &th.events[i];
+                ItemView {
+                    id: e.id,
+                    callsite: &e.callsite,
+                    ts_ns: e.ts_ns,
+                    parent: e.parent,
+                    links: &e.links,
+                    correlation: e.correlation,
+                }
+            }
+        }
+    }
+
+    /// Groups of correlated items (two or more members), ordered by key and value.
+    pub fn correlations(&self) -> Vec<Correlation> {
+        let mut groups: std::collections::BTreeMap<(String, u64), Vec<(u64, ItemRef)>> = Default::default();
+        for (id, r) in self.index() {
+            let _ = id;
+            let v = self.describe(r);
+            if let (Some(value), false) = (v.correlation, v.callsite.correlate.is_empty()) {
+                groups.entry((v.callsite.correlate.clone(), value)).or_default().push((v.ts_ns, r));
+            }
+        }
+        groups
+            .into_iter()
+            .filter(|(_, m)| m.len() > 1)
+            .map(|((key, value), mut m)| {
+                m.sort_by_key(|&(ts, r)| (ts, r.process, r.thread));
+                Correlation { key, value, members: m.into_iter().map(|(_, r)| r).collect() }
+            })
+            .collect()
+    }
+}
+
+/// The parts of a span or event that causal analysis needs.
+#[derive(Clone, Copy, Debug)]
+pub struct ItemView<'a> {
+    /// Its id.
+    pub id: u64,
+    /// Its callsite.
+    pub callsite: &'a Arc<Callsite>,
+    /// Begin (span) or time (event), Unix ns.
+    pub ts_ns: u64,
+    /// Its parent span.
+    pub parent: Option<u64>,
+    /// Ids of its causes.
+    pub links: &'a [u64],
+    /// Its correlation value.
+    pub correlation: Option<u64>,
+}
+
 /// One traced process (one `trace.bin`).
 #[derive(Debug)]
 pub struct Process {
@@ -26,6 +146,10 @@ pub struct Process {
     pub host: String,
     /// Free-form labels from the header, such as `rank`.
     pub labels: Vec<(String, String)>,
+    /// The trace id the process recorded under.
+    pub trace_id: u128,
+    /// A span of another process that this process's top-level spans belong to.
+    pub parent_span: Option<u64>,
     /// Threads (streams), in the order they appeared.
     pub threads: Vec<Thread>,
     /// Records the producer dropped because a buffer was full, over all threads.
@@ -73,6 +197,8 @@ pub struct Callsite {
     pub kind: Kind,
     /// Field names and declared types, in record order.
     pub fields: Vec<(String, FieldType)>,
+    /// Correlation key, "" if none.
+    pub correlate: String,
 }
 
 /// A field value.
@@ -107,8 +233,15 @@ impl std::fmt::Display for Value {
 pub struct Span {
     /// Its id, unique within the trace (0 for a placeholder whose begin was dropped).
     pub id: u64,
-    /// The enclosing span on the same thread, if any.
+    /// The parent span: the enclosing span on its thread, or the span of a context entered
+    /// on the thread (which may be on another thread or process).
     pub parent: Option<u64>,
+    /// Ids of the spans and events named in `caused_by`.
+    pub links: Vec<u64>,
+    /// Correlation value (the key is the callsite's).
+    pub correlation: Option<u64>,
+    /// Whether it was detached to follow a future (it may end on another thread).
+    pub detached: bool,
     /// Nesting depth on its thread (0 = top level).
     pub depth: u32,
     /// Name, module, file, line and field names.
@@ -141,8 +274,12 @@ impl Span {
 pub struct Event {
     /// Its id, unique within the trace.
     pub id: u64,
-    /// The span open on its thread when it happened, if any.
+    /// The span open (or context entered) on its thread when it happened, if any.
     pub parent: Option<u64>,
+    /// Ids of the spans and events named in `caused_by`.
+    pub links: Vec<u64>,
+    /// Correlation value (the key is the callsite's).
+    pub correlation: Option<u64>,
     /// Name, module, file, line and field names.
     pub callsite: Arc<Callsite>,
     /// Field values, in the callsite's field order.

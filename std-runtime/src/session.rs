@@ -26,6 +26,7 @@ pub struct Config {
     path: PathBuf,
     process_name: Option<String>,
     labels: Vec<(String, String)>,
+    parent: Option<waffle::Context>,
     queue_bytes: usize,
     staging_bytes: usize,
     drain_interval: Duration,
@@ -42,10 +43,13 @@ impl Config {
         if let Some(rank) = rank_vars.iter().find_map(|v| std::env::var(v).ok()) {
             labels.push(("rank".to_owned(), rank));
         }
+        let parent =
+            std::env::var("WAFFLE_TRACEPARENT").ok().and_then(|t| waffle::Context::from_traceparent(&t).ok());
         Config {
             path: path.as_ref().to_owned(),
             process_name: None,
             labels,
+            parent,
             queue_bytes: 4 << 20,
             staging_bytes: 16 << 10,
             drain_interval: Duration::from_millis(1),
@@ -65,6 +69,16 @@ impl Config {
         let key = key.into();
         self.labels.retain(|(k, _)| *k != key);
         self.labels.push((key, value.into()));
+        self
+    }
+
+    /// Makes this process part of the trace of `parent` (another process's context, say from
+    /// [`waffle::Context::from_traceparent`]): the session takes its trace id, and the
+    /// decoder makes `parent`'s span the parent of this process's top-level spans. By default
+    /// it is read from the `WAFFLE_TRACEPARENT` environment variable, if set; otherwise the
+    /// session starts a new trace with a random id.
+    pub fn parent(mut self, parent: waffle::Context) -> Config {
+        self.parent = Some(parent);
         self
     }
 
@@ -97,10 +111,15 @@ impl Config {
         let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
         let start = Arc::new(clock::Start::now());
         let cal = start.measure_over(Duration::from_millis(2));
-        let salt = random_salt();
+        let salt = random_u128() as u32;
+        let trace_id = match self.parent {
+            Some(p) => p.trace_id(),
+            None => waffle::TraceId::from_u128(random_u128().max(1)),
+        };
+        waffle::runtime::set_trace_id(trace_id);
         let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
             .map_err(|e| Error::io(&self.path, e))?;
-        write_preamble(&mut out, &self, &cal, salt).map_err(|e| Error::io(&self.path, e))?;
+        write_preamble(&mut out, &self, &cal, salt, trace_id).map_err(|e| Error::io(&self.path, e))?;
         registry::configure(self.queue_bytes, self.staging_bytes, salt);
         waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
         let collector =
@@ -111,11 +130,19 @@ impl Config {
     }
 }
 
-fn random_salt() -> u32 {
+/// 128 random bits, from the standard library's per-process hash keys, the pid and the time.
+fn random_u128() -> u128 {
     use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.finish() as u32
+    let word = |i: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u64(i);
+        h.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    u128::from(word(0)) << 64 | u128::from(word(1))
 }
 
 fn process_name() -> String {
@@ -141,6 +168,7 @@ fn write_preamble(
     cfg: &Config,
     cal: &clock::Calibration,
     salt: u32,
+    trace_id: waffle::TraceId,
 ) -> std::io::Result<()> {
     let mut p = Payload::new();
     p.varint(u64::from(std::process::id()));
@@ -153,6 +181,8 @@ fn write_preamble(
     p.str(waffle::clock::SOURCE);
     p.varint(cal.anchor_ticks).varint(cal.anchor_unix_ns).varint(cal.ticks).varint(cal.ns);
     p.varint(u64::from(salt));
+    p.bytes(&trace_id.to_u128().to_le_bytes());
+    p.varint(cfg.parent.map_or(0, |c| c.span_id().to_u64()));
     out.frame(frame::HEADER, &[&p.0])?;
     // The string table: every callsite linked into this image, as module 0.
     let all = waffle::callsite::all();
@@ -165,6 +195,7 @@ fn write_preamble(
             for f in cs.fields {
                 p.str(f.name).byte(f.ty as u8);
             }
+            p.str(cs.correlate);
         }
         out.frame(frame::CALLSITES, &[&p.0])?;
     }
@@ -200,7 +231,7 @@ impl Session {
     fn finish(&mut self) -> Result<Stats, Error> {
         let Some(collector) = self.collector.take() else { return Ok(Stats::default()) };
         waffle::runtime::uninstall(self.epoch);
-        waffle::local::with_local(|l| l.detach());
+        waffle::local::with_local(|l| l.release());
         // Threads that just finished may still be running their thread-local destructors,
         // which push their last chunks; give them a moment.
         let deadline = Instant::now() + self.exit_wait;

@@ -15,12 +15,24 @@ struct TraceProto {
 fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
     let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
     let (module, file) = ("m".into(), "m.rs".into());
-    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields })
+    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate: String::new() })
 }
 
 fn span(id: u64, parent: Option<u64>, cs: &Arc<Callsite>, fields: Vec<Value>, t: [u64; 2]) -> Span {
     let (callsite, depth) = (cs.clone(), u32::from(parent.is_some()));
-    Span { id, parent, depth, callsite, fields, start_ns: t[0], end_ns: t[1], ended: true }
+    Span {
+        id,
+        parent,
+        links: vec![],
+        correlation: None,
+        detached: false,
+        depth,
+        callsite,
+        fields,
+        start_ns: t[0],
+        end_ns: t[1],
+        ended: true,
+    }
 }
 
 /// Two ranks with the same pid and tids; nesting with ties at 100, 150 and 200; an event
@@ -36,7 +48,15 @@ fn sample() -> Trace {
         Value::Bool(true),
         Value::Str("x".into()),
     ];
-    let event = |id, parent, ts_ns| Event { id, parent, callsite: ev.clone(), fields: values.clone(), ts_ns };
+    let event = |id, parent, ts_ns| Event {
+        id,
+        parent,
+        links: vec![],
+        correlation: None,
+        callsite: ev.clone(),
+        fields: values.clone(),
+        ts_ns,
+    };
     let process = |rank: &str, b: u64| {
         let spans = vec![
             span(b + 1, None, &outer, vec![Value::U64(7)], [100, 200]),
@@ -52,7 +72,18 @@ fn sample() -> Trace {
         let (source, host) = (format!("{rank}.bin"), format!("node{rank}"));
         let labels = vec![("rank".into(), rank.into())];
         let threads = vec![main, worker];
-        Process { source, pid: 42, name: "sim".into(), host, labels, threads, dropped: 3, complete: true }
+        Process {
+            source,
+            pid: 42,
+            name: "sim".into(),
+            host,
+            labels,
+            trace_id: 1,
+            parent_span: None,
+            threads,
+            dropped: 3,
+            complete: true,
+        }
     };
     Trace { processes: vec![process("0", 0), process("1", 100)] }
 }

@@ -709,3 +709,55 @@ fn small_staging_areas_split_chunks_anywhere_and_stay_decodable() {
     assert!(chunks.len() > 100);
     assert!(first_tags[1] > 0 && first_tags[2] > 0 && first_tags[3] > 0, "{first_tags:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Causal records: links, correlation, contexts, detached spans.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn causal_records_are_byte_exact() {
+    let _serial = serial();
+    let slot = new_slot(4096, 1024);
+    const REMOTE: u64 = 0x0123_4567_89ab_cdef; // an id of another stream or process
+    let (ids, ctx_span) = record_on_thread(slot, || {
+        let cause = waffle::event!("enc_cause");
+        let far = waffle::SpanId::from_u64(REMOTE);
+        let s = waffle::span!("enc_linked", caused_by = [cause, far], correlate = ("enc_key", 9u64));
+        let ctx = waffle::Context::new(waffle::TraceId::from_u128(1), waffle::SpanId::from_u64(REMOTE));
+        {
+            let _g = ctx.enter();
+        }
+        let job = waffle::Instrument::instrument(async {}, waffle::span!("enc_async"));
+        let job_id = job.span_id();
+        drop(job); // never polled: its span ends on drop
+        let ids = [cause.to_u64(), s.id().to_u64(), job_id.to_u64()];
+        drop(s);
+        waffle::flush();
+        (ids, ctx.span_id().to_u64())
+    });
+    assert_eq!(ids, [FIRST_ID, FIRST_ID + 1, FIRST_ID + 2]);
+    assert_eq!(ctx_span, REMOTE);
+    assert_eq!(callsite::all()[callsite_id("enc_linked") as usize].correlate, "enc_key");
+
+    let chunks = drain_chunks(slot);
+    assert_eq!(chunks.len(), 1, "{chunks:02x?}");
+    let remote = REMOTE.to_le_bytes();
+    let job = (FIRST_ID + 2).to_le_bytes();
+    #[rustfmt::skip]
+    check(&chunks[0], &[
+        Len,
+        B(&[0x01]), Ts, B(&FIRST_ID_VARINT), B(&[0x00]), B(&[0x00]),
+        B(&[0x0b]),                          // 11 records
+        B(&[0x03]), V(callsite_id("enc_cause")), Ts,   // EVENT, id FIRST_ID
+        B(&[0x01]), V(callsite_id("enc_linked")), Ts,  // SPAN_BEGIN, id FIRST_ID + 1
+        B(&[0x04, 0x01]),                    // LINK_LOCAL: source - target = 1 (same stream)
+        B(&[0x05]), B(&remote),              // LINK_FULL: another stream's id, 8 bytes LE
+        B(&[0x06, 0x09]),                    // CORRELATE: value 9 (key in the callsite)
+        B(&[0x07]), B(&remote),              // ENTER: the context's span, 8 bytes LE
+        B(&[0x08]),                          // EXIT
+        B(&[0x01]), V(callsite_id("enc_async")), Ts,   // SPAN_BEGIN of the async span
+        B(&[0x09]), B(&job),                 // DETACH it from this thread's stack
+        B(&[0x0a]), Ts, B(&job),             // ASYNC_END (dropped future), ts delta, id
+        B(&[0x02]), Ts,                      // SPAN_END of enc_linked
+    ]);
+}

@@ -10,6 +10,7 @@
 //! is one *module* of the trace and numbers its callsites from zero.
 
 use crate::wire::FieldType;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Whether a callsite opens spans or records events.
 #[repr(u8)]
@@ -65,6 +66,8 @@ pub struct Callsite {
     pub fields: &'static [Field],
     /// Correlation key (`correlate = ("key", value)`), or "" if the callsite has none.
     pub correlate: &'static str,
+    /// The id plus one once computed (0: not yet), so the hot path does one load.
+    id_cache: AtomicU32,
 }
 
 impl Callsite {
@@ -78,7 +81,7 @@ impl Callsite {
         fields: &'static [Field],
         correlate: &'static str,
     ) -> Callsite {
-        Callsite { name, module, file, line, kind, fields, correlate }
+        Callsite { name, module, file, line, kind, fields, correlate, id_cache: AtomicU32::new(0) }
     }
 
     /// This callsite's id: its index in [`CALLSITES`].
@@ -86,10 +89,20 @@ impl Callsite {
     /// Only meaningful for callsites placed in the slice, which generated code always does.
     #[inline(always)]
     pub fn id(&'static self) -> u32 {
+        match self.id_cache.load(Ordering::Relaxed) {
+            0 => self.compute_id(),
+            cached => cached - 1,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn compute_id(&'static self) -> u32 {
         let base = CALLSITES.as_ptr() as usize;
         let this = self as *const Callsite as usize;
-        // A subtraction and a multiplication by a constant once optimised.
-        (this.wrapping_sub(base) / core::mem::size_of::<Callsite>()) as u32
+        let id = (this.wrapping_sub(base) / core::mem::size_of::<Callsite>()) as u32;
+        self.id_cache.store(id.wrapping_add(1), Ordering::Relaxed);
+        id
     }
 }
 

@@ -50,14 +50,20 @@ impl Span {
 }
 
 impl Drop for Span {
+    /// Only the null test is inlined: a disabled span's drop is one compare, and the end path
+    /// stays out of line (inlining it made every drop call a large drop glue function).
     #[inline(always)]
     fn drop(&mut self) {
         if !self.id.is_null() {
-            let state = runtime::state();
-            let prev = self.prev;
-            with_local(|l| l.end(state, prev));
+            span_end(self.prev);
         }
     }
+}
+
+#[inline(never)]
+fn span_end(prev: u64) {
+    let state = runtime::state();
+    with_local(|l| l.end(state, prev));
 }
 
 impl core::fmt::Debug for Span {

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod analysis;
 pub mod clock;
 mod collector;
 pub mod decode;

@@ -27,6 +27,7 @@ pub struct Config {
     process_name: Option<String>,
     labels: Vec<(String, String)>,
     parent: Option<waffle::Context>,
+    trace_id: Option<waffle::TraceId>,
     queue_bytes: usize,
     staging_bytes: usize,
     drain_interval: Duration,
@@ -36,7 +37,9 @@ pub struct Config {
 impl Config {
     /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
     /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
-    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
+    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`. The
+    /// parent context and the trace id come from `WAFFLE_TRACEPARENT` and `WAFFLE_TRACE_ID` when
+    /// set (see [`Config::parent`] and [`Config::trace_id`]).
     pub fn new(path: impl AsRef<Path>) -> Config {
         let mut labels = Vec::new();
         let rank_vars = ["WAFFLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"];
@@ -45,11 +48,13 @@ impl Config {
         }
         let parent =
             std::env::var("WAFFLE_TRACEPARENT").ok().and_then(|t| waffle::Context::from_traceparent(&t).ok());
+        let trace_id = std::env::var("WAFFLE_TRACE_ID").ok().and_then(|t| parse_trace_id(&t));
         Config {
             path: path.as_ref().to_owned(),
             process_name: None,
             labels,
             parent,
+            trace_id,
             queue_bytes: 4 << 20,
             staging_bytes: 16 << 10,
             drain_interval: Duration::from_millis(1),
@@ -79,6 +84,15 @@ impl Config {
     /// session starts a new trace with a random id.
     pub fn parent(mut self, parent: waffle::Context) -> Config {
         self.parent = Some(parent);
+        self
+    }
+
+    /// Records under trace id `id`, so that the processes of one run share a trace without a
+    /// parent span (say, ranks started by a launcher that set `WAFFLE_TRACE_ID`, 32 lower-case
+    /// hex digits, which [`Config::new`] reads). A parent context, if any, wins: its trace id
+    /// is used.
+    pub fn trace_id(mut self, id: waffle::TraceId) -> Config {
+        self.trace_id = Some(id).filter(|t| !t.is_null());
         self
     }
 
@@ -112,9 +126,10 @@ impl Config {
         let start = Arc::new(clock::Start::now());
         let cal = start.measure_over(Duration::from_millis(2));
         let salt = random_u128() as u32;
-        let trace_id = match self.parent {
-            Some(p) => p.trace_id(),
-            None => waffle::TraceId::from_u128(random_u128().max(1)),
+        let trace_id = match (self.parent, self.trace_id) {
+            (Some(p), _) => p.trace_id(),
+            (None, Some(id)) => id,
+            (None, None) => waffle::TraceId::from_u128(random_u128().max(1)),
         };
         waffle::runtime::set_trace_id(trace_id);
         let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
@@ -128,6 +143,14 @@ impl Config {
         *active = Some(self.path.clone());
         Ok(Session { epoch, collector: Some(collector), path: self.path, exit_wait: self.exit_wait })
     }
+}
+
+/// A trace id written as 32 lower-case hex digits, not all zero.
+fn parse_trace_id(s: &str) -> Option<waffle::TraceId> {
+    let s = s.trim();
+    let hex = s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let v = u128::from_str_radix(s, 16).ok().filter(|&v| hex && v != 0)?;
+    Some(waffle::TraceId::from_u128(v))
 }
 
 /// 128 random bits, from the standard library's per-process hash keys, the pid and the time.

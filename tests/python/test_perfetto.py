@@ -6,10 +6,16 @@ each `step` opens a `stencil` span and records a `converged` event) is traced, d
 and checked against the rules trace_processor applies when it imports track events:
 sequence flags, per-sequence interning, track descriptors, and slice nesting per track.
 
+The `causal_pair` example (two sessions of one process, `a.bin` and `b.bin`, see its docs) is
+decoded into one trace and its causality checked as trace_processor turns flow ids into arrows:
+a link and a correlation across the two processes, a context entered on another thread, and an
+async span on a track of its own.
+
 Environment:
-- `WAFFLE_BIN_DIR`: where `waffle-decode` and `examples/skeleton` are (default
-  `<repo>/target/debug`).
-- `WAFFLE_PFTRACE`: check this existing .pftrace instead of running the binaries.
+- `WAFFLE_BIN_DIR`: where `waffle-decode`, `examples/skeleton` and `examples/causal_pair` are
+  (default `<repo>/target/debug`).
+- `WAFFLE_PFTRACE`: check this existing .pftrace instead of running `skeleton` (the causal pair
+  is then checked only if the binaries are there).
 """
 
 import os
@@ -32,6 +38,9 @@ class Instant:
     name: str
     ts: int
     args: dict
+    track: int = 0
+    flow_out: list = field(default_factory=list)  # flow_ids
+    flow_in: list = field(default_factory=list)  # terminating_flow_ids
 
 
 @dataclass
@@ -43,6 +52,9 @@ class Slice:
     end: int | None = None
     children: list = field(default_factory=list)
     instants: list = field(default_factory=list)
+    track: int = 0
+    flow_out: list = field(default_factory=list)  # flow_ids on its begin
+    flow_in: list = field(default_factory=list)  # terminating_flow_ids on its begin
 
     def all_instants(self):
         yield from self.instants
@@ -80,6 +92,12 @@ def annotation(a, names, where):
 
 def read(data):
     """Parses a .pftrace, asserting the import rules; returns the tracks by uuid."""
+    return parse(data)[0]
+
+
+def parse(data):
+    """Parses a .pftrace, asserting the import rules; returns the tracks by uuid and, in file
+    order, the slices and instants that carry flow ids."""
     trace = Trace.FromString(data)
     assert trace.packet, "no packets"
     sequences = {}  # id -> {"names": {}, "annotation_names": {}, "ts": last timestamp}
@@ -127,7 +145,8 @@ def read(data):
                 name = ev.name if ev.HasField("name") else None
             args = dict(annotation(a, seq["annotation_names"], where) for a in ev.debug_annotations)
             assert len(args) == len(ev.debug_annotations), f"{where}: duplicate annotation names"
-            events.append((ev.track_uuid, p.timestamp, ev.type, name, args, where))
+            flows = (list(ev.flow_ids), list(ev.terminating_flow_ids))
+            events.append((ev.track_uuid, p.timestamp, ev.type, name, args, flows, where))
 
     processes = {u: d for u, d in descriptors.items() if d.HasField("process")}
     assert len({d.process.pid for d in processes.values()}) == len(processes), "pids not unique"
@@ -142,16 +161,20 @@ def read(data):
 
     tracks = {u: Track(d) for u, d in descriptors.items()}
     stacks = {u: [] for u in descriptors}
-    for uuid, ts, kind, name, args, where in events:
+    flowing = []
+    for uuid, ts, kind, name, args, (out, into), where in events:
         assert uuid in tracks, f"{where}: event on undescribed track {uuid}"
         track, stack = tracks[uuid], stacks[uuid]
         if kind == TrackEvent.TYPE_SLICE_BEGIN:
             assert name, f"{where}: slice without a name"
-            s = Slice(name, ts, len(stack), args)
+            s = Slice(name, ts, len(stack), args, track=uuid, flow_out=out, flow_in=into)
             (stack[-1].children if stack else []).append(s)
             track.slices.append(s)
             stack.append(s)
+            if out or into:
+                flowing.append(s)
         elif kind == TrackEvent.TYPE_SLICE_END:
+            assert not out and not into, f"{where}: flow ids on a slice end"
             assert stack, f"{where}: slice end with no open slice"
             s = stack.pop()
             assert ts >= s.ts, f"{where}: {s.name} ends before it begins"
@@ -159,12 +182,44 @@ def read(data):
             s.args.update(args)
         elif kind == TrackEvent.TYPE_INSTANT:
             assert name, f"{where}: instant without a name"
-            (stack[-1].instants if stack else track.instants).append(Instant(name, ts, args))
+            i = Instant(name, ts, args, track=uuid, flow_out=out, flow_in=into)
+            (stack[-1].instants if stack else track.instants).append(i)
+            if out or into:
+                flowing.append(i)
         else:
             raise AssertionError(f"{where}: unexpected track event type {kind}")
     for uuid, stack in stacks.items():
         assert not stack, f"track {uuid}: {[s.name for s in stack]} never end"
-    return tracks
+    return tracks, flowing
+
+
+def flow_arrows(flowing):
+    """The arrows trace_processor draws from flow ids, as (from, to) pairs of slices/instants.
+
+    It reads events in timestamp order: a `flow_ids` id not in flight starts a flow, one in
+    flight draws an arrow from the flow's last slice; a `terminating_flow_ids` id in flight draws
+    the last arrow and frees the id, one not in flight is ignored. Asserts that no freed id is
+    used again, that every id is on at least two events and that every flow ends."""
+    uses = {}
+    for s in flowing:
+        for f in s.flow_out + s.flow_in:
+            uses[f] = uses.get(f, 0) + 1
+    lonely = [f for f, n in uses.items() if n < 2]
+    assert not lonely, f"flow ids on a single event draw nothing: {lonely}"
+    active, freed, arrows = {}, set(), []
+    for s in sorted(flowing, key=lambda s: s.ts):  # stable: ties keep file order
+        for f in s.flow_out:
+            assert f not in freed, f"flow {f} used again at {s.name} after it ended"
+            if f in active:
+                arrows.append((active[f], s))
+            active[f] = s
+        for f in s.flow_in:
+            assert f not in freed, f"flow {f} ended twice"
+            assert f in active, f"flow {f} ends at {s.name} before it starts: no arrow"
+            arrows.append((active.pop(f), s))
+            freed.add(f)
+    assert not active, f"flows never terminated: {sorted(active)}"
+    return arrows
 
 
 def run(*args):
@@ -239,3 +294,91 @@ def test_stencil_and_converged_inside_each_step(tracks):
         e = converged[0]
         assert s.ts <= e.ts <= s.end
         assert e.args == {"residual": ("double_value", 1e-9), "ok": ("bool_value", True)}
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """The causal_pair example's two files decoded into one trace: (tracks, flowing)."""
+    bin_dir = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
+    example, decode = bin_dir / "examples" / "causal_pair", bin_dir / "waffle-decode"
+    for b in (example, decode):
+        if not b.is_file():
+            if os.environ.get("WAFFLE_PFTRACE"):
+                pytest.skip(f"{b} not found")
+            pytest.fail(f"{b} not found: build with `cargo build --workspace --examples` "
+                        "or set WAFFLE_BIN_DIR")
+    tmp = tmp_path_factory.mktemp("pair")
+    run(example, tmp)
+    run(decode, tmp / "a.bin", tmp / "b.bin", "-o", tmp / "pair.pftrace")
+    return parse((tmp / "pair.pftrace").read_bytes())
+
+
+def test_causal_pair(pair):
+    tracks, flowing = pair
+    processes = {u: t for u, t in tracks.items() if t.descriptor.HasField("process")}
+    assert len(processes) == 2, "one process track per file"
+    rank = {t.descriptor.name.split(" (")[0]: u for u, t in processes.items()}
+    assert set(rank) == {"rank 0", "rank 1"}, [t.descriptor.name for t in processes.values()]
+    a, b = rank["rank 0"], rank["rank 1"]
+
+    def process_of(item):
+        d = tracks[item.track].descriptor
+        return item.track if d.HasField("process") else d.parent_uuid
+
+    def thread_name(item):
+        d = tracks[item.track].descriptor
+        return d.thread.thread_name if d.HasField("thread") else None
+
+    def only(name, kind=Slice):
+        if kind is Instant:
+            lists = [t.instants for t in tracks.values()]
+            lists += [s.instants for t in tracks.values() for s in t.slices]
+        else:
+            lists = [t.slices for t in tracks.values()]
+        found = [x for xs in lists for x in xs if x.name == name]
+        assert len(found) == 1, f"{len(found)} {name!r}"
+        return found[0]
+
+    arrows = flow_arrows(flowing)
+    into = {}
+    for src, dst in arrows:
+        into.setdefault(id(dst), []).append(src)
+
+    def sources(item):
+        return sorted(s.name for s in into.get(id(item), []))
+
+    # The link, across processes: an id the cause starts and the effect's begin terminates.
+    cause, effect, step = only("cause", Instant), only("effect"), only("step")
+    assert (process_of(cause), process_of(step), process_of(effect)) == (a, a, b)
+    link = set(cause.flow_out) & set(effect.flow_in)
+    assert len(link) == 1, (cause.flow_out, effect.flow_in)
+    assert cause.args["waffle.id"] == ("string_value", effect.args["waffle.caused_by"][1])
+    # The correlation, across processes: step -> effect.
+    assert step.args["waffle.correlate"] == effect.args["waffle.correlate"] == ("string_value", "step=1")
+    assert set(step.flow_out) & set(effect.flow_in), "the correlation pair is one flow"
+    assert sources(effect) == ["cause", "step"]
+
+    # A context entered on another thread: the worker's span has an arrow from its parent.
+    request, handle = only("request"), only("handle")
+    assert (process_of(request), thread_name(request)) == (b, "main")
+    assert (process_of(handle), thread_name(handle)) == (b, "worker")
+    assert handle.depth == 0, "its parent is not on its thread"
+    assert sources(handle) == ["request"]
+
+    # The async span has a track of its own under its process, and its children, on the
+    # executor thread inside `drive`, arrows from it.
+    task = only("task")
+    d = tracks[task.track].descriptor
+    assert not d.HasField("thread") and not d.HasField("process")
+    assert (d.name, d.parent_uuid, len(tracks[task.track].slices)) == ("task", b, 1)
+    setup = only("setup")
+    assert thread_name(setup) == "main"
+    assert setup.ts <= task.ts <= setup.end < task.end, "on main's track it would not nest"
+    assert sources(task) == ["setup"], "begun inside setup"
+    fetches = [s for t in tracks.values() for s in t.slices if s.name == "fetch"]
+    assert len(fetches) == 2
+    for f in fetches:
+        assert thread_name(f) == "executor"
+        assert [p.name for p in tracks[f.track].slices if any(c is f for c in p.children)] == ["drive"]
+        assert sources(f) == ["task"]
+    assert len(arrows) == 6, "link, correlation, handle, task and two fetches; nothing else"

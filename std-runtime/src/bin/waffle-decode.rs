@@ -2,30 +2,45 @@
 //!
 //! ```text
 //! waffle-decode rank0.bin rank1.bin -o run.pftrace
+//! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! ```
 
 #![forbid(unsafe_code)]
 
-use clap::Parser;
+use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::{
     fs::File,
     io::{BufWriter, Write},
     path::{Path, PathBuf},
     process::ExitCode,
 };
-use waffle_std::{decode, export::Format};
+use waffle_std::{
+    analysis::{self, Selector, WhyError},
+    decode,
+    export::Format,
+};
 
-/// Decode waffle trace files into Perfetto traces.
+/// Decode waffle trace files into Perfetto traces, or explain what caused an event (`why`).
 #[derive(Parser, Debug)]
-#[command(name = "waffle-decode", version, about, long_about = None)]
+#[command(
+    name = "waffle-decode",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
     /// trace.bin files written by waffle, one per process.
     #[arg(required = true, value_name = "IN")]
     inputs: Vec<PathBuf>,
 
     /// Output file; its extension picks the format unless --format is given (.pftrace).
-    #[arg(short, long, value_name = "OUT")]
-    output: PathBuf,
+    #[arg(short, long, value_name = "OUT", required = true)]
+    output: Option<PathBuf>,
 
     /// Output format: perfetto.
     #[arg(short, long, value_name = "FORMAT")]
@@ -36,9 +51,43 @@ struct Cli {
     quiet: bool,
 }
 
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the causal chain from an event back to its root causes, across files.
+    Why(WhyArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("symptom").required(true).args(["event", "id"])))]
+struct WhyArgs {
+    /// trace.bin files written by waffle, one per process.
+    #[arg(required = true, value_name = "FILES")]
+    inputs: Vec<PathBuf>,
+
+    /// The symptom: an event's name (spans are searched when no event has it).
+    #[arg(long, value_name = "NAME")]
+    event: Option<String>,
+
+    /// Which occurrence of --event, counting from 0 in time order across all files.
+    #[arg(long, value_name = "N", requires = "event")]
+    nth: Option<usize>,
+
+    /// The symptom by id: 16 hex digits as printed, 0x followed by hex, or decimal.
+    #[arg(long, value_name = "ID", value_parser = Selector::parse_id, conflicts_with = "event")]
+    id: Option<u64>,
+
+    /// Print JSON (its shape is documented in `waffle_std::analysis`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let result = match &cli.command {
+        Some(Command::Why(args)) => why(args),
+        None => run(&cli),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("waffle-decode: error: {msg}");
@@ -48,14 +97,15 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), String> {
+    let output = cli.output.as_ref().ok_or("an output file (-o OUT) is required")?;
     let format = match &cli.format {
         Some(name) => {
             Format::from_name(name).ok_or_else(|| format!("unknown format `{name}`; known: perfetto"))?
         }
-        None => Format::from_path(&cli.output).ok_or_else(|| {
+        None => Format::from_path(output).ok_or_else(|| {
             format!(
                 "cannot tell the format from `{}`; use a .pftrace extension or --format",
-                cli.output.display()
+                output.display()
             )
         })?,
     };
@@ -63,12 +113,38 @@ fn run(cli: &Cli) -> Result<(), String> {
     for w in &decoded.warnings {
         eprintln!("waffle-decode: warning: {w}");
     }
-    write_atomically(&cli.output, |out| waffle_std::export::export(&decoded.trace, format, out))
-        .map_err(|e| format!("{}: {e}", cli.output.display()))?;
+    write_atomically(output, |out| waffle_std::export::export(&decoded.trace, format, out))
+        .map_err(|e| format!("{}: {e}", output.display()))?;
     if !cli.quiet {
-        summary(&decoded.trace, &cli.output, format);
+        summary(&decoded.trace, output, format);
     }
     Ok(())
+}
+
+/// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr.
+fn why(args: &WhyArgs) -> Result<(), String> {
+    let selector = match (&args.event, args.id) {
+        (_, Some(id)) => Selector::id(id),
+        (Some(name), None) => Selector::name(name.clone(), args.nth.unwrap_or(0)),
+        (None, None) => return Err("give the symptom with --event NAME or --id ID".into()),
+    };
+    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
+    for w in &decoded.warnings {
+        eprintln!("waffle-decode: warning: {w}");
+    }
+    let explanation = analysis::why(&decoded.trace, &selector).map_err(|e| match e {
+        WhyError::NthOutOfRange { count, .. } => format!("{e}; --nth takes 0 to {}", count - 1),
+        e => e.to_string(),
+    })?;
+    let text = if args.json {
+        let mut json = serde_json::to_string_pretty(&explanation.to_json()).map_err(|e| e.to_string())?;
+        json.push('\n');
+        json
+    } else {
+        explanation.to_text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
 }
 
 /// Writes to a temporary file beside `path` and renames it, so a failed export never leaves a

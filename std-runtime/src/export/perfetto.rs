@@ -4,12 +4,19 @@
 //! The mapping:
 //! - each [`Process`] is a process track (`TrackDescriptor` with a `ProcessDescriptor`), named
 //!   `rank N (pid P)` when the header has a `rank` label; its host and labels become
-//!   `process_labels`;
+//!   `process_labels`. All processes share the model's time base, Unix nanoseconds;
 //! - each [`Thread`] is a thread track parented to its process track, with its own
 //!   `trusted_packet_sequence_id`;
 //! - a span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` on its thread's track, an event a
 //!   `TYPE_INSTANT`; fields are debug annotations, and a span that never ended gets
-//!   `waffle.unfinished = true` and ends at its `end_ns`.
+//!   `waffle.unfinished = true` and ends at its `end_ns`;
+//! - a detached span (an instrumented future's, which may end on another thread) is a slice on
+//!   a track of its own under its process track, named after the span (see `layout`);
+//! - causality becomes flows, arrows from slice to slice, carried by span begins and instants
+//!   (see `flows`): links, correlation groups, and parents on another track. Annotations make
+//!   them readable: `waffle.caused_by` (the linked ids in hex), `waffle.unresolved_links` (how
+//!   many of them are not in the trace), `waffle.correlate` (`key=value`), and `waffle.id` on
+//!   every item a link names.
 //!
 //! The rules the trace processor enforces, and how they are met:
 //! - pids must differ between processes and tids between threads, but ranks on different hosts
@@ -20,20 +27,26 @@
 //!   first uses it; a sequence's first packet clears incremental state (flags 3,
 //!   `first_packet_on_sequence`), and every later packet using an iid says it needs it (flag 2);
 //! - a slice end closes the innermost open slice, so each thread's records are emitted by
-//!   walking its span tree (parent begin, children and events in time order, parent end) with
-//!   times clamped to never go backwards.
+//!   walking its span tree (begin, children in record order, end) with times clamped to never
+//!   go backwards;
+//! - flow ids are unique over the trace and written unpacked, as proto2 has them.
 //!
-//! Output is streamed packet by packet; only one thread's event order is held in memory.
+//! Output is streamed packet by packet; only one thread's event order is held in memory (and
+//! the flow ids of the items that have any).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
 
 use prost::Message;
 
-use crate::model::{Process, Thread, Trace, Value};
+use crate::model::{Callsite, Item, ItemRef, Process, Thread, Trace, Value};
 
+mod flows;
+mod layout;
 mod proto;
 
+use flows::Flows;
+use layout::{Layout, Step};
 use proto::{AnnotationValue, DebugAnnotation, InternedString, TracePacket, TrackEvent};
 
 const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
@@ -47,11 +60,18 @@ const UUID_BASE: u64 = 0x5741_4646_0000_0000;
 const FRESH_ID_BASE: i64 = 1 << 22;
 /// The annotation marking a span whose end was never recorded.
 const UNFINISHED: &str = "waffle.unfinished";
+/// Annotations that spell out causality: the linked ids, the links left unresolved, the
+/// correlation, and the id of an item that a link names.
+const CAUSED_BY: &str = "waffle.caused_by";
+const UNRESOLVED: &str = "waffle.unresolved_links";
+const CORRELATE: &str = "waffle.correlate";
+const ID: &str = "waffle.id";
 
 /// Writes `trace` to `out` as a Perfetto `.pftrace`.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
     let mut out = PacketWriter { out: BufWriter::new(out), buf: Vec::new() };
     let ids = Ids::assign(trace);
+    let flows = Flows::assign(trace);
     let mut uuid = UUID_BASE;
     let mut seq_id = 0u32;
     for (p, process) in trace.processes.iter().enumerate() {
@@ -78,9 +98,23 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
                 ..Default::default()
             });
             out.put(&packet)?;
-            let mut seq = Sequence::new(seq_id, uuid);
-            for step in event_order(thread) {
-                out.put(&seq.packet(thread, step))?;
+            let mut seq = Sequence::new(seq_id, uuid, (p, t));
+            for (i, span) in thread.spans.iter().enumerate().filter(|(_, s)| s.detached) {
+                uuid += 1;
+                seq.detached.insert(i, uuid);
+                out.put(&TracePacket {
+                    trusted_packet_sequence_id: Some(seq_id),
+                    track_descriptor: Some(proto::TrackDescriptor {
+                        uuid: Some(uuid),
+                        parent_uuid: Some(process_uuid),
+                        name: Some(span.name().to_owned()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+            }
+            for step in Layout::of(thread).steps(thread) {
+                out.put(&seq.packet(thread, step, &flows))?;
             }
         }
     }
@@ -169,106 +203,106 @@ impl Ids {
     }
 }
 
-/// One record of a thread's track, by index into its spans or events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    Begin(usize),
-    End(usize),
-    Instant(usize),
-}
-
-/// A thread's records in the order that nests: a span's begin, then its child spans and
-/// events in time order (an event first when tied with a child's begin, since it is not in
-/// that child), then its end. A parent missing from the thread makes a span or event top-level.
-fn event_order(thread: &Thread) -> Vec<Step> {
-    let spans = &thread.spans;
-    // Ids of 0 are placeholders and not unique; a parent must come earlier (spans are in begin
-    // order), which also rules out cycles in damaged input.
-    let index: HashMap<u64, usize> =
-        spans.iter().enumerate().filter(|(_, s)| s.id != 0).map(|(i, s)| (s.id, i)).collect();
-    let parent_of = |parent: Option<u64>, limit: usize| {
-        parent.and_then(|id| index.get(&id).copied()).filter(|&i| i < limit)
-    };
-    // Children of span i in kids[i]; top level in kids[spans.len()]. Sort key: (time, event
-    // before span), stable so spans keep begin order and events keep time order.
-    let mut kids: Vec<Vec<(u64, u8, Step)>> = vec![Vec::new(); spans.len() + 1];
-    for (i, span) in spans.iter().enumerate() {
-        let slot = parent_of(span.parent, i).unwrap_or(spans.len());
-        kids[slot].push((span.start_ns, 1, Step::Begin(i)));
-    }
-    for (i, event) in thread.events.iter().enumerate() {
-        let slot = parent_of(event.parent, spans.len()).unwrap_or(spans.len());
-        kids[slot].push((event.ts_ns, 0, Step::Instant(i)));
-    }
-    for list in &mut kids {
-        list.sort_by_key(|&(ts, rank, _)| (ts, rank));
-    }
-
-    let mut order = Vec::with_capacity(2 * spans.len() + thread.events.len());
-    // An explicit stack of (list, position), so deep nesting cannot overflow the call stack.
-    let mut stack = vec![(spans.len(), 0usize)];
-    while let Some((list, pos)) = stack.last_mut() {
-        match kids[*list].get(*pos) {
-            Some(&(_, _, step)) => {
-                *pos += 1;
-                order.push(step);
-                if let Step::Begin(i) = step {
-                    stack.push((i, 0));
-                }
-            }
-            None => {
-                let list = *list;
-                stack.pop();
-                if list < spans.len() {
-                    order.push(Step::End(list));
-                }
-            }
-        }
-    }
-    order
-}
-
-/// One thread's packet sequence: its track, its interning tables and its clock.
+/// One thread's packet sequence: its tracks, its interning tables and its clock.
 struct Sequence<'t> {
     id: u32,
+    /// The thread track.
     track: u64,
+    /// The tracks of the thread's detached spans, by span index.
+    detached: HashMap<usize, u64>,
+    /// The thread's process and index, for looking up flows.
+    at: (usize, usize),
     event_names: HashMap<&'t str, u64>,
     annotation_names: HashMap<&'t str, u64>,
     last_ts: u64,
 }
 
+/// The parts of a span (at its begin) or an event that its track event shows.
+struct Record<'t> {
+    item: Item,
+    id: u64,
+    callsite: &'t Callsite,
+    fields: &'t [Value],
+    links: &'t [u64],
+    correlation: Option<u64>,
+    unfinished: bool,
+}
+
 impl<'t> Sequence<'t> {
-    fn new(id: u32, track: u64) -> Self {
+    fn new(id: u32, track: u64, at: (usize, usize)) -> Self {
         let (event_names, annotation_names) = (HashMap::new(), HashMap::new());
-        Sequence { id, track, event_names, annotation_names, last_ts: 0 }
+        Sequence { id, track, detached: HashMap::new(), at, event_names, annotation_names, last_ts: 0 }
     }
 
     /// The packet for one step, defining the names it uses that this sequence has not seen.
-    fn packet(&mut self, thread: &'t Thread, step: Step) -> TracePacket {
-        static TRUE: Value = Value::Bool(true);
+    fn packet(&mut self, thread: &'t Thread, step: Step, flows: &Flows) -> TracePacket {
         let (kind, ts, record) = match step {
             Step::Begin(i) => {
                 let s = &thread.spans[i];
-                (TYPE_SLICE_BEGIN, s.start_ns, Some((&*s.callsite, &s.fields, !s.ended)))
+                let record = Record {
+                    item: Item::Span(i),
+                    id: s.id,
+                    callsite: &s.callsite,
+                    fields: &s.fields,
+                    links: &s.links,
+                    correlation: s.correlation,
+                    unfinished: !s.ended,
+                };
+                (TYPE_SLICE_BEGIN, s.start_ns, Some(record))
             }
             Step::End(i) => (TYPE_SLICE_END, thread.spans[i].end_ns, None),
             Step::Instant(i) => {
                 let e = &thread.events[i];
-                (TYPE_INSTANT, e.ts_ns, Some((&*e.callsite, &e.fields, false)))
+                let record = Record {
+                    item: Item::Event(i),
+                    id: e.id,
+                    callsite: &e.callsite,
+                    fields: &e.fields,
+                    links: &e.links,
+                    correlation: e.correlation,
+                    unfinished: false,
+                };
+                (TYPE_INSTANT, e.ts_ns, Some(record))
             }
         };
-        let mut event = TrackEvent { r#type: Some(kind), track_uuid: Some(self.track), ..Default::default() };
+        let track = match step {
+            Step::Begin(i) | Step::End(i) => self.detached.get(&i).copied().unwrap_or(self.track),
+            Step::Instant(_) => self.track,
+        };
+        let mut event = TrackEvent { r#type: Some(kind), track_uuid: Some(track), ..Default::default() };
         let mut new = proto::InternedData::default();
-        if let Some((callsite, values, unfinished)) = record {
-            event.name_iid = Some(intern(&mut self.event_names, &callsite.name, &mut new.event_names));
-            let names = callsite.fields.iter().map(|(name, _)| name.as_str());
-            let unfinished = unfinished.then_some((UNFINISHED, &TRUE));
-            for (name, value) in names.zip(values).chain(unfinished) {
-                let names = &mut new.debug_annotation_names;
-                let name_iid = Some(intern(&mut self.annotation_names, name, names));
-                event
-                    .debug_annotations
-                    .push(DebugAnnotation { name_iid, value: Some(annotation_value(value)) });
+        let uses_iids = record.is_some();
+        if let Some(r) = record {
+            event.name_iid = Some(intern(&mut self.event_names, &r.callsite.name, &mut new.event_names));
+            let mut annotate = |name: &'t str, value: AnnotationValue| {
+                let name_iid =
+                    Some(intern(&mut self.annotation_names, name, &mut new.debug_annotation_names));
+                event.debug_annotations.push(DebugAnnotation { name_iid, value: Some(value) });
+            };
+            let names = r.callsite.fields.iter().map(|(name, _)| name.as_str());
+            for (name, value) in names.zip(r.fields) {
+                annotate(name, annotation_value(value));
+            }
+            if r.unfinished {
+                annotate(UNFINISHED, AnnotationValue::Bool(true));
+            }
+            let ends = flows.get(&ItemRef { process: self.at.0, thread: self.at.1, item: r.item });
+            if ends.is_some_and(|e| e.is_cause) {
+                annotate(ID, AnnotationValue::Str(format!("{:016x}", r.id)));
+            }
+            if !r.links.is_empty() {
+                let ids: Vec<String> = r.links.iter().map(|id| format!("{id:016x}")).collect();
+                annotate(CAUSED_BY, AnnotationValue::Str(ids.join(", ")));
+            }
+            if let Some(unresolved) = ends.map(|e| e.unresolved).filter(|&n| n > 0) {
+                annotate(UNRESOLVED, AnnotationValue::Uint(unresolved));
+            }
+            if let (Some(value), false) = (r.correlation, r.callsite.correlate.is_empty()) {
+                annotate(CORRELATE, AnnotationValue::Str(format!("{}={value}", r.callsite.correlate)));
+            }
+            if let Some(ends) = ends {
+                event.flow_ids.clone_from(&ends.out);
+                event.terminating_flow_ids.clone_from(&ends.into);
             }
         }
         // Out-of-order input (a child outliving its parent) must not make time run backwards.
@@ -277,7 +311,7 @@ impl<'t> Sequence<'t> {
         TracePacket {
             timestamp: Some(self.last_ts),
             trusted_packet_sequence_id: Some(self.id),
-            sequence_flags: record.is_some().then_some(SEQ_NEEDS_INCREMENTAL_STATE),
+            sequence_flags: uses_iids.then_some(SEQ_NEEDS_INCREMENTAL_STATE),
             interned_data: defines.then_some(new),
             track_event: Some(event),
             ..Default::default()
@@ -321,5 +355,7 @@ impl<W: Write> PacketWriter<W> {
     }
 }
 
+#[cfg(test)]
+mod causal_tests;
 #[cfg(test)]
 mod tests;

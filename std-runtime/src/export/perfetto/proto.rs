@@ -66,6 +66,13 @@ pub struct TrackEvent {
     pub name_iid: Option<u64>,
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: Option<u64>,
+    /// Flows this event starts or continues. Perfetto's protos are proto2, where repeated
+    /// scalars are not packed, and trace_processor's decoder reads only that form.
+    #[prost(fixed64, repeated, packed = "false", tag = "47")]
+    pub flow_ids: Vec<u64>,
+    /// Flows this event ends (unpacked, as above).
+    #[prost(fixed64, repeated, packed = "false", tag = "48")]
+    pub terminating_flow_ids: Vec<u64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

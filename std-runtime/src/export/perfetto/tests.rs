@@ -7,18 +7,24 @@ use waffle::{callsite::Kind, wire::FieldType};
 
 /// `Trace`, to read the output back with our own structs.
 #[derive(Clone, PartialEq, prost::Message)]
-struct TraceProto {
+pub(super) struct TraceProto {
     #[prost(message, repeated, tag = "1")]
-    packet: Vec<TracePacket>,
+    pub(super) packet: Vec<TracePacket>,
 }
 
-fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
+pub(super) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
     let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
     let (module, file) = ("m".into(), "m.rs".into());
     Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate: String::new() })
 }
 
-fn span(id: u64, parent: Option<u64>, cs: &Arc<Callsite>, fields: Vec<Value>, t: [u64; 2]) -> Span {
+pub(super) fn span(
+    id: u64,
+    parent: Option<u64>,
+    cs: &Arc<Callsite>,
+    fields: Vec<Value>,
+    t: [u64; 2],
+) -> Span {
     let (callsite, depth) = (cs.clone(), u32::from(parent.is_some()));
     Span {
         id,

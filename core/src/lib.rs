@@ -52,8 +52,8 @@ pub use encode::FieldValue;
 pub use ids::{EventId, SpanId, TraceId};
 pub use local::flush;
 pub use runtime::{is_enabled, set_enabled};
-pub use span::Causes;
 pub use span::Span;
+pub use span::{event_raw, link_raw, span_begin_raw, Causes};
 pub use task::{Instrument, Instrumented};
 
 /// Opens a span; it ends when the returned [`Span`] guard is dropped.

@@ -161,3 +161,39 @@ pub fn link(state: u32, causes: &dyn Causes) {
 pub fn correlate(state: u32, value: u64) {
     with_local(|l| l.correlate(state, value));
 }
+
+/// Opens a span for a callsite registered at run time (by a foreign-language binding), whose
+/// id the caller got from its runtime. `fields` writes the values in the callsite's schema.
+/// Returns a disabled guard while recording is off.
+#[inline]
+pub fn span_begin_raw<F: Fn(&mut Writer<'_>)>(callsite_id: u32, fields: &F) -> Span {
+    let state = runtime::state();
+    if state == 0 {
+        return Span::disabled();
+    }
+    let (id, prev) = with_local(|l| l.begin(state, callsite_id, fields)).unwrap_or((0, 0));
+    Span { id: SpanId::from_u64(id), prev, _not_send: PhantomData }
+}
+
+/// Records an event for a callsite registered at run time; see [`span_begin_raw`].
+#[inline]
+pub fn event_raw<F: Fn(&mut Writer<'_>)>(callsite_id: u32, fields: &F) -> EventId {
+    let state = runtime::state();
+    if state == 0 {
+        return EventId::NULL;
+    }
+    EventId::from_u64(with_local(|l| l.record(state, tag::EVENT, callsite_id, fields)).unwrap_or(0))
+}
+
+/// Records that the span or event just recorded on this thread was caused by `causes`, and,
+/// if given, its correlation value: for foreign-language bindings (the macros do this inline).
+pub fn link_raw(causes: &dyn Causes, correlation: Option<u64>) {
+    let state = runtime::state();
+    if state == 0 {
+        return;
+    }
+    link(state, causes);
+    if let Some(v) = correlation {
+        correlate(state, v);
+    }
+}

@@ -65,6 +65,8 @@ struct State {
     stats: Stats,
     /// Drop count of each slot when this session first saw it, to report this session's share.
     dropped_at_start: HashMap<u32, u64>,
+    /// Run-time callsites already in the file.
+    dynamic_written: usize,
 }
 
 fn run(
@@ -73,7 +75,7 @@ fn run(
     interval: Duration,
     stopped: mpsc::Receiver<()>,
 ) -> io::Result<Stats> {
-    let mut st = State { out, stats: Stats::default(), dropped_at_start: HashMap::new() };
+    let mut st = State { out, stats: Stats::default(), dropped_at_start: HashMap::new(), dynamic_written: 0 };
     loop {
         let stopping = !matches!(stopped.recv_timeout(interval), Err(mpsc::RecvTimeoutError::Timeout));
         if pass(&mut st)? {
@@ -108,9 +110,28 @@ fn run(
 }
 
 /// One drain of everything; returns whether anything was written.
+///
+/// The queues are read first and written last, so that every callsite registered and every
+/// owner announced before a chunk was pushed is in the file before that chunk.
 fn pass(st: &mut State) -> io::Result<bool> {
     let released = registry::take_released();
+    let mut drained: Vec<(u32, Vec<u8>)> = Vec::new();
+    for slot in registry::slots() {
+        st.dropped_at_start.entry(slot.index()).or_insert_with(|| slot.dropped());
+        while slot.drain_with(|bytes| drained.push((slot.index(), bytes.to_vec()))) > 0 {}
+    }
     let mut wrote = false;
+    let new_callsites = crate::dynamic::since(st.dynamic_written);
+    for (n, chunk) in new_callsites.chunks(1024).enumerate() {
+        let first = st.dynamic_written + n * 1024;
+        crate::session::write_callsites(
+            &mut st.out,
+            crate::dynamic::FIRST_DYNAMIC_ID + first as u32,
+            chunk.iter().map(|c| crate::session::CallsiteDesc::Model(c)),
+        )?;
+        wrote = true;
+    }
+    st.dynamic_written += new_callsites.len();
     for owner in registry::take_new_owners() {
         let mut p = Payload::new();
         p.varint(u64::from(owner.stream)).varint(u64::from(owner.generation)).varint(0);
@@ -118,21 +139,13 @@ fn pass(st: &mut State) -> io::Result<bool> {
         st.out.frame(frame::STREAM, &[&p.0])?;
         wrote = true;
     }
-    for slot in registry::slots() {
-        st.dropped_at_start.entry(slot.index()).or_insert_with(|| slot.dropped());
+    for (stream, bytes) in drained {
         let mut head = Payload::new();
-        head.varint(u64::from(slot.index()));
-        loop {
-            let mut result = Ok(());
-            let n = slot.drain_with(|bytes| result = st.out.frame(frame::DATA, &[&head.0, bytes]));
-            result?;
-            if n == 0 {
-                break;
-            }
-            st.stats.data_bytes += n as u64;
-            st.stats.data_frames += 1;
-            wrote = true;
-        }
+        head.varint(u64::from(stream));
+        st.out.frame(frame::DATA, &[&head.0, &bytes])?;
+        st.stats.data_bytes += bytes.len() as u64;
+        st.stats.data_frames += 1;
+        wrote = true;
     }
     registry::make_free(released);
     Ok(wrote)

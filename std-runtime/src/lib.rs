@@ -35,6 +35,7 @@ pub mod analysis;
 pub mod clock;
 mod collector;
 pub mod decode;
+pub mod dynamic;
 mod error;
 pub mod export;
 pub mod frames;

@@ -210,19 +210,46 @@ fn write_preamble(
     // The string table: every callsite linked into this image, as module 0.
     let all = waffle::callsite::all();
     for (n, chunk) in all.chunks(1024).enumerate() {
-        let mut p = Payload::new();
-        p.varint(0).varint((n * 1024) as u64).varint(chunk.len() as u64);
-        for cs in chunk {
-            p.byte(cs.kind as u8).str(cs.name).str(cs.module).str(cs.file).varint(u64::from(cs.line));
-            p.varint(cs.fields.len() as u64);
-            for f in cs.fields {
-                p.str(f.name).byte(f.ty as u8);
-            }
-            p.str(cs.correlate);
-        }
-        out.frame(frame::CALLSITES, &[&p.0])?;
+        write_callsites(out, (n * 1024) as u32, chunk.iter().map(CallsiteDesc::Static))?;
     }
     out.flush()
+}
+
+/// A callsite as written in a CALLSITES frame: one compiled in, or one made at run time.
+pub(crate) enum CallsiteDesc<'a> {
+    Static(&'a waffle::callsite::Callsite),
+    Model(&'a crate::model::Callsite),
+}
+
+/// Writes one CALLSITES frame (module 0) with consecutive ids from `first`.
+pub(crate) fn write_callsites<'a, W: std::io::Write>(
+    out: &mut FrameWriter<W>,
+    first: u32,
+    callsites: impl ExactSizeIterator<Item = CallsiteDesc<'a>>,
+) -> std::io::Result<()> {
+    let mut p = Payload::new();
+    p.varint(0).varint(u64::from(first)).varint(callsites.len() as u64);
+    for cs in callsites {
+        match cs {
+            CallsiteDesc::Static(cs) => {
+                p.byte(cs.kind as u8).str(cs.name).str(cs.module).str(cs.file).varint(u64::from(cs.line));
+                p.varint(cs.fields.len() as u64);
+                for f in cs.fields {
+                    p.str(f.name).byte(f.ty as u8);
+                }
+                p.str(cs.correlate);
+            }
+            CallsiteDesc::Model(cs) => {
+                p.byte(cs.kind as u8).str(&cs.name).str(&cs.module).str(&cs.file).varint(u64::from(cs.line));
+                p.varint(cs.fields.len() as u64);
+                for (name, ty) in &cs.fields {
+                    p.str(name).byte(*ty as u8);
+                }
+                p.str(&cs.correlate);
+            }
+        }
+    }
+    out.frame(frame::CALLSITES, &[&p.0])
 }
 
 /// A recording session: the collector thread and the open file. Dropping it stops recording,

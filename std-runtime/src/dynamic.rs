@@ -1,0 +1,101 @@
+//! Callsites made at run time, for names that are not known to the Rust compiler: C and C++
+//! macros, Python decorators.
+//!
+//! A foreign callsite is registered once (its struct caches the returned id) and then recorded
+//! exactly like a Rust one: the hot path writes only the id. Ids start at
+//! [`FIRST_DYNAMIC_ID`], above any linker-section index, and stay valid for the life of the
+//! process, across sessions. The collector writes every registered callsite into the file's
+//! string table before the first chunk that can use it.
+
+use crate::model::Callsite;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard},
+};
+use waffle::{callsite::Kind, wire::FieldType};
+
+/// The first id given to a run-time callsite.
+pub const FIRST_DYNAMIC_ID: u32 = 1 << 24;
+
+/// Most run-time callsites per process; registering more returns `None`.
+pub const MAX_DYNAMIC: usize = 1 << 20;
+
+#[derive(Default)]
+struct Registry {
+    all: Vec<Arc<Callsite>>,
+    ids: HashMap<Arc<Callsite>, u32>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn registry() -> MutexGuard<'static, Option<Registry>> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl std::hash::Hash for Callsite {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (&self.name, &self.module, &self.file, self.line, self.kind as u8, &self.correlate).hash(h);
+        for (n, t) in &self.fields {
+            (n, *t as u8).hash(h);
+        }
+    }
+}
+
+impl Eq for Callsite {}
+
+/// Registers a callsite and returns its id; registering an identical description again
+/// returns the same id. `None` once [`MAX_DYNAMIC`] callsites exist.
+pub fn register(
+    kind: Kind,
+    name: &str,
+    module: &str,
+    file: &str,
+    line: u32,
+    fields: &[(&str, FieldType)],
+    correlate: &str,
+) -> Option<u32> {
+    let cs = Arc::new(Callsite {
+        name: name.to_owned(),
+        module: module.to_owned(),
+        file: file.to_owned(),
+        line,
+        kind,
+        fields: fields.iter().map(|&(n, t)| (n.to_owned(), t)).collect(),
+        correlate: correlate.to_owned(),
+    });
+    let mut g = registry();
+    let reg = g.get_or_insert_with(Registry::default);
+    if let Some(&id) = reg.ids.get(&cs) {
+        return Some(id);
+    }
+    if reg.all.len() >= MAX_DYNAMIC {
+        return None;
+    }
+    let id = FIRST_DYNAMIC_ID + reg.all.len() as u32;
+    reg.all.push(cs.clone());
+    reg.ids.insert(cs, id);
+    Some(id)
+}
+
+/// Callsites registered from index `from` on (index = id − [`FIRST_DYNAMIC_ID`]).
+pub(crate) fn since(from: usize) -> Vec<Arc<Callsite>> {
+    registry().as_ref().map_or_else(Vec::new, |r| r.all.get(from..).unwrap_or_default().to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_descriptions_share_an_id() {
+        let f = [("rank", FieldType::Dynamic)];
+        let a = register(Kind::Span, "dyn-test-a", "c", "x.c", 3, &f, "").unwrap();
+        let b = register(Kind::Span, "dyn-test-a", "c", "x.c", 3, &f, "").unwrap();
+        let c = register(Kind::Event, "dyn-test-a", "c", "x.c", 3, &f, "").unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a >= FIRST_DYNAMIC_ID && c >= FIRST_DYNAMIC_ID);
+        let listed = since((a - FIRST_DYNAMIC_ID) as usize);
+        assert_eq!(listed[0].name, "dyn-test-a");
+    }
+}

@@ -23,7 +23,7 @@ step "cargo test"
 cargo test --workspace
 
 step "Python consumer tests (Perfetto's own protobuf classes)"
-cargo build -p waffle-std --examples --bins
+cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi

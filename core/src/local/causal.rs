@@ -1,0 +1,120 @@
+//! The causal records of a recording context: links, correlation, entered contexts and
+//! detached spans. All but `ASYNC_END` carry no timestamp: they describe the record before them
+//! (links, correlation) or change what later records are nested in (enter, exit, detach).
+
+use super::Local;
+use crate::{
+    clock,
+    encode::Writer,
+    wire::{tag, zigzag},
+};
+
+impl Local {
+    /// Writes a record without a timestamp (`tag` then `body`), attached to what precedes it.
+    /// `depth_change` is +1, 0 or -1. Returns whether it was written.
+    fn timeless(
+        &mut self,
+        state: u32,
+        record_tag: u8,
+        depth_change: i8,
+        body: &dyn Fn(&mut Writer<'_>),
+    ) -> bool {
+        if !self.ready(state) {
+            return false;
+        }
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(record_tag);
+        body(&mut w);
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        match depth_change {
+            1 => self.depth += 1,
+            -1 => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        if !overflowed {
+            self.len = pos;
+            self.records += 1;
+            return true;
+        }
+        // Start a new chunk whose header reflects the state before this record, then retry.
+        let depth_after = self.depth;
+        self.flush();
+        self.chunk_depth = (depth_after as i64 - i64::from(depth_change)) as u64;
+        let mut w = Writer::new(self.staging, 0);
+        w.byte(record_tag);
+        body(&mut w);
+        if w.overflowed() {
+            self.chunk_depth = depth_after;
+            self.dropped += 1;
+            if let Some(slot) = self.slot {
+                slot.count_dropped(1);
+            }
+            return false;
+        }
+        self.len = w.pos();
+        self.records += 1;
+        true
+    }
+
+    /// Records that the latest span or event (the source) was caused by `target`.
+    #[inline]
+    pub fn link(&mut self, state: u32, target: u64) {
+        let source = self.next_id.wrapping_sub(1);
+        if target == 0 || target == source {
+            return;
+        }
+        if target >> 32 == source >> 32 && target < source {
+            self.timeless(state, tag::LINK_LOCAL, 0, &|w| w.varint(source - target));
+        } else {
+            self.timeless(state, tag::LINK_FULL, 0, &|w| w.bytes(&target.to_le_bytes()));
+        }
+    }
+
+    /// Records the latest span or event's correlation value (its key is in its callsite).
+    #[inline]
+    pub fn correlate(&mut self, state: u32, value: u64) {
+        self.timeless(state, tag::CORRELATE, 0, &|w| w.varint(value));
+    }
+
+    /// Adopts `span` (from anywhere) as the current parent; returns the id to restore with
+    /// [`Local::exit`], or `None` if nothing was recorded.
+    pub fn enter(&mut self, state: u32, span: u64) -> Option<u64> {
+        if span == 0 || !self.timeless(state, tag::ENTER, 1, &|w| w.bytes(&span.to_le_bytes())) {
+            return None;
+        }
+        Some(core::mem::replace(&mut self.current, span))
+    }
+
+    /// Ends the innermost [`Local::enter`], making `prev` current again.
+    pub fn exit(&mut self, state: u32, prev: u64) {
+        let state = if state == 0 { self.epoch } else { state };
+        self.current = prev;
+        self.timeless(state, tag::EXIT, -1, &|_| {});
+    }
+
+    /// Takes the open span `span` off this context's stack so that it can end anywhere (see
+    /// [`Local::async_end`]); makes `prev` current again.
+    pub fn detach(&mut self, state: u32, span: u64, prev: u64) {
+        let state = if state == 0 { self.epoch } else { state };
+        self.current = prev;
+        self.timeless(state, tag::DETACH, -1, &|w| w.bytes(&span.to_le_bytes()));
+    }
+
+    /// Ends a detached span, from whichever context runs this.
+    pub fn async_end(&mut self, state: u32, span: u64) {
+        if !self.ready(state) {
+            return;
+        }
+        let ts = clock::now();
+        let mut w = Writer::new(self.staging, self.len);
+        w.byte(tag::ASYNC_END);
+        w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));
+        w.bytes(&span.to_le_bytes());
+        let (pos, overflowed) = (w.pos(), w.overflowed());
+        if overflowed {
+            self.record_slow(ts, tag::ASYNC_END, 0, &|w: &mut Writer<'_>| w.bytes(&span.to_le_bytes()));
+        } else {
+            self.commit(pos, ts);
+        }
+    }
+}

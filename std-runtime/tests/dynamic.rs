@@ -39,10 +39,10 @@ fn run_time_callsites_decode_with_their_names_and_fields() {
     };
     // A thread that starts after the registration uses it too.
     std::thread::spawn(move || {
-        drop(waffle::event_raw(late, &|w| {
+        let _ = waffle::event_raw(late, &|w| {
             1.5f64.encode_dynamic(w);
             "hot".encode_dynamic(w);
-        }))
+        });
     })
     .join()
     .unwrap();

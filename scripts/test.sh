@@ -22,7 +22,7 @@ cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 step "cargo test"
 cargo test --workspace
 
-step "Python consumer tests (Perfetto's own protobuf classes)"
+step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, Jaeger UI rules"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

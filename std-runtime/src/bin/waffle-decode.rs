@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! waffle-decode rank0.bin rank1.bin -o run.pftrace
+//! waffle-decode rank0.bin rank1.bin -o run.jaeger.json     # .zipkin.json, .otlp.json, .otlp.pb,
+//!                                                          # .chrome.json, or --format NAME
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! ```
 
@@ -20,7 +22,8 @@ use waffle_std::{
     export::Format,
 };
 
-/// Decode waffle trace files into Perfetto traces, or explain what caused an event (`why`).
+/// Decode waffle trace files into Perfetto, Jaeger or Zipkin traces, or explain what caused an
+/// event (`why`).
 #[derive(Parser, Debug)]
 #[command(
     name = "waffle-decode",
@@ -38,11 +41,12 @@ struct Cli {
     #[arg(required = true, value_name = "IN")]
     inputs: Vec<PathBuf>,
 
-    /// Output file; its extension picks the format unless --format is given (.pftrace).
+    /// Output file; its extension picks the format unless --format is given (.pftrace,
+    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json).
     #[arg(short, long, value_name = "OUT", required = true)]
     output: Option<PathBuf>,
 
-    /// Output format: perfetto.
+    /// Output format: perfetto, jaeger, zipkin, otlp-json, otlp, chrome.
     #[arg(short, long, value_name = "FORMAT")]
     format: Option<String>,
 
@@ -99,12 +103,11 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), String> {
     let output = cli.output.as_ref().ok_or("an output file (-o OUT) is required")?;
     let format = match &cli.format {
-        Some(name) => {
-            Format::from_name(name).ok_or_else(|| format!("unknown format `{name}`; known: perfetto"))?
-        }
+        Some(name) => Format::from_name(name)
+            .ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats()))?,
         None => Format::from_path(output).ok_or_else(|| {
             format!(
-                "cannot tell the format from `{}`; use a .pftrace extension or --format",
+                "cannot tell the format from `{}`; use an extension such as .pftrace or .jaeger.json, or --format",
                 output.display()
             )
         })?,
@@ -119,6 +122,11 @@ fn run(cli: &Cli) -> Result<(), String> {
         summary(&decoded.trace, output, format);
     }
     Ok(())
+}
+
+/// The names `--format` takes, comma-separated.
+fn known_formats() -> String {
+    Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr.

@@ -9,21 +9,49 @@ use std::path::Path;
 
 use crate::model::Trace;
 
+pub mod chrome;
+pub mod jaeger;
+pub mod otlp;
 pub mod perfetto;
+pub mod zipkin;
 
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Perfetto's protobuf trace (`.pftrace`), for ui.perfetto.dev and trace_processor.
     Perfetto,
+    /// Jaeger's JSON (`.jaeger.json`), as its query API returns traces and its UI opens them.
+    Jaeger,
+    /// Zipkin v2 JSON (`.zipkin.json`): the list of spans Zipkin's API takes and its UI opens.
+    Zipkin,
+    /// OpenTelemetry's OTLP `ExportTraceServiceRequest` in protobuf (`.otlp.pb`), as
+    /// `POST /v1/traces` takes it.
+    Otlp,
+    /// The same request in OTLP/JSON (`.otlp.json`), one line, as collectors read files.
+    OtlpJson,
+    /// Chrome trace-event JSON (`.chrome.json`), for chrome://tracing and Perfetto UI.
+    Chrome,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: &'static [Format] = &[Format::Perfetto];
+    pub const ALL: &'static [Format] =
+        &[Format::Perfetto, Format::Jaeger, Format::Zipkin, Format::Otlp, Format::OtlpJson, Format::Chrome];
 
     /// The format an output file's extension asks for, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
+        let file = path.file_name()?.to_str()?.to_ascii_lowercase();
+        for (suffix, format) in [
+            ("jaeger.json", Format::Jaeger),
+            ("zipkin.json", Format::Zipkin),
+            ("otlp.pb", Format::Otlp),
+            ("otlp.json", Format::OtlpJson),
+            ("chrome.json", Format::Chrome),
+        ] {
+            if file.strip_suffix(suffix).is_some_and(|stem| stem.is_empty() || stem.ends_with('.')) {
+                return Some(format);
+            }
+        }
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
             "pftrace" | "perfetto-trace" | "perfetto" => Some(Format::Perfetto),
@@ -40,6 +68,11 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Perfetto => "perfetto",
+            Format::Jaeger => "jaeger",
+            Format::Zipkin => "zipkin",
+            Format::Otlp => "otlp",
+            Format::OtlpJson => "otlp-json",
+            Format::Chrome => "chrome",
         }
     }
 }
@@ -48,6 +81,11 @@ impl Format {
 pub fn export(trace: &Trace, format: Format, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Perfetto => perfetto::write(trace, out),
+        Format::Jaeger => jaeger::write(trace, out),
+        Format::Zipkin => zipkin::write(trace, out),
+        Format::Otlp => otlp::write_protobuf(trace, out),
+        Format::OtlpJson => otlp::write_json(trace, out),
+        Format::Chrome => chrome::write(trace, out),
     }
 }
 
@@ -66,5 +104,25 @@ mod tests {
             assert_eq!(Format::from_name(f.name()), Some(*f));
         }
         assert_eq!(Format::from_name("chrome-ish"), None);
+        for (p, f) in [
+            ("run.jaeger.json", Format::Jaeger),
+            ("a/B.Zipkin.JSON", Format::Zipkin),
+            ("zipkin.json", Format::Zipkin),
+            ("out.jaeger.json", Format::Jaeger),
+        ] {
+            assert_eq!(Format::from_path(Path::new(p)), Some(f), "{p}");
+        }
+        assert_ne!(Format::from_path(Path::new("myzipkin.json")), Some(Format::Zipkin));
+        assert_eq!(Format::from_name("Jaeger"), Some(Format::Jaeger));
+        for (p, f) in [
+            ("run.otlp.json", Format::OtlpJson),
+            ("a/run.OTLP.pb", Format::Otlp),
+            ("run.chrome.json", Format::Chrome),
+        ] {
+            assert_eq!(Format::from_path(Path::new(p)), Some(f), "{p}");
+        }
+        assert_eq!(Format::from_path(Path::new("run.json")), None);
+        assert_eq!(Format::from_path(Path::new("run.pb")), None);
+        assert_eq!(Format::from_name("otlp-json"), Some(Format::OtlpJson));
     }
 }

@@ -1,0 +1,169 @@
+//! Edge cases of the span-list exporters (the golden files cover the ordinary ones): loops of
+//! causes, an empty trace, a trace without a trace id, repeated ids, parents outside the trace.
+
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+use waffle::{callsite::Kind, wire::FieldType};
+
+use crate::export::{export, Format};
+use crate::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
+
+fn callsite(name: &str, kind: Kind) -> Arc<Callsite> {
+    Arc::new(Callsite {
+        name: name.into(),
+        module: String::new(),
+        file: String::new(),
+        line: 0,
+        kind,
+        fields: vec![("n".into(), FieldType::U64)],
+        correlate: String::new(),
+    })
+}
+
+fn span(id: u64, parent: Option<u64>, links: &[u64], start_us: u64) -> Span {
+    Span {
+        id,
+        parent,
+        links: links.to_vec(),
+        correlation: None,
+        detached: false,
+        depth: u32::from(parent.is_some()),
+        callsite: callsite("s", Kind::Span),
+        fields: vec![Value::U64(id)],
+        start_ns: 1_700_000_000_000_000_000 + start_us * 1000,
+        end_ns: 1_700_000_000_000_000_000 + (start_us + 10) * 1000,
+        ended: true,
+    }
+}
+
+fn trace(trace_id: u128, spans: Vec<Span>, events: Vec<Event>) -> Trace {
+    let thread = Thread { stream: 0, tid: 1, name: String::new(), spans, events, dropped: 0 };
+    Trace {
+        processes: vec![Process {
+            source: "a.bin".into(),
+            pid: 1,
+            name: String::new(),
+            host: String::new(),
+            labels: vec![],
+            trace_id,
+            parent_span: None,
+            threads: vec![thread],
+            dropped: 0,
+            complete: true,
+        }],
+    }
+}
+
+fn json(trace: &Trace, format: Format) -> Json {
+    let mut out = Vec::new();
+    export(trace, format, &mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn jaeger_refs(trace: &Trace) -> Vec<(String, Vec<(String, String)>)> {
+    let j = json(trace, Format::Jaeger);
+    let spans = j["data"][0]["spans"].as_array().unwrap().clone();
+    spans
+        .iter()
+        .map(|s| {
+            let refs = s["references"].as_array().unwrap();
+            let refs = refs
+                .iter()
+                .map(|r| (r["refType"].as_str().unwrap().into(), r["spanID"].as_str().unwrap().into()));
+            (s["spanID"].as_str().unwrap().to_owned(), refs.collect())
+        })
+        .collect()
+}
+
+fn id(n: u64) -> String {
+    format!("{n:016x}")
+}
+
+#[test]
+fn causes_that_loop_never_loop_the_ui_tree() {
+    // 1 and 2 name each other; 3 names 5, and 5, a child of 4, names 3. No first reference may
+    // close a loop; references after the first are free to.
+    let t = trace(
+        7,
+        vec![
+            span(1, None, &[2], 0),
+            span(2, None, &[1], 1),
+            span(3, None, &[5], 2),
+            span(4, None, &[], 3),
+            span(5, Some(4), &[3], 4),
+        ],
+        vec![],
+    );
+    let refs = jaeger_refs(&t);
+    let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
+    assert_eq!(refs[0].1, [ff(2)], "the first cause leads");
+    assert_eq!(refs[1].1, [], "following 1 would close the loop 1 → 2 → 1");
+    assert_eq!(refs[2].1, [ff(5)]);
+    assert_eq!(refs[4].1, [("CHILD_OF".to_owned(), id(4)), ff(3)], "after CHILD_OF, any cause is safe");
+    // The tag keeps the dropped cause.
+    let j = json(&t, Format::Jaeger);
+    let tags = j["data"][0]["spans"][1]["tags"].as_array().unwrap().clone();
+    assert!(tags.iter().any(|t| t["key"] == "waffle.caused_by" && t["value"] == id(1)));
+}
+
+#[test]
+fn a_later_cause_leads_when_the_first_would_loop() {
+    // 1 hangs under 2 through its cause; 2 names 1, then 3: 3 must lead.
+    let t = trace(7, vec![span(1, None, &[2], 0), span(2, None, &[1, 3], 1), span(3, None, &[], 2)], vec![]);
+    let refs = jaeger_refs(&t);
+    let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
+    assert_eq!(refs[1].1, [ff(3), ff(1)], "3 leads; 1 comes after, where it cannot loop");
+}
+
+#[test]
+fn empty_traces_are_valid_documents() {
+    let empty = Trace::default();
+    assert_eq!(json(&empty, Format::Zipkin), serde_json::json!([]));
+    let j = json(&empty, Format::Jaeger);
+    assert_eq!(j["data"][0]["spans"], serde_json::json!([]));
+    assert_eq!(j["data"][0]["processes"], serde_json::json!({}));
+}
+
+#[test]
+fn a_trace_without_an_id_gets_a_stable_non_zero_one() {
+    let t = trace(0, vec![span(1, None, &[], 0)], vec![]);
+    let a = json(&t, Format::Zipkin)[0]["traceId"].as_str().unwrap().to_owned();
+    assert_eq!(a.len(), 32);
+    assert_ne!(u128::from_str_radix(&a, 16).unwrap(), 0);
+    assert_eq!(json(&t, Format::Zipkin)[0]["traceId"], a.as_str(), "the same files, the same id");
+    assert_eq!(json(&t, Format::Jaeger)["data"][0]["traceID"], a.as_str());
+}
+
+#[test]
+fn repeated_ids_and_foreign_parents() {
+    // Span 1 twice, and a span whose parent is in another (absent) process.
+    let t =
+        trace(7, vec![span(1, None, &[], 0), span(1, None, &[], 20), span(2, Some(0x99), &[], 40)], vec![]);
+    let z = json(&t, Format::Zipkin);
+    let spans = z.as_array().unwrap();
+    assert_eq!(spans[0]["id"], id(1));
+    assert_eq!(spans[1]["id"], "ffffffff00000001", "the repeat gets a fresh id");
+    assert!(spans[2].get("parentId").is_none(), "a parent not in the trace is not a parentId");
+    assert_eq!(spans[2]["tags"]["waffle.unresolved_parent"], id(0x99));
+    assert_eq!(spans[2]["localEndpoint"]["serviceName"], "waffle", "a process without a name");
+}
+
+#[test]
+fn events_repeated_within_a_microsecond_stay_distinct_in_zipkin() {
+    let cs = callsite("tick", Kind::Event);
+    let ev = |id: u64, ns: u64| Event {
+        id,
+        parent: Some(1),
+        links: vec![],
+        correlation: None,
+        callsite: cs.clone(),
+        fields: vec![Value::U64(0)],
+        ts_ns: 1_700_000_000_000_000_000 + 1000 + ns,
+    };
+    let t = trace(7, vec![span(1, None, &[], 0)], vec![ev(2, 100), ev(3, 200)]);
+    let z = json(&t, Format::Zipkin);
+    let values: Vec<&str> =
+        z[0]["annotations"].as_array().unwrap().iter().map(|a| a["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["tick n=0", "tick n=0 waffle.id=0000000000000003"]);
+}

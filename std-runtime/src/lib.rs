@@ -42,6 +42,7 @@ pub mod frames;
 pub mod model;
 pub mod reader;
 mod registry;
+pub mod send;
 pub mod session;
 
 pub use collector::Stats;

@@ -4,8 +4,15 @@
 //! waffle-decode rank0.bin rank1.bin -o run.pftrace
 //! waffle-decode rank0.bin rank1.bin -o run.jaeger.json     # .zipkin.json, .otlp.json, .otlp.pb,
 //!                                                          # .chrome.json, or --format NAME
+//! waffle-decode rank0.bin rank1.bin --send zipkin=http://127.0.0.1:9411 \
+//!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! ```
+//!
+//! `--send` retries as [`waffle_std::send::Policy`] says; the environment can shorten it (for
+//! tests): `WAFFLE_SEND_BACKOFF_MS` (the first wait; later waits double, up to 16 times it),
+//! `WAFFLE_SEND_BUDGET_MS` (the time one request may take over all its attempts) and
+//! `WAFFLE_SEND_ATTEMPTS`.
 
 #![forbid(unsafe_code)]
 
@@ -15,17 +22,20 @@ use std::{
     io::{BufWriter, Write},
     path::{Path, PathBuf},
     process::ExitCode,
+    time::Duration,
 };
 use waffle_std::{
     analysis::{self, Selector, WhyError},
     decode,
     export::Format,
+    send::{self, Options, Policy, Target},
 };
 
 /// Decode waffle trace files into Perfetto, Jaeger or Zipkin traces, or explain what caused an
 /// event (`why`).
 #[derive(Parser, Debug)]
 #[command(
+    group(ArgGroup::new("destination").required(true).multiple(true).args(["output", "send"])),
     name = "waffle-decode",
     version,
     about,
@@ -43,12 +53,22 @@ struct Cli {
 
     /// Output file; its extension picks the format unless --format is given (.pftrace,
     /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json).
-    #[arg(short, long, value_name = "OUT", required = true)]
+    #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
 
     /// Output format: perfetto, jaeger, zipkin, otlp-json, otlp, chrome.
-    #[arg(short, long, value_name = "FORMAT")]
+    #[arg(short, long, value_name = "FORMAT", requires = "output")]
     format: Option<String>,
+
+    /// Send the spans to a running backend: zipkin=URL (Zipkin v2 JSON to URL/api/v2/spans) or
+    /// otlp=URL (OTLP/HTTP protobuf to URL/v1/traces). May be given several times, with or
+    /// without -o.
+    #[arg(long, value_name = "KIND=URL", value_parser = parse_target)]
+    send: Vec<Target>,
+
+    /// The most spans one --send request carries.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_spans: u32,
 
     /// Print nothing but errors.
     #[arg(short, long)]
@@ -101,27 +121,100 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), String> {
-    let output = cli.output.as_ref().ok_or("an output file (-o OUT) is required")?;
-    let format = match &cli.format {
-        Some(name) => Format::from_name(name)
-            .ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats()))?,
-        None => Format::from_path(output).ok_or_else(|| {
-            format!(
-                "cannot tell the format from `{}`; use an extension such as .pftrace or .jaeger.json, or --format",
-                output.display()
-            )
-        })?,
+    if cli.output.is_none() && cli.send.is_empty() {
+        return Err("give an output file (-o OUT), a backend (--send KIND=URL), or both".into());
+    }
+    let output = match &cli.output {
+        Some(path) => Some((path, output_format(path, cli.format.as_deref())?)),
+        None => None,
     };
+    let options = Options { batch_spans: cli.batch_spans as usize, policy: policy_from_env()? };
     let decoded = decode::decode_files(&cli.inputs).map_err(|e| e.to_string())?;
     for w in &decoded.warnings {
         eprintln!("waffle-decode: warning: {w}");
     }
-    write_atomically(output, |out| waffle_std::export::export(&decoded.trace, format, out))
-        .map_err(|e| format!("{}: {e}", output.display()))?;
-    if !cli.quiet {
-        summary(&decoded.trace, output, format);
+    if let Some((path, format)) = output {
+        write_atomically(path, |out| waffle_std::export::export(&decoded.trace, format, out))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    Ok(())
+    if !cli.quiet {
+        summary(&decoded.trace);
+        if let Some((path, format)) = output {
+            eprintln!("wrote {} ({})", path.display(), format.name());
+        }
+    }
+    // Every backend is tried, whatever became of the others.
+    let mut failures = Vec::new();
+    for target in &cli.send {
+        match send::send(&decoded.trace, target, &options) {
+            Ok(report) => {
+                for w in &report.warnings {
+                    eprintln!("waffle-decode: warning: {target}: {w}");
+                }
+                if !cli.quiet {
+                    eprintln!(
+                        "sent {} to {target} in {} ({}, {:.2} s)",
+                        count(report.spans, "span", "spans"),
+                        count(report.requests, "request", "requests"),
+                        count(report.retries, "retry", "retries"),
+                        report.elapsed.as_secs_f64()
+                    );
+                }
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\nwaffle-decode: error: "))
+    }
+}
+
+/// The format of `-o path`: `--format`'s, else the one its extension names.
+fn output_format(path: &Path, format: Option<&str>) -> Result<Format, String> {
+    match format {
+        Some(name) => Format::from_name(name)
+            .ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats())),
+        None => Format::from_path(path).ok_or_else(|| {
+            format!(
+                "cannot tell the format from `{}`; use an extension such as .pftrace or .jaeger.json, or --format",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// `1 span`, `2 spans`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    s.parse()
+}
+
+/// The retry policy, shortened by `WAFFLE_SEND_BACKOFF_MS`, `WAFFLE_SEND_BUDGET_MS` and
+/// `WAFFLE_SEND_ATTEMPTS` where set.
+fn policy_from_env() -> Result<Policy, String> {
+    let var = |name: &str| -> Result<Option<u64>, String> {
+        match std::env::var(name) {
+            Ok(v) => v.trim().parse().map(Some).map_err(|_| format!("{name}={v:?}: expected a whole number")),
+            Err(_) => Ok(None),
+        }
+    };
+    let mut policy = Policy::default();
+    if let Some(ms) = var("WAFFLE_SEND_BACKOFF_MS")? {
+        policy.backoff = Duration::from_millis(ms);
+        policy.max_backoff = policy.backoff.saturating_mul(16);
+    }
+    if let Some(ms) = var("WAFFLE_SEND_BUDGET_MS")? {
+        policy.budget = Duration::from_millis(ms);
+    }
+    if let Some(n) = var("WAFFLE_SEND_ATTEMPTS")? {
+        policy.attempts = u32::try_from(n).unwrap_or(u32::MAX).max(1);
+    }
+    Ok(policy)
 }
 
 /// The names `--format` takes, comma-separated.
@@ -176,7 +269,7 @@ fn write_atomically(
     result
 }
 
-fn summary(trace: &waffle_std::model::Trace, out: &Path, format: Format) {
+fn summary(trace: &waffle_std::model::Trace) {
     for p in &trace.processes {
         let spans: usize = p.threads.iter().map(|t| t.spans.len()).sum();
         let events: usize = p.threads.iter().map(|t| t.events.len()).sum();
@@ -194,5 +287,4 @@ fn summary(trace: &waffle_std::model::Trace, out: &Path, format: Format) {
             if p.complete { "" } else { ", not closed cleanly" },
         );
     }
-    eprintln!("wrote {} ({})", out.display(), format.name());
 }

@@ -49,8 +49,11 @@ use serde_json::Value as Json;
 use crate::model::{Event, Item, ItemRef, Process, Trace, Value};
 
 mod attributes;
+mod batch;
 mod json;
 mod proto;
+
+pub use batch::Batch;
 
 use attributes::Attributes;
 use proto::{ExportTraceServiceRequest, Link, ResourceSpans, ScopeSpans, Span};
@@ -66,6 +69,13 @@ const STAND_IN_BASE: u64 = 0x5741_4646_0000_0000;
 pub fn write_protobuf(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
     out.write_all(&request(trace).encode_to_vec())?;
     out.flush()
+}
+
+/// The request [`write_protobuf`] writes, cut into requests of at most `max_spans` spans each
+/// (for `POST /v1/traces` in batches): the same spans in the same order, each piece with the
+/// resource and scope of its spans. A trace without spans gives no batch.
+pub fn protobuf_batches(trace: &Trace, max_spans: usize) -> impl Iterator<Item = Batch> {
+    batch::split(request(trace), max_spans).into_iter().map(|piece| batch::encode(&piece))
 }
 
 /// Writes `trace` as an OTLP/JSON `ExportTraceServiceRequest`, on one line.

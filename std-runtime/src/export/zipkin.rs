@@ -41,19 +41,30 @@ use flat::{FlatSpan, Log};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
+    let mut out = BufWriter::new(out);
+    out.write_all(b"[")?;
+    let mut first = true;
+    for_each_span(trace, |json| {
+        out.write_all(if first { b"\n" } else { b",\n" })?;
+        first = false;
+        serde_json::to_writer(&mut out, &json).map_err(io::Error::from)
+    })?;
+    out.write_all(b"\n]\n")?;
+    out.flush()
+}
+
+/// Calls `each` with every span of `trace` as [`write`] writes it, in the same order, one at a
+/// time, so that a caller can send them in batches without holding the whole document; the
+/// first error stops the walk and is returned.
+pub fn for_each_span<E>(trace: &Trace, mut each: impl FnMut(Json) -> Result<(), E>) -> Result<(), E> {
     let flat = flat::flatten(trace);
     let trace_id = format!("{:032x}", flat.trace_id);
     let processes: Vec<ProcessInfo> =
         trace.processes.iter().map(|p| ProcessInfo::new(p, flat.trace_id)).collect();
-    let mut out = BufWriter::new(out);
-    out.write_all(b"[")?;
-    for (k, span) in flat.spans.iter().enumerate() {
-        out.write_all(if k == 0 { b"\n" } else { b",\n" })?;
-        let json = span_json(trace, span, &trace_id, &processes[span.process]);
-        serde_json::to_writer(&mut out, &json)?;
+    for span in &flat.spans {
+        each(span_json(trace, span, &trace_id, &processes[span.process]))?;
     }
-    out.write_all(b"\n]\n")?;
-    out.flush()
+    Ok(())
 }
 
 /// What every span of one process carries.

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, the bare-metal build of the core,
-# the Rust test suites, and the Python consumer tests. Installs what it needs (a rustup target,
-# a local Python virtual environment) and nothing system-wide.
+# the Rust test suites (stress tests in release, the buffer hand-off under ThreadSanitizer), the
+# fuzz targets for a bounded time, and the Python consumer tests. Installs what it needs (a rustup
+# target, a nightly toolchain with rust-src, cargo-fuzz, a local Python virtual environment) and
+# nothing system-wide, except Open MPI (apt-get) for the MPI test of waffle-ffi when mpicc is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
@@ -9,6 +12,10 @@ step() { printf '\n== %s\n' "$*"; }
 step "toolchain pieces"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 rustup target add thumbv7em-none-eabihf
+# Nightly with the standard library's source, for ThreadSanitizer and cargo-fuzz below (an
+# installed nightly is kept as it is, so that its build caches stay valid).
+cargo +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+rustup component add rust-src --toolchain nightly
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -19,8 +26,29 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "waffle builds for bare metal (no_std, no alloc)"
 cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 
-step "cargo test"
+step "Open MPI for waffle-ffi's MPI test (mpicc, mpirun)"
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev
+fi
+# With this set, waffle-ffi's MPI test fails instead of skipping when MPI is missing.
+export WAFFLE_REQUIRE_MPI=1
+
+step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI)"
 cargo test --workspace
+
+step "stress: 16 threads x 1,000,000 and x 200,000 spans (release build)"
+cargo test --release -p waffle-std --test stress -- --nocapture
+
+step "ThreadSanitizer: the buffer hand-off between producer threads and the collector (nightly)"
+host="$(rustc -vV | sed -n 's/^host: //p')"
+RUSTFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
+    cargo +nightly test -Zbuild-std --target "$host" --target-dir target/tsan -p waffle --test handoff
+
+step "fuzz: trace_reader, record_stream, roundtrip, 20 s each from fuzz/corpus"
+./scripts/fuzz.sh
 
 step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, Jaeger UI rules"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
@@ -29,3 +57,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 WAFFLE_BIN_DIR="$PWD/target/debug" .venv/bin/python -m pytest -q tests/python
+
+step "Python package: waffle._native built into .venv by maturin, pytest python/tests (JAX example included)"
+# maturin develop rebuilds only what changed (a few seconds on a rerun) and installs the package
+# editable; the first build compiles the crates in release mode (about a minute).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r python/requirements-dev.txt -r python/requirements-jax.txt
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m python/Cargo.toml
+.venv/bin/python -m pytest -q python/tests

@@ -318,23 +318,47 @@ mod causal;
 #[cfg(feature = "std")]
 mod imp {
     use super::Local;
-    use core::cell::UnsafeCell;
+    use core::cell::{Cell, UnsafeCell};
 
-    std::thread_local! {
-        static LOCAL: UnsafeCell<Local> = const { UnsafeCell::new(Local::EMPTY) };
+    /// A thread's state, and whether a call of `with_local` is using it right now.
+    struct Tls {
+        entered: Cell<bool>,
+        local: UnsafeCell<Local>,
     }
 
-    /// Runs `f` on this thread's state; `None` while the thread is being torn down.
+    std::thread_local! {
+        static LOCAL: Tls = const { Tls { entered: Cell::new(false), local: UnsafeCell::new(Local::EMPTY) } };
+    }
+
+    /// Clears `entered` when `f` returns or unwinds, so that a panic inside a record (a
+    /// user's `FieldValue` impl, say) does not end the thread's recording.
+    struct Leave<'a>(&'a Cell<bool>);
+
+    impl Drop for Leave<'_> {
+        #[inline(always)]
+        fn drop(&mut self) {
+            self.0.set(false);
+        }
+    }
+
+    /// Runs `f` on this thread's state; `None` while the thread is being torn down, or when
+    /// called from inside another `with_local` (user code run while encoding, or a panic hook
+    /// reached from there), which then records nothing rather than interleave.
     #[inline(always)]
     pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
         LOCAL
-            .try_with(|cell| {
-                // SAFETY: the cell is this thread's own, and nothing `f` runs (encoding, and on
-                // the cold path the runtime's `acquire`, guarded by `busy`) re-enters
-                // `with_local`, so this is the only reference to it.
-                f(unsafe { &mut *cell.get() })
+            .try_with(|tls| {
+                if tls.entered.replace(true) {
+                    return None;
+                }
+                let _leave = Leave(&tls.entered);
+                // SAFETY: the cell is this thread's own, and `entered` was false: no other
+                // call of `with_local` on this thread is running, so this is the only
+                // reference to it until `_leave` drops.
+                Some(f(unsafe { &mut *tls.local.get() }))
             })
             .ok()
+            .flatten()
     }
 }
 

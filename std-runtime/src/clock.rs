@@ -23,8 +23,10 @@ impl Calibration {
     /// The Unix time in ns of tick reading `t`.
     pub fn to_unix_ns(&self, t: u64) -> u64 {
         let dt = i128::from(t) - i128::from(self.anchor_ticks);
-        let ns = dt * i128::from(self.ns) / i128::from(self.ticks.max(1));
-        (i128::from(self.anchor_unix_ns) + ns).clamp(0, i128::from(u64::MAX)) as u64
+        // Saturating: only a corrupt calibration (rates beyond 2^63 ns per tick) reaches the
+        // limits, and the result is clamped to the u64 range anyway.
+        let ns = dt.saturating_mul(i128::from(self.ns)) / i128::from(self.ticks.max(1));
+        i128::from(self.anchor_unix_ns).saturating_add(ns).clamp(0, i128::from(u64::MAX)) as u64
     }
 
     /// Ticks in `d`.

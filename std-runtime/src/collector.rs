@@ -3,8 +3,13 @@
 //! One pass every drain interval (1 ms by default): write a STREAM frame for each new owner of
 //! a slot, then one DATA frame per read of each queue (reads hold whole chunks), then recycle
 //! slots whose threads exited. The file is flushed after each pass that wrote something, so a
-//! process killed outright loses at most what was staged or queued in the last interval. At
-//! stop, a last pass runs, then the refined clock calibration and per-stream drop totals.
+//! process killed outright loses at most what was staged or queued in the last interval (see
+//! `docs/reliability.md` for the measured window). At stop, a last pass runs, then the refined
+//! clock calibration and per-stream drop totals.
+//!
+//! The collector sleeps on a condition variable rather than a channel, so that a thread that is
+//! about to die (a panic hook) can ask for a pass and a file flush right away, without a handle
+//! to the session: see [`request_flush`].
 
 use crate::{
     clock,
@@ -12,12 +17,13 @@ use crate::{
     registry,
 };
 use std::{
-    collections::HashMap,
+    cell::Cell,
+    collections::{HashMap, HashSet},
     fs::File,
     io::{self, BufWriter},
-    sync::{mpsc, Arc},
+    sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
-    time::Duration,
+    time::{Duration, Instant},
 };
 use waffle::wire::frame;
 
@@ -30,14 +36,78 @@ pub struct Stats {
     pub data_frames: u64,
     /// Records dropped because a queue was full, over all streams.
     pub dropped: u64,
-    /// Streams that recorded.
+    /// Streams (thread buffers) that had an owner during the session.
     pub streams: u64,
+    /// Stream slots the process has made so far, over all sessions. Slots of exited threads
+    /// are reused once drained, so this stays near the most threads recording at once.
+    pub slots: u64,
     /// Threads that recorded nothing because the process reached its stream limit.
     pub refused_threads: u64,
 }
 
+/// What wakes the collector before its interval is up.
+struct SignalState {
+    /// A collector thread is running.
+    running: bool,
+    /// The session is stopping: one last pass, then the closing frames.
+    stop: bool,
+    /// Flush requests made, and the last one served by a pass that flushed the file.
+    requested: u64,
+    served: u64,
+}
+
+static SIGNAL: Mutex<SignalState> =
+    Mutex::new(SignalState { running: false, stop: false, requested: 0, served: 0 });
+static WAKE: Condvar = Condvar::new();
+
+thread_local! {
+    static IS_COLLECTOR: Cell<bool> = const { Cell::new(false) };
+}
+
+fn signal() -> MutexGuard<'static, SignalState> {
+    // Every update is a single field store, so a poisoned lock is still consistent.
+    SIGNAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Asks the running collector (if any) for a drain pass and a file flush now, and waits up to
+/// `timeout` for it; returns whether it was done. Records still staged by other threads are not
+/// included: each thread pushes its own (`waffle::flush`). Called by the panic hook; returns at
+/// once on the collector thread itself.
+pub(crate) fn request_flush(timeout: Duration) -> bool {
+    if IS_COLLECTOR.with(Cell::get) {
+        return false;
+    }
+    let mut g = signal();
+    if !g.running {
+        return false;
+    }
+    g.requested += 1;
+    let want = g.requested;
+    WAKE.notify_all();
+    let deadline = Instant::now() + timeout;
+    while g.running && g.served < want {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        g = WAKE.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+    }
+    g.served >= want
+}
+
+/// Marks the collector stopped when its thread ends, however it ends, so that nobody waits on it.
+struct Running;
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut g = signal();
+        g.running = false;
+        g.served = g.requested;
+        WAKE.notify_all();
+    }
+}
+
 pub(crate) struct Collector {
-    stop: mpsc::Sender<()>,
     handle: thread::JoinHandle<io::Result<Stats>>,
 }
 
@@ -47,15 +117,32 @@ impl Collector {
         start: Arc<clock::Start>,
         interval: Duration,
     ) -> io::Result<Collector> {
-        let (stop, stopped) = mpsc::channel();
-        let handle = thread::Builder::new()
-            .name("waffle-collector".into())
-            .spawn(move || run(writer, &start, interval, stopped))?;
-        Ok(Collector { stop, handle })
+        {
+            let mut g = signal();
+            g.running = true;
+            g.stop = false;
+            g.served = g.requested;
+        }
+        // Drop counts of the slots earlier sessions made, so that this session reports its own.
+        let baseline: HashMap<u32, u64> =
+            registry::slots().iter().map(|s| (s.index(), s.dropped())).collect();
+        let spawned = thread::Builder::new().name("waffle-collector".into()).spawn(move || {
+            let _running = Running;
+            IS_COLLECTOR.with(|c| c.set(true));
+            run(writer, &start, interval, baseline)
+        });
+        match spawned {
+            Ok(handle) => Ok(Collector { handle }),
+            Err(e) => {
+                signal().running = false;
+                Err(e)
+            }
+        }
     }
 
     pub(crate) fn finish(self) -> io::Result<Stats> {
-        let _ = self.stop.send(());
+        signal().stop = true;
+        WAKE.notify_all();
         self.handle.join().unwrap_or_else(|_| Err(io::Error::other("the waffle collector thread panicked")))
     }
 }
@@ -63,8 +150,11 @@ impl Collector {
 struct State {
     out: FrameWriter<BufWriter<File>>,
     stats: Stats,
-    /// Drop count of each slot when this session first saw it, to report this session's share.
+    /// Drop count of each slot when this session started (0 for slots made since), to report
+    /// this session's share.
     dropped_at_start: HashMap<u32, u64>,
+    /// Slots that had an owner in this session.
+    owned: HashSet<u32>,
     /// Run-time callsites already in the file.
     dynamic_written: usize,
 }
@@ -73,14 +163,27 @@ fn run(
     out: FrameWriter<BufWriter<File>>,
     start: &clock::Start,
     interval: Duration,
-    stopped: mpsc::Receiver<()>,
+    dropped_at_start: HashMap<u32, u64>,
 ) -> io::Result<Stats> {
-    let mut st = State { out, stats: Stats::default(), dropped_at_start: HashMap::new(), dynamic_written: 0 };
+    let mut st =
+        State { out, stats: Stats::default(), dropped_at_start, owned: HashSet::new(), dynamic_written: 0 };
     loop {
-        let stopping = !matches!(stopped.recv_timeout(interval), Err(mpsc::RecvTimeoutError::Timeout));
+        let (stopping, request) = {
+            let g = signal();
+            let (g, _) = WAKE
+                .wait_timeout_while(g, interval, |s| !s.stop && s.requested == s.served)
+                .unwrap_or_else(|e| e.into_inner());
+            (g.stop, g.requested)
+        };
         if pass(&mut st)? {
             st.out.flush()?;
         }
+        let mut g = signal();
+        if g.served < request {
+            g.served = request;
+            WAKE.notify_all();
+        }
+        drop(g);
         if stopping {
             break;
         }
@@ -104,7 +207,8 @@ fn run(
     st.out.flush()?;
     // Best effort: a device such as /dev/null cannot be synced, and the data is written.
     let _ = st.out.get_mut().get_ref().sync_data();
-    st.stats.streams = st.dropped_at_start.len() as u64;
+    st.stats.streams = st.owned.len() as u64;
+    st.stats.slots = slots.len() as u64;
     st.stats.refused_threads = registry::refused();
     Ok(st.stats)
 }
@@ -117,7 +221,7 @@ fn pass(st: &mut State) -> io::Result<bool> {
     let released = registry::take_released();
     let mut drained: Vec<(u32, Vec<u8>)> = Vec::new();
     for slot in registry::slots() {
-        st.dropped_at_start.entry(slot.index()).or_insert_with(|| slot.dropped());
+        st.dropped_at_start.entry(slot.index()).or_insert(0);
         while slot.drain_with(|bytes| drained.push((slot.index(), bytes.to_vec()))) > 0 {}
     }
     let mut wrote = false;
@@ -126,13 +230,14 @@ fn pass(st: &mut State) -> io::Result<bool> {
         let first = st.dynamic_written + n * 1024;
         crate::session::write_callsites(
             &mut st.out,
-            crate::dynamic::FIRST_DYNAMIC_ID + first as u32,
+            crate::dynamic::first_dynamic_id() + first as u32,
             chunk.iter().map(|c| crate::session::CallsiteDesc::Model(c)),
         )?;
         wrote = true;
     }
     st.dynamic_written += new_callsites.len();
     for owner in registry::take_new_owners() {
+        st.owned.insert(owner.stream);
         let mut p = Payload::new();
         p.varint(u64::from(owner.stream)).varint(u64::from(owner.generation)).varint(0);
         p.varint(owner.tid).str(&owner.name);

@@ -89,6 +89,9 @@ struct StreamState {
     stack: Vec<Open>,
     /// The latest span or event and its id: what links and correlations attach to.
     source: Option<(Item, u64)>,
+    /// The id the stream's next chunk starts at if no record is lost in between; `None` before
+    /// its first chunk and after a chunk that did not decode to its end.
+    next_id: Option<u64>,
 }
 
 struct Decoder {
@@ -102,6 +105,9 @@ struct Decoder {
     /// Ends of detached spans, applied once every stream is read: (span id, tick).
     async_ends: Vec<(u64, u64)>,
     dropped_end: u64,
+    /// Stand-ins the decoder may still make: a fixed allowance plus one per byte of DATA read,
+    /// so that chunk headers claiming deep stacks cannot make memory grow faster than the file.
+    standin_budget: u64,
     placeholder: Arc<Callsite>,
     warnings: Vec<Warning>,
 }
@@ -152,6 +158,7 @@ impl Decoder {
             last_ts: Vec::new(),
             async_ends: Vec::new(),
             dropped_end: 0,
+            standin_budget: STANDIN_ALLOWANCE,
             placeholder,
             warnings: Vec::new(),
         })
@@ -172,12 +179,21 @@ impl Decoder {
                 Ok(())
             }
             frame::DATA => {
+                self.standin_budget = self.standin_budget.saturating_add(f.payload.len() as u64);
                 let stream = c.varint_u32()?;
                 while !c.is_empty() {
                     let body_at = f.offset + (FRAME_HEAD_LEN + c.pos()) as u64;
                     let len = c.varint()?;
-                    let body = c.bytes(usize::try_from(len).unwrap_or(usize::MAX))?;
-                    if let Err(msg) = self.chunk(stream, body) {
+                    let Some(body) = usize::try_from(len).ok().and_then(|n| c.bytes(n).ok()) else {
+                        let left = f.payload.len() - c.pos();
+                        let message = format!(
+                            "chunk of stream {stream} says its body is {len} bytes but only {left} remain \
+                             in the frame; the rest of the frame is skipped"
+                        );
+                        self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
+                        break;
+                    };
+                    if let Err(msg) = self.chunk(stream, body, body_at) {
                         let message =
                             format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
                         self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
@@ -193,7 +209,7 @@ impl Decoder {
                 let n = c.varint()?;
                 for _ in 0..n.min(1 << 20) {
                     let (_stream, dropped) = (c.varint()?, c.varint()?);
-                    self.dropped_end += dropped;
+                    self.dropped_end = self.dropped_end.saturating_add(dropped);
                 }
                 self.process.complete = true;
                 Ok(())
@@ -241,11 +257,17 @@ impl Decoder {
                 dropped: 0,
             });
             last_ts.push(0);
-            StreamState { thread: threads.len() - 1, module: 0, stack: Vec::new(), source: None }
+            StreamState {
+                thread: threads.len() - 1,
+                module: 0,
+                stack: Vec::new(),
+                source: None,
+                next_id: None,
+            }
         })
     }
 
-    fn chunk(&mut self, stream: u32, body: &[u8]) -> Result<(), String> {
+    fn chunk(&mut self, stream: u32, body: &[u8], at: u64) -> Result<(), String> {
         let mut c = Cursor::new(body);
         let generation = c.varint_u32()?;
         let mut ts = c.varint()?;
@@ -261,16 +283,35 @@ impl Decoder {
         // Links after a gap would attach to the wrong item: keep the source only if it is
         // the item just before this chunk's first id.
         let mut source = s.source.take().filter(|&(_, id)| id.wrapping_add(1) == next_id);
+        // How much of the stack is certainly still open. Each lost record moved the depth by at
+        // most one, so the lost records (`dropped` of them) left the bottom `depth - dropped`
+        // entries alone. If more ids are missing than records were dropped, something else was
+        // lost (a damaged frame) and nothing on the stack can be trusted.
+        let keep = match s.next_id.take() {
+            Some(expected) if next_id.wrapping_sub(expected) <= dropped => depth.saturating_sub(dropped),
+            _ => 0,
+        };
         let thread = &mut self.process.threads[t];
-        thread.dropped += dropped;
-        // Spans open before the chunk but ended in lost records: end them where the chunk starts.
-        while stack.len() as u64 > depth {
+        thread.dropped = thread.dropped.saturating_add(dropped);
+        // Spans open before the chunk that may have ended in lost records: end them where the
+        // chunk starts (not marked ended).
+        while stack.len() as u64 > keep.min(depth) {
             if let Some(Open::Span(i)) = stack.pop() {
                 thread.spans[i].end_ns = ts;
             }
         }
         // Spans begun in lost records and still open: stand-ins keep later nesting right.
-        while (stack.len() as u64) < depth.min(1 << 16) {
+        let wanted = depth.min(MAX_STANDINS_PER_CHUNK);
+        let short = wanted.saturating_sub(stack.len() as u64).saturating_sub(self.standin_budget);
+        if short > 0 {
+            let message = format!(
+                "chunk of stream {stream} claims {depth} open spans; {short} stand-ins for lost begins \
+                 are not made (more than the file's size accounts for)"
+            );
+            self.warnings.push(Warning { path: self.path.clone(), offset: at, message });
+        }
+        while (stack.len() as u64) < wanted && self.standin_budget > 0 {
+            self.standin_budget -= 1;
             let parent = parent_of(&stack, thread, top_parent);
             stack.push(Open::Span(thread.spans.len()));
             thread.spans.push(Span {
@@ -334,7 +375,7 @@ impl Decoder {
                                 ts_ns: ts,
                             });
                         }
-                        next_id += 1;
+                        next_id = next_id.wrapping_add(1);
                     }
                     tag::SPAN_END => {
                         ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
@@ -403,6 +444,7 @@ impl Decoder {
         let s = self.streams.get_mut(&(stream, generation)).expect("stream exists");
         s.stack = stack;
         s.source = source;
+        s.next_id = result.is_ok().then_some(next_id);
         result?;
         if seen != records {
             return Err(format!("header says {records} records but {seen} were read"));
@@ -439,7 +481,7 @@ impl Decoder {
         let cal = self.cal;
         let mut thread_drops = 0;
         for t in &mut self.process.threads {
-            thread_drops += t.dropped;
+            thread_drops = t.dropped.saturating_add(thread_drops);
             for s in &mut t.spans {
                 s.start_ns = cal.to_unix_ns(s.start_ns);
                 s.end_ns = cal.to_unix_ns(s.end_ns).max(s.start_ns);
@@ -452,6 +494,12 @@ impl Decoder {
         self.process
     }
 }
+
+/// Stand-ins (spans whose begin was lost) one chunk header can ask for.
+const MAX_STANDINS_PER_CHUNK: u64 = 1 << 16;
+
+/// Stand-ins a file may ask for beyond one per byte of its DATA payloads.
+const STANDIN_ALLOWANCE: u64 = 4096;
 
 /// The parent of what a stream records next: its innermost open span or entered context, or
 /// for top-level records the span the process was started under.

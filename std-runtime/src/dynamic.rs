@@ -2,10 +2,11 @@
 //! macros, Python decorators.
 //!
 //! A foreign callsite is registered once (its struct caches the returned id) and then recorded
-//! exactly like a Rust one: the hot path writes only the id. Ids start at
-//! [`FIRST_DYNAMIC_ID`], above any linker-section index, and stay valid for the life of the
-//! process, across sessions. The collector writes every registered callsite into the file's
-//! string table before the first chunk that can use it.
+//! exactly like a Rust one: the hot path writes only the id. Ids continue where the image's
+//! linker-section callsites end ([`first_dynamic_id`]), so that they stay as short on the wire as
+//! Rust's (a varint of one or two bytes, not four), and stay valid for the life of the process,
+//! across sessions. The collector writes every registered callsite into the file's string table
+//! before the first chunk that can use it.
 
 use crate::model::Callsite;
 use std::{
@@ -14,8 +15,11 @@ use std::{
 };
 use waffle::{callsite::Kind, wire::FieldType};
 
-/// The first id given to a run-time callsite.
-pub const FIRST_DYNAMIC_ID: u32 = 1 << 24;
+/// The first id given to a run-time callsite: the number of callsites linked into this image
+/// (whose ids are their indexes in the linker section), so run-time ids follow them.
+pub fn first_dynamic_id() -> u32 {
+    waffle::callsite::all().len() as u32
+}
 
 /// Most run-time callsites per process; registering more returns `None`.
 pub const MAX_DYNAMIC: usize = 1 << 20;
@@ -71,13 +75,13 @@ pub fn register(
     if reg.all.len() >= MAX_DYNAMIC {
         return None;
     }
-    let id = FIRST_DYNAMIC_ID + reg.all.len() as u32;
+    let id = first_dynamic_id() + reg.all.len() as u32;
     reg.all.push(cs.clone());
     reg.ids.insert(cs, id);
     Some(id)
 }
 
-/// Callsites registered from index `from` on (index = id − [`FIRST_DYNAMIC_ID`]).
+/// Callsites registered from index `from` on (index = id − [`first_dynamic_id`]).
 pub(crate) fn since(from: usize) -> Vec<Arc<Callsite>> {
     registry().as_ref().map_or_else(Vec::new, |r| r.all.get(from..).unwrap_or_default().to_vec())
 }
@@ -94,8 +98,8 @@ mod tests {
         let c = register(Kind::Event, "dyn-test-a", "c", "x.c", 3, &f, "").unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert!(a >= FIRST_DYNAMIC_ID && c >= FIRST_DYNAMIC_ID);
-        let listed = since((a - FIRST_DYNAMIC_ID) as usize);
+        assert!(a >= first_dynamic_id() && c >= first_dynamic_id(), "after every linked callsite");
+        let listed = since((a - first_dynamic_id()) as usize);
         assert_eq!(listed[0].name, "dyn-test-a");
     }
 }

@@ -34,6 +34,7 @@
 pub mod analysis;
 pub mod clock;
 mod collector;
+mod crash;
 pub mod decode;
 pub mod dynamic;
 mod error;

@@ -16,8 +16,36 @@ use std::{
 };
 use waffle::wire::frame;
 
-/// The file of the session recording now, if any.
-static ACTIVE: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The session recording now, if any. It lives here rather than in [`Session`] so that the
+/// exit handler can close the file when the program calls `std::process::exit` without
+/// dropping its session (see [`crate::crash`]).
+static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
+
+/// What stopping a session needs.
+struct Active {
+    epoch: u32,
+    path: PathBuf,
+    collector: Collector,
+    /// The process that started it. A child made by `fork` has a copy of this but not the
+    /// collector thread: it must neither wait for that thread nor write to the parent's file.
+    pid: u32,
+}
+
+/// Takes the active session if it belongs to this process; a copy inherited through `fork` is
+/// dropped without joining its (absent) collector, and recording in the child stops.
+fn take_own(slot: &mut Option<Active>) -> Option<Active> {
+    let a = slot.take()?;
+    if a.pid == std::process::id() {
+        return Some(a);
+    }
+    waffle::runtime::uninstall(a.epoch);
+    std::mem::forget(a); // its thread and file handle belong to the parent
+    None
+}
+
+fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
+    ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// How to record: the output file, labels and buffer sizes. [`start`](crate::start) uses the
 /// defaults.
@@ -110,7 +138,9 @@ impl Config {
     }
 
     /// How often the collector drains the queues (default 1 ms). Records also wait at most
-    /// about this long in a thread's staging area while the thread keeps recording.
+    /// about this long in a thread's staging area while the thread keeps recording. Together
+    /// these bound what a process killed outright loses: about two intervals of records (see
+    /// `docs/reliability.md`).
     pub fn drain_interval(mut self, d: Duration) -> Config {
         self.drain_interval = d.max(Duration::from_micros(100));
         self
@@ -118,10 +148,13 @@ impl Config {
 
     /// Starts recording.
     pub fn start(self) -> Result<Session, Error> {
-        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = &*active {
-            return Err(Error::AlreadyStarted(p.clone()));
+        let mut active = active();
+        if let Some(a) = take_own(&mut active) {
+            let path = a.path.clone();
+            *active = Some(a);
+            return Err(Error::AlreadyStarted(path));
         }
+        crate::crash::install();
         let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
         let start = Arc::new(clock::Start::now());
         let cal = start.measure_over(Duration::from_millis(2));
@@ -140,8 +173,8 @@ impl Config {
         let collector =
             Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
         let epoch = waffle::runtime::install(&registry::HOOKS);
-        *active = Some(self.path.clone());
-        Ok(Session { epoch, collector: Some(collector), path: self.path, exit_wait: self.exit_wait })
+        *active = Some(Active { epoch, path: self.path.clone(), collector, pid: std::process::id() });
+        Ok(Session { epoch, path: self.path, exit_wait: self.exit_wait, stopped: false })
     }
 }
 
@@ -254,12 +287,16 @@ pub(crate) fn write_callsites<'a, W: std::io::Write>(
 
 /// A recording session: the collector thread and the open file. Dropping it stops recording,
 /// drains every buffer and closes the file; [`Session::stop`] does the same and reports errors.
+///
+/// If the program ends without dropping it (`std::process::exit`, or a panic that is not
+/// unwound), an exit handler or the panic hook that [`Config::start`] installs saves what it can:
+/// see `docs/reliability.md`.
 #[must_use = "recording stops when the session is dropped"]
 pub struct Session {
     epoch: u32,
-    collector: Option<Collector>,
     path: PathBuf,
     exit_wait: Duration,
+    stopped: bool,
 }
 
 impl Session {
@@ -279,18 +316,10 @@ impl Session {
     }
 
     fn finish(&mut self) -> Result<Stats, Error> {
-        let Some(collector) = self.collector.take() else { return Ok(Stats::default()) };
-        waffle::runtime::uninstall(self.epoch);
-        waffle::local::with_local(|l| l.release());
-        // Threads that just finished may still be running their thread-local destructors,
-        // which push their last chunks; give them a moment.
-        let deadline = Instant::now() + self.exit_wait;
-        while registry::owned() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_micros(200));
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(Stats::default());
         }
-        let result = collector.finish().map_err(|e| Error::io(&self.path, e));
-        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        result
+        stop_active(Some(self.epoch), self.exit_wait).unwrap_or_else(|| Ok(Stats::default()))
     }
 }
 
@@ -300,4 +329,26 @@ impl Drop for Session {
             eprintln!("waffle: {e}");
         }
     }
+}
+
+/// Stops the active session (only if its epoch is `epoch`, when given): ends recording, pushes
+/// this thread's staged records, waits up to `exit_wait` for exiting threads to push theirs,
+/// then lets the collector write the last data, the clock and the END frame. `None` if there
+/// was no such session (already stopped, for instance by the exit handler).
+pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Result<Stats, Error>> {
+    // The lock is held to the end, so that a new session cannot start while this one closes.
+    let mut guard = active();
+    if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
+        return None;
+    }
+    let Active { epoch, path, collector, .. } = take_own(&mut guard)?;
+    waffle::runtime::uninstall(epoch);
+    waffle::local::with_local(|l| l.release());
+    // Threads that just finished may still be running their thread-local destructors,
+    // which push their last chunks; give them a moment.
+    let deadline = Instant::now() + exit_wait;
+    while registry::owned() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Some(collector.finish().map_err(|e| Error::io(&path, e)))
 }

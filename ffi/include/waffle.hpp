@@ -1,0 +1,370 @@
+// waffle.hpp: the C++17 API of waffle, over waffle.h.
+//
+//   waffle::Session session("trace.bin");
+//   waffle::EventId bad;
+//   if (has_nan) bad = WAFFLE_EVENT("Input buffer contains NaN", "rank", rank);
+//   WAFFLE_SPAN("NcclAllReduce", waffle::CausedBy(bad), "element_count", count, "rank", rank);
+//
+// WAFFLE_SPAN and WAFFLE_EVENT take the name, then "key", value pairs (integers, floats, bool,
+// strings) mixed with waffle::CausedBy(id) and waffle::Correlate("key", value) tags. Each use
+// has a static callsite, registered on its first execution and cached, so later executions only
+// encode values. WAFFLE_EVENT is a GNU statement expression (GCC, Clang).
+//
+// waffle::Span and waffle::Event also take a run-time name; that form looks the name up on
+// every call, so keep it out of hot loops. Nothing here throws.
+#ifndef WAFFLE_HPP
+#define WAFFLE_HPP
+
+#include "waffle.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace waffle {
+
+// A span's id; default-constructed it is null.
+class SpanId {
+ public:
+  constexpr SpanId() noexcept = default;
+  constexpr explicit SpanId(waffle_span_id_t raw) noexcept : raw_(raw) {}
+  constexpr waffle_span_id_t raw() const noexcept { return raw_; }
+  constexpr std::uint64_t value() const noexcept { return raw_.id; }
+  constexpr bool is_null() const noexcept { return raw_.id == 0; }
+  constexpr explicit operator bool() const noexcept { return !is_null(); }
+  friend constexpr bool operator==(SpanId a, SpanId b) noexcept { return a.raw_.id == b.raw_.id; }
+  friend constexpr bool operator!=(SpanId a, SpanId b) noexcept { return !(a == b); }
+
+ private:
+  waffle_span_id_t raw_{0};
+};
+
+// An event's id; default-constructed it is null.
+class EventId {
+ public:
+  constexpr EventId() noexcept = default;
+  constexpr explicit EventId(waffle_event_id_t raw) noexcept : raw_(raw) {}
+  constexpr waffle_event_id_t raw() const noexcept { return raw_; }
+  constexpr std::uint64_t value() const noexcept { return raw_.id; }
+  constexpr bool is_null() const noexcept { return raw_.id == 0; }
+  constexpr explicit operator bool() const noexcept { return !is_null(); }
+  friend constexpr bool operator==(EventId a, EventId b) noexcept { return a.raw_.id == b.raw_.id; }
+  friend constexpr bool operator!=(EventId a, EventId b) noexcept { return !(a == b); }
+
+ private:
+  waffle_event_id_t raw_{0};
+};
+
+// Marks a span or event as caused by another (of any thread or process). Null ids are skipped.
+struct CausedBy {
+  constexpr explicit CausedBy(SpanId id) noexcept : id(id.value()) {}
+  constexpr explicit CausedBy(EventId id) noexcept : id(id.value()) {}
+  constexpr explicit CausedBy(waffle_span_id_t id) noexcept : id(id.id) {}
+  constexpr explicit CausedBy(waffle_event_id_t id) noexcept : id(id.id) {}
+  std::uint64_t id;
+};
+
+// Puts a span or event in the correlation group (key, value), e.g. ("allreduce", seq), which
+// ties together the same operation on every rank. The key should be a string literal.
+struct Correlate {
+  constexpr Correlate(const char* key, std::uint64_t value) noexcept : key(key), value(value) {}
+  const char* key;
+  std::uint64_t value;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_tag_v = std::is_same_v<T, CausedBy> || std::is_same_v<T, Correlate>;
+
+template <class T>
+inline constexpr bool always_false_v = false;
+
+// Key-values in an argument list: a tag is one, a "key", value pair is one.
+template <class... A>
+constexpr std::size_t kv_count();
+
+template <class V, class... R>
+constexpr std::size_t kv_count_after_value();
+
+template <class T, class... R>
+constexpr std::size_t kv_count_from() {
+  if constexpr (is_tag_v<std::decay_t<T>>) {
+    return 1 + kv_count<R...>();
+  } else {
+    static_assert(sizeof...(R) > 0, "waffle: a key without a value (give \"key\", value pairs)");
+    if constexpr (sizeof...(R) == 0) {
+      return 1;
+    } else {
+      return 1 + kv_count_after_value<R...>();
+    }
+  }
+}
+
+template <class V, class... R>
+constexpr std::size_t kv_count_after_value() {
+  return kv_count<R...>();
+}
+
+template <class... A>
+constexpr std::size_t kv_count() {
+  if constexpr (sizeof...(A) == 0) {
+    return 0;
+  } else {
+    return kv_count_from<A...>();
+  }
+}
+
+inline waffle_kv_t kv_cause(std::uint64_t id) noexcept {
+  waffle_kv_t kv{};
+  kv.kind = WAFFLE_KV_KIND_CAUSE;
+  kv.value.u64 = id;
+  return kv;
+}
+
+inline waffle_kv_t kv_correlate(const Correlate& c) noexcept {
+  waffle_kv_t kv{};
+  kv.key = c.key;
+  kv.kind = WAFFLE_KV_KIND_CORRELATE;
+  kv.value.u64 = c.value;
+  return kv;
+}
+
+template <class V>
+waffle_kv_t kv_value(const char* key, const V& v) noexcept {
+  using D = std::decay_t<V>;
+  waffle_kv_t kv{};
+  kv.key = key;
+  if constexpr (std::is_same_v<D, bool>) {
+    kv.kind = WAFFLE_KV_KIND_BOOL;
+    kv.value.u64 = v ? 1 : 0;
+  } else if constexpr (std::is_enum_v<D>) {
+    return kv_value(key, static_cast<std::underlying_type_t<D>>(v));
+  } else if constexpr (std::is_integral_v<D> && std::is_signed_v<D>) {
+    kv.kind = WAFFLE_KV_KIND_I64;
+    kv.value.i64 = static_cast<std::int64_t>(v);
+  } else if constexpr (std::is_integral_v<D>) {
+    kv.kind = WAFFLE_KV_KIND_U64;
+    kv.value.u64 = static_cast<std::uint64_t>(v);
+  } else if constexpr (std::is_floating_point_v<D>) {
+    kv.kind = WAFFLE_KV_KIND_F64;
+    kv.value.f64 = static_cast<double>(v);
+  } else if constexpr (std::is_same_v<D, const char*> || std::is_same_v<D, char*>) {
+    kv.kind = WAFFLE_KV_KIND_STR;
+    kv.len = WAFFLE_STRLEN_NUL;  // the library bounds the scan
+    kv.value.str = v;
+  } else if constexpr (std::is_convertible_v<const D&, std::string_view>) {
+    std::string_view s = v;
+    kv.kind = WAFFLE_KV_KIND_STR;
+    kv.len = static_cast<std::uint32_t>(s.size() < 4096 ? s.size() : 4096);
+    kv.value.str = s.data();
+  } else {
+    static_assert(always_false_v<D>, "waffle field values are integers, floats, bool and strings");
+  }
+  return kv;
+}
+
+inline void fill(waffle_kv_t*) noexcept {}
+
+template <class... R>
+void fill(waffle_kv_t* out, const CausedBy& c, const R&... rest) noexcept;
+template <class... R>
+void fill(waffle_kv_t* out, const Correlate& c, const R&... rest) noexcept;
+template <class V, class... R>
+void fill(waffle_kv_t* out, const char* key, const V& v, const R&... rest) noexcept;
+
+template <class... R>
+void fill(waffle_kv_t* out, const CausedBy& c, const R&... rest) noexcept {
+  *out = kv_cause(c.id);
+  fill(out + 1, rest...);
+}
+
+template <class... R>
+void fill(waffle_kv_t* out, const Correlate& c, const R&... rest) noexcept {
+  *out = kv_correlate(c);
+  fill(out + 1, rest...);
+}
+
+template <class V, class... R>
+void fill(waffle_kv_t* out, const char* key, const V& v, const R&... rest) noexcept {
+  *out = kv_value(key, v);
+  fill(out + 1, rest...);
+}
+
+// The key-values of an argument list, on the stack.
+template <class... A>
+std::array<waffle_kv_t, kv_count<A...>()> kvs(const A&... args) noexcept {
+  std::array<waffle_kv_t, kv_count<A...>()> out;
+  fill(out.data(), args...);
+  return out;
+}
+
+inline std::uint32_t name_len(std::string_view name) noexcept {
+  return static_cast<std::uint32_t>(name.size() < 4096 ? name.size() : 4096);
+}
+
+// The static callsite of a macro use (distinguishes the macros' constructor).
+struct MacroSite {
+  waffle_callsite_t& callsite;
+};
+
+}  // namespace detail
+
+// An open span, ended when the object is destroyed (on the thread that made it).
+class Span {
+ public:
+  // A span at a static callsite of your own (see waffle_callsite_t): "key", value pairs and tags.
+  template <class... A>
+  explicit Span(waffle_callsite_t& callsite, const A&... args) noexcept {
+    auto kv = detail::kvs(args...);
+    raw_ = waffle_span_begin(&callsite, kv.data(), kv.size());
+  }
+
+  // A span named at run time (one registry lookup per call).
+  template <class... A>
+  explicit Span(std::string_view name, const A&... args) noexcept {
+    auto kv = detail::kvs(args...);
+    raw_ = waffle_span_begin_named(name.data(), detail::name_len(name), kv.data(), kv.size());
+  }
+
+  // What WAFFLE_SPAN expands to: the name is already in the callsite.
+  template <class... A>
+  Span(detail::MacroSite site, const char* /*name*/, const A&... args) noexcept
+      : Span(site.callsite, args...) {}
+
+  ~Span() { waffle_span_end(&raw_); }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+  // The span's id (null if it was not recorded), for CausedBy and contexts.
+  SpanId id() const noexcept { return SpanId(raw_.id); }
+
+ private:
+  waffle_span_t raw_{};
+};
+
+// Records an event at a static callsite of your own; returns its id.
+template <class... A>
+[[nodiscard]] EventId Event(waffle_callsite_t& callsite, const A&... args) noexcept {
+  auto kv = detail::kvs(args...);
+  return EventId(waffle_event(&callsite, kv.data(), kv.size()));
+}
+
+// Records an event named at run time (one registry lookup per call); returns its id.
+template <class... A>
+[[nodiscard]] EventId Event(std::string_view name, const A&... args) noexcept {
+  auto kv = detail::kvs(args...);
+  return EventId(waffle_event_named(name.data(), detail::name_len(name), kv.data(), kv.size()));
+}
+
+namespace detail {
+// What WAFFLE_EVENT expands to; its result may be ignored.
+template <class... A>
+EventId event_at(waffle_callsite_t& callsite, const char* /*name*/, const A&... args) noexcept {
+  auto kv = kvs(args...);
+  return EventId(waffle_event(&callsite, kv.data(), kv.size()));
+}
+}  // namespace detail
+
+// A trace id and a span: what work on another thread or process belongs to.
+class Context {
+ public:
+  constexpr Context() noexcept = default;
+  constexpr explicit Context(waffle_context_t raw) noexcept : raw_(raw) {}
+  constexpr const waffle_context_t& raw() const noexcept { return raw_; }
+  constexpr SpanId span_id() const noexcept { return SpanId(raw_.span_id); }
+  constexpr bool is_null() const noexcept { return raw_.span_id.id == 0; }
+
+  // The W3C traceparent text, or "" for a context without a trace or span id.
+  std::string ToTraceparent() const {
+    char buf[WAFFLE_TRACEPARENT_LEN];
+    if (waffle_context_to_traceparent(&raw_, buf, sizeof buf) != WAFFLE_OK) return std::string();
+    return std::string(buf);
+  }
+
+  // Reads a W3C traceparent; nullopt if it is not one.
+  static std::optional<Context> FromTraceparent(const char* text) noexcept {
+    waffle_context_t raw{};
+    if (waffle_context_from_traceparent(text, &raw) != WAFFLE_OK) return std::nullopt;
+    return Context(raw);
+  }
+  static std::optional<Context> FromTraceparent(const std::string& text) noexcept {
+    return FromTraceparent(text.c_str());
+  }
+
+ private:
+  waffle_context_t raw_{};
+};
+
+// This thread's context: the trace and the innermost open span.
+inline Context ExtractContext() noexcept { return Context(waffle_context_current()); }
+
+// Makes a context's span the parent of what this thread records while the object lives.
+class InjectContext {
+ public:
+  explicit InjectContext(const Context& ctx) noexcept : guard_(waffle_context_enter(&ctx.raw())) {}
+  ~InjectContext() { waffle_context_exit(&guard_); }
+  InjectContext(const InjectContext&) = delete;
+  InjectContext& operator=(const InjectContext&) = delete;
+
+ private:
+  waffle_context_guard_t guard_;
+};
+
+// Records to a file while the object lives (waffle_start / waffle_stop).
+class Session {
+ public:
+  explicit Session(const char* path) noexcept : status_(waffle_start(path)) {}
+  explicit Session(const waffle_config_t& config) noexcept : status_(waffle_start_with(&config)) {}
+  ~Session() {
+    if (status_ == WAFFLE_OK) waffle_stop();
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // WAFFLE_OK if recording started.
+  waffle_status_t status() const noexcept { return status_; }
+  bool ok() const noexcept { return status_ == WAFFLE_OK; }
+
+ private:
+  waffle_status_t status_;
+};
+
+// A static English description of a status.
+inline const char* StatusString(waffle_status_t status) noexcept { return waffle_status_str(status); }
+
+}  // namespace waffle
+
+// The seed's spelling.
+namespace Waffle = waffle;
+
+#define WAFFLE__CAT_(a, b) a##b
+#define WAFFLE__CAT(a, b) WAFFLE__CAT_(a, b)
+#define WAFFLE__HEAD(...) WAFFLE__HEAD_(__VA_ARGS__, ~)
+#define WAFFLE__HEAD_(first, ...) first
+#define WAFFLE__CALLSITE_CXX(name_) \
+  { (name_), __func__, __FILE__, static_cast<std::uint32_t>(__LINE__), 0 }
+
+// WAFFLE_SPAN(name, args...): a waffle::Span until the end of the enclosing block.
+#define WAFFLE_SPAN(...) WAFFLE_SPAN_VAR(WAFFLE__CAT(waffle__span_, __COUNTER__), __VA_ARGS__)
+
+// WAFFLE_SPAN_VAR(var, name, args...): WAFFLE_SPAN as the waffle::Span `var` (for var.id()).
+#define WAFFLE_SPAN_VAR(var, ...)                                                              \
+  static waffle_callsite_t WAFFLE__CAT(var, _callsite) =                                      \
+      WAFFLE__CALLSITE_CXX(WAFFLE__HEAD(__VA_ARGS__));                                         \
+  ::waffle::Span var(::waffle::detail::MacroSite{WAFFLE__CAT(var, _callsite)}, __VA_ARGS__)
+
+// WAFFLE_EVENT(name, args...): records an event; evaluates to its waffle::EventId.
+#define WAFFLE_EVENT(...) WAFFLE__EVENT_CXX(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
+#define WAFFLE__EVENT_CXX(var, ...)                                                            \
+  (__extension__({                                                                             \
+    static waffle_callsite_t var = WAFFLE__CALLSITE_CXX(WAFFLE__HEAD(__VA_ARGS__));            \
+    ::waffle::detail::event_at(var, __VA_ARGS__);                                              \
+  }))
+
+#endif  // WAFFLE_HPP

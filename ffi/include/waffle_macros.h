@@ -1,0 +1,114 @@
+/*
+ * waffle_macros.h: spans, events and causal links for C, over waffle.h.
+ *
+ *   WAFFLE_SPAN("solve", WAFFLE_KV_U64("cells", n));          // until the end of the block
+ *   waffle_event_id_t bad = WAFFLE_EVENT("diverged", WAFFLE_KV_F64("residual", r));
+ *   WAFFLE_SPAN("restart", WAFFLE_KV_CAUSE_EVENT(bad));        // an arrow from bad to restart
+ *
+ * Each use defines a `static waffle_callsite_t` with the name, function, file and line. Its
+ * first execution registers the name and the keys and types of its key-values and caches the
+ * id in the struct; every execution after that builds the key-value array on the stack and
+ * makes one call that encodes the values. Names and keys must be string literals, and a use
+ * must pass the same keys of the same kinds every time (which a macro use always does).
+ *
+ * Needs C99 or later with two GNU extensions that GCC and Clang accept even under
+ * -std=c11 -pedantic: __attribute__((cleanup)) (WAFFLE_SPAN ends its span when the enclosing
+ * block exits, however it exits, except longjmp) and statement expressions, written with
+ * __extension__ (WAFFLE_EVENT is an expression). __COUNTER__ names the hidden variables.
+ *
+ * From C++, this header gives waffle.hpp's macros instead, which take "key", value pairs.
+ */
+#ifndef WAFFLE_MACROS_H
+#define WAFFLE_MACROS_H
+
+#ifdef __cplusplus
+#include "waffle.hpp"
+#else
+
+#include "waffle.h"
+
+/* ---- key-values: fields, causes and correlations ---------------------------------------- */
+
+/* A signed integer field. */
+#define WAFFLE_KV_I64(key_, v_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_I64, .value = { .i64 = (int64_t)(v_) } }
+/* An unsigned integer field. */
+#define WAFFLE_KV_U64(key_, v_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_U64, .value = { .u64 = (uint64_t)(v_) } }
+/* A floating-point field. */
+#define WAFFLE_KV_F64(key_, v_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_F64, .value = { .f64 = (double)(v_) } }
+/* A boolean field (any non-zero value is true). */
+#define WAFFLE_KV_BOOL(key_, v_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_BOOL, .value = { .u64 = (v_) ? 1u : 0u } }
+/* A NUL-terminated string field (NULL is ""); at most 1 024 bytes are kept. */
+#define WAFFLE_KV_STR(key_, s_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_STR, .len = WAFFLE_STRLEN_NUL, .value = { .str = (s_) } }
+/* A string field of `n_` bytes at `s_`. */
+#define WAFFLE_KV_STRN(key_, s_, n_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_STR, .len = (uint32_t)(n_), .value = { .str = (s_) } }
+/* A causal link to a span (a waffle_span_id_t of any thread or process); null ids are skipped. */
+#define WAFFLE_KV_CAUSE_SPAN(id_) \
+  { .kind = WAFFLE_KV_KIND_CAUSE, .value = { .u64 = waffle__span_id_bits(id_) } }
+/* A causal link to an event (a waffle_event_id_t of any thread or process). */
+#define WAFFLE_KV_CAUSE_EVENT(id_) \
+  { .kind = WAFFLE_KV_KIND_CAUSE, .value = { .u64 = waffle__event_id_bits(id_) } }
+/* A correlation: spans and events of any process with the same key and value are one group,
+ * such as the same collective on every rank (key: a string literal; value: an integer). */
+#define WAFFLE_KV_CORRELATE(key_, v_) \
+  { .key = (key_), .kind = WAFFLE_KV_KIND_CORRELATE, .value = { .u64 = (uint64_t)(v_) } }
+
+/* ---- spans and events ------------------------------------------------------------------- */
+
+/* WAFFLE_SPAN(name, key-values...): opens a span that ends when the enclosing block exits. It
+ * is a declaration: put it where a declaration may go. */
+#define WAFFLE_SPAN(...) WAFFLE_SPAN_VAR(WAFFLE__CAT(waffle__span_, __COUNTER__), __VA_ARGS__)
+
+/* WAFFLE_SPAN_VAR(var, name, key-values...): WAFFLE_SPAN whose guard is the variable `var`, a
+ * waffle_span_t: `var.id` is the span's id (for WAFFLE_KV_CAUSE_SPAN or contexts). */
+#define WAFFLE_SPAN_VAR(var, ...)                                                              \
+  static waffle_callsite_t WAFFLE__CAT(var, _callsite) =                                      \
+      WAFFLE__CALLSITE(WAFFLE__HEAD(__VA_ARGS__));                                             \
+  const waffle_kv_t WAFFLE__CAT(var, _kvs)[] = WAFFLE__KVS(__VA_ARGS__);                       \
+  waffle_span_t var __attribute__((cleanup(waffle_span_end), unused)) = waffle_span_begin(    \
+      &WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs), WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)))
+
+/* WAFFLE_EVENT(name, key-values...): records an event; evaluates to its waffle_event_id_t. */
+#define WAFFLE_EVENT(...) WAFFLE__EVENT(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
+
+/* WAFFLE_CONTEXT_SCOPE(ctx): enters the waffle_context_t lvalue `ctx` (from another thread,
+ * or another process's traceparent) until the enclosing block exits. */
+#define WAFFLE_CONTEXT_SCOPE(ctx)                                                             \
+  waffle_context_guard_t WAFFLE__CAT(waffle__context_, __COUNTER__)                          \
+      __attribute__((cleanup(waffle_context_exit), unused)) = waffle_context_enter(&(ctx))
+
+/* ---- implementation --------------------------------------------------------------------- */
+
+#define WAFFLE__CAT_(a, b) a##b
+#define WAFFLE__CAT(a, b) WAFFLE__CAT_(a, b)
+/* The first argument, and the others: a sentinel is appended so that neither is ever empty
+ * (an empty __VA_ARGS__ is not ISO C11). */
+#define WAFFLE__HEAD(...) WAFFLE__HEAD_(__VA_ARGS__, ~)
+#define WAFFLE__HEAD_(first, ...) first
+#define WAFFLE__TAIL(first, ...) __VA_ARGS__
+#define WAFFLE__KVS(...) { WAFFLE__TAIL(__VA_ARGS__, { .kind = 0 }) }
+/* Key-values in the array, not counting the sentinel. */
+#define WAFFLE__COUNT(kvs) (sizeof(kvs) / sizeof((kvs)[0]) - 1)
+#define WAFFLE__CALLSITE(name_) \
+  { .name = (name_), .function = __func__, .file = __FILE__, .line = (uint32_t)__LINE__, .cached_id = 0 }
+
+#define WAFFLE__EVENT(var, ...)                                                                \
+  (__extension__({                                                                             \
+    static waffle_callsite_t WAFFLE__CAT(var, _callsite) =                                    \
+        WAFFLE__CALLSITE(WAFFLE__HEAD(__VA_ARGS__));                                           \
+    const waffle_kv_t WAFFLE__CAT(var, _kvs)[] = WAFFLE__KVS(__VA_ARGS__);                     \
+    waffle_event(&WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs),                         \
+                 WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)));                                       \
+  }))
+
+/* Type-checked id access: a span id where an event id belongs does not compile. */
+static inline uint64_t waffle__span_id_bits(waffle_span_id_t id) { return id.id; }
+static inline uint64_t waffle__event_id_bits(waffle_event_id_t id) { return id.id; }
+
+#endif /* __cplusplus */
+#endif /* WAFFLE_MACROS_H */

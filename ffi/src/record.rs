@@ -1,0 +1,353 @@
+//! Spans and events from C: the calls the macros make on every execution.
+//!
+//! A call checks its arguments, resolves the callsite (one atomic load and a schema compare,
+//! see [`crate::callsite`]), and encodes the field values straight into the thread's staging
+//! area through the same core functions Rust's macros use. Causes and the correlation follow as
+//! their own small records. While recording is off a call returns at its first load.
+
+use crate::{
+    boundary::guard,
+    callsite::{self, Desc, Extras},
+    cstr,
+    status::{fail, waffle_status_t::*},
+    types::{
+        waffle_callsite_t, waffle_event_id_t, waffle_kv_kind_t as K, waffle_kv_t, waffle_span_id_t,
+        waffle_span_t, WAFFLE_MAX_KVS, WAFFLE_STRLEN_NUL,
+    },
+};
+use std::{borrow::Cow, ffi::c_char};
+use waffle::{
+    callsite::Kind,
+    encode::Writer,
+    local::{with_local, Local},
+    runtime,
+    wire::{tag, zigzag, MAX_STR_LEN},
+    FieldValue,
+};
+
+/// The key-values of one call.
+///
+/// # Safety
+/// `kvs` is NULL or points to `count` readable `waffle_kv_t`.
+#[inline(always)]
+unsafe fn kv_slice<'a>(
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> Result<&'a [waffle_kv_t], crate::status::waffle_status_t> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if kvs.is_null() {
+        return Err(WAFFLE_ERR_NULL);
+    }
+    if count > WAFFLE_MAX_KVS || !kvs.is_aligned() {
+        return Err(WAFFLE_ERR_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null, aligned, and `count` (bounded) elements readable: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts(kvs, count) })
+}
+
+/// A string value: at most `MAX_STR_LEN` bytes, whole characters, invalid UTF-8 replaced.
+///
+/// # Safety
+/// `kv.value.str` is NULL or readable for `kv.len` bytes (or up to its NUL for
+/// `WAFFLE_STRLEN_NUL`), capped at `MAX_STR_LEN`.
+#[inline(always)]
+unsafe fn str_value(kv: &waffle_kv_t) -> Cow<'_, str> {
+    // SAFETY: the kind is STR, whose member is `str`; any bit pattern is a valid pointer value.
+    let p = unsafe { kv.value.str };
+    let bytes: &[u8] = if p.is_null() {
+        &[]
+    } else if kv.len == WAFFLE_STRLEN_NUL {
+        // SAFETY: readable up to its NUL or the bound (the caller's promise).
+        unsafe { cstr::bytes(p, MAX_STR_LEN) }.unwrap_or(&[])
+    } else {
+        // SAFETY: `len` bytes, capped, are readable (the caller's promise).
+        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), (kv.len as usize).min(MAX_STR_LEN)) }
+    };
+    cstr::value_text(bytes, MAX_STR_LEN)
+}
+
+/// Writes a string value; out of line, so that the numeric fields' loop stays small enough to
+/// be inlined into the record.
+///
+/// # Safety
+/// As [`str_value`].
+#[inline(never)]
+unsafe fn encode_str(kv: &waffle_kv_t, w: &mut Writer<'_>) {
+    // SAFETY: forwarded from the caller.
+    unsafe { str_value(kv) }.as_ref().encode(w)
+}
+
+/// Writes the field values of `kvs` in order; [`callsite::resolve`] has checked every kind.
+///
+/// # Safety
+/// As [`str_value`] for every string value.
+#[inline(always)]
+unsafe fn encode_fields(kvs: &[waffle_kv_t], w: &mut Writer<'_>) {
+    for kv in kvs {
+        if kv.kind == K::WAFFLE_KV_KIND_STR as u32 {
+            // SAFETY: the string is readable as `str_value` needs (the caller's promise).
+            unsafe { encode_str(kv, w) }
+        } else {
+            encode_number(kv, w)
+        }
+    }
+}
+
+/// Writes one number field (nothing for a cause or a correlation, which are records of their
+/// own). A kind check picks the member read, so a string's pointer is never read as a number.
+#[inline(always)]
+fn encode_number(kv: &waffle_kv_t, w: &mut Writer<'_>) {
+    let kind = kv.kind;
+    if kind == 0 || kind > K::WAFFLE_KV_KIND_BOOL as u32 {
+        return;
+    }
+    // SAFETY: the kinds up to BOOL are numbers, stored in the 8-byte members `u64`, `i64` or
+    // `f64`, and any bit pattern of them is a valid `u64`.
+    let bits = unsafe { kv.value.u64 };
+    if kind <= K::WAFFLE_KV_KIND_I64 as u32 {
+        // U64 and I64 share one varint writer (zigzag for signed values).
+        w.varint(if kind == K::WAFFLE_KV_KIND_I64 as u32 { zigzag(bits as i64) } else { bits })
+    } else if kind == K::WAFFLE_KV_KIND_F64 as u32 {
+        w.bytes(&bits.to_le_bytes()) // the f64's bits, little-endian
+    } else {
+        w.byte(u8::from(bits != 0))
+    }
+}
+
+/// Writes the field values of `kvs`, which has no string fields: a loop that calls nothing, so
+/// that the writer stays in registers (passing it to the out-of-line string encoder made every
+/// field reload and store it, a few nanoseconds per field).
+#[inline(always)]
+fn encode_numbers(kvs: &[waffle_kv_t], w: &mut Writer<'_>) {
+    for kv in kvs {
+        encode_number(kv, w);
+    }
+}
+
+/// Records the causes and correlation of the span or event `l` just recorded.
+#[inline(always)]
+fn record_extras(l: &mut Local, state: u32, kvs: &[waffle_kv_t], extras: Extras) {
+    if extras.causes {
+        for kv in kvs.iter().filter(|kv| kv.kind == K::WAFFLE_KV_KIND_CAUSE as u32) {
+            // SAFETY: a cause's member is `u64`; any bit pattern is valid (0 is skipped).
+            l.link(state, unsafe { kv.value.u64 });
+        }
+    }
+    if let Some(value) = extras.correlation {
+        l.correlate(state, value);
+    }
+}
+
+/// Where a call's callsite comes from: a C static struct, or a name given with the call.
+enum Site {
+    Static(*mut waffle_callsite_t),
+    Named(*const c_char, u32),
+}
+
+/// Checks a call and returns its key-values, callsite id and extras.
+///
+/// # Safety
+/// As the exported functions document for their arguments.
+#[inline(always)]
+unsafe fn prepare<'a>(
+    site: Site,
+    kind: Kind,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> Result<(&'a [waffle_kv_t], u32, Extras), crate::status::waffle_status_t> {
+    // SAFETY: forwarded from the caller.
+    let kvs = unsafe { kv_slice(kvs, count) }?;
+    let (id, extras) = match site {
+        // SAFETY: forwarded from the caller.
+        Site::Static(cs) => unsafe { callsite::resolve(cs, kind, kvs) }?,
+        Site::Named(name, len) => {
+            // SAFETY: forwarded from the caller.
+            let name = unsafe { named(name, len) }?;
+            let desc = Desc { name, function: Cow::Borrowed(""), file: Cow::Borrowed(""), line: 0 };
+            let (extras, _) = callsite::scan(kvs, None)?;
+            // SAFETY: forwarded from the caller.
+            (unsafe { callsite::register(&desc, kind, kvs, extras) }?, extras)
+        }
+    };
+    Ok((kvs, id, extras))
+}
+
+/// A name given with a call: `len` bytes, or up to the NUL for `WAFFLE_STRLEN_NUL`.
+///
+/// # Safety
+/// `name` is NULL or readable for `len` bytes (or up to its NUL), capped at `MAX_TEXT`.
+unsafe fn named<'a>(name: *const c_char, len: u32) -> Result<Cow<'a, str>, crate::status::waffle_status_t> {
+    if name.is_null() {
+        return Err(WAFFLE_ERR_NULL);
+    }
+    let bytes = if len == WAFFLE_STRLEN_NUL {
+        // SAFETY: forwarded from the caller.
+        unsafe { cstr::bytes(name, cstr::MAX_TEXT) }.unwrap_or(&[])
+    } else {
+        // SAFETY: forwarded from the caller; the length is capped.
+        unsafe { std::slice::from_raw_parts(name.cast::<u8>(), (len as usize).min(cstr::MAX_TEXT)) }
+    };
+    Ok(String::from_utf8_lossy(bytes))
+}
+
+/// Opens a span; returns its guard. The core's own `span_begin`, without a Rust guard: the C
+/// guard keeps what `waffle_span_end` needs.
+///
+/// # Safety
+/// As the exported functions document.
+#[inline(always)]
+unsafe fn span_begin(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffle_span_t {
+    let state = runtime::state();
+    if state == 0 {
+        return waffle_span_t::NULL;
+    }
+    // SAFETY: forwarded from the caller.
+    let (kvs, id, extras) = match unsafe { prepare(site, Kind::Span, kvs, count) } {
+        Ok(p) => p,
+        Err(e) => {
+            fail(e);
+            return waffle_span_t::NULL;
+        }
+    };
+    // SAFETY: the strings of `kvs` are readable (the caller's promise).
+    let fields = |w: &mut Writer<'_>| unsafe { encode_fields(kvs, w) };
+    let begun = if kvs.is_empty() {
+        with_local(|l| l.begin(state, id, &|_: &mut Writer<'_>| {}))
+    } else if !extras.strings {
+        with_local(|l| l.begin(state, id, &|w: &mut Writer<'_>| encode_numbers(kvs, w)))
+    } else {
+        with_local(|l| l.begin(state, id, &fields))
+    };
+    let (span, restore) = begun.unwrap_or((0, 0));
+    if span != 0 && (extras.causes || extras.correlation.is_some()) {
+        with_local(|l| record_extras(l, state, kvs, extras));
+    }
+    waffle_span_t { id: waffle_span_id_t { id: span }, restore }
+}
+
+/// Records an event; returns its id.
+///
+/// # Safety
+/// As the exported functions document.
+#[inline(always)]
+unsafe fn event(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffle_event_id_t {
+    let state = runtime::state();
+    if state == 0 {
+        return waffle_event_id_t::default();
+    }
+    // SAFETY: forwarded from the caller.
+    let (kvs, id, extras) = match unsafe { prepare(site, Kind::Event, kvs, count) } {
+        Ok(p) => p,
+        Err(e) => {
+            fail(e);
+            return waffle_event_id_t::default();
+        }
+    };
+    // SAFETY: the strings of `kvs` are readable (the caller's promise).
+    let fields = |w: &mut Writer<'_>| unsafe { encode_fields(kvs, w) };
+    let event = if kvs.is_empty() {
+        with_local(|l| l.record(state, tag::EVENT, id, &|_: &mut Writer<'_>| {}))
+    } else if !extras.strings {
+        with_local(|l| l.record(state, tag::EVENT, id, &|w: &mut Writer<'_>| encode_numbers(kvs, w)))
+    } else {
+        with_local(|l| l.record(state, tag::EVENT, id, &fields))
+    };
+    let event = event.unwrap_or(0);
+    if event != 0 && (extras.causes || extras.correlation.is_some()) {
+        with_local(|l| record_extras(l, state, kvs, extras));
+    }
+    waffle_event_id_t { id: event }
+}
+
+/// Opens a span at `callsite` with the `count` key-values at `kvs` (fields, causes, a
+/// correlation) and makes it this thread's current span. End it with `waffle_span_end` on this
+/// thread. Returns a null guard, recording nothing, while no session records or when an
+/// argument is bad (see `waffle_last_status`).
+///
+/// # Safety
+/// `callsite` is NULL or a valid `waffle_callsite_t` (see there); `kvs` is NULL or points to
+/// `count` initialised key-values whose keys and strings are NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_span_begin(
+    callsite: *mut waffle_callsite_t,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> waffle_span_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { span_begin(Site::Static(callsite), kvs, count) })
+}
+
+/// Like `waffle_span_begin`, for a name known only at run time: `name_len` bytes at `name`, or
+/// up to its NUL with `WAFFLE_STRLEN_NUL`. Each call looks the name up in the process's
+/// registry (a lock and a hash): for hot code, prefer `WAFFLE_SPAN`'s static callsite.
+///
+/// # Safety
+/// `name` is NULL or readable as described; `kvs` as for `waffle_span_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_span_begin_named(
+    name: *const c_char,
+    name_len: u32,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> waffle_span_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { span_begin(Site::Named(name, name_len), kvs, count) })
+}
+
+/// Ends the span `span` guards (on the thread that began it, innermost first) and zeroes the
+/// guard, so ending it twice does nothing. It is the cleanup function of `WAFFLE_SPAN`.
+///
+/// # Safety
+/// `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_span_end(span: *mut waffle_span_t) -> crate::status::waffle_status_t {
+    guard(|| {
+        if span.is_null() {
+            return fail(WAFFLE_ERR_NULL);
+        }
+        if !span.is_aligned() {
+            return fail(WAFFLE_ERR_INVALID_ARGUMENT);
+        }
+        // SAFETY: non-null, aligned, and pointing to a guard (the caller's promise).
+        let s = unsafe { span.replace(waffle_span_t::NULL) };
+        if s.id.id != 0 {
+            // As the core's `Span` guard ends a span: in its session even if recording paused.
+            let state = runtime::state();
+            with_local(|l| l.end(state, s.restore));
+        }
+        WAFFLE_OK
+    })
+}
+
+/// Records an event at `callsite` with the `count` key-values at `kvs`; returns its id, for
+/// later causes. Returns the null id, recording nothing, while no session records or when an
+/// argument is bad (see `waffle_last_status`).
+///
+/// # Safety
+/// As `waffle_span_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_event(
+    callsite: *mut waffle_callsite_t,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> waffle_event_id_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { event(Site::Static(callsite), kvs, count) })
+}
+
+/// Like `waffle_event`, for a name known only at run time (see `waffle_span_begin_named`).
+///
+/// # Safety
+/// As `waffle_span_begin_named`.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_event_named(
+    name: *const c_char,
+    name_len: u32,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> waffle_event_id_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { event(Site::Named(name, name_len), kvs, count) })
+}

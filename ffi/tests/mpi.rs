@@ -1,0 +1,147 @@
+//! A real MPI program (`tests/mpi/allreduce.c`, built with `mpicc`, run with `mpirun -np 2`):
+//! one trace file per rank, the rank in each header, one trace id, and
+//! `waffle-decode why rank0.bin rank1.bin --event "MPI_Allreduce result is NaN"` reaching rank
+//! 1's "Creating NaN on purpose".
+//!
+//! Needs Open MPI (`apt-get install openmpi-bin libopenmpi-dev`; `scripts/test.sh` installs it).
+//! Without `mpicc` the test is skipped with a message, except under `CI=true` or
+//! `WAFFLE_REQUIRE_MPI` (which `scripts/test.sh` sets), where it fails.
+
+mod common;
+
+use common::{assert_tree, compile, decode, render, scratch, Link, C_FLAGS};
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const SYMPTOM: &str = "MPI_Allreduce result is NaN";
+const CAUSE: &str = "Creating NaN on purpose";
+
+/// `name` on the `PATH`, if there.
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// `mpirun` flags that work in a container as root: no resource binding, no rsh agent for a
+/// single host, shared-memory and self transports only.
+const MPIRUN_FLAGS: &[&str] = &[
+    "-np",
+    "2",
+    "--allow-run-as-root",
+    "--oversubscribe",
+    "--bind-to",
+    "none",
+    "--mca",
+    "btl",
+    "self,vader",
+    "--mca",
+    "btl_vader_single_copy_mechanism",
+    "none",
+    "--mca",
+    "plm_rsh_agent",
+    "",
+];
+
+/// Runs `cmd`, killing it after `limit`; returns (success, stdout, stderr).
+fn run_with_limit(cmd: &mut Command, limit: Duration) -> (bool, String, String) {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn mpirun");
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for mpirun") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().expect("mpirun output");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(status.is_some(), "mpirun ran longer than {limit:?}:\n{stdout}\n{stderr}");
+    (status.is_some_and(|s| s.success()), stdout, stderr)
+}
+
+#[test]
+fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
+    let Some(mpicc) = which("mpicc") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true") && std::env::var_os("WAFFLE_REQUIRE_MPI").is_none(),
+            "mpicc is missing; install openmpi-bin and libopenmpi-dev (scripts/test.sh does)"
+        );
+        eprintln!("skipped: no mpicc on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch("mpi");
+    let exe = dir.join("allreduce");
+    let source = common::ffi_dir().join("tests/mpi/allreduce.c");
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+
+    let mut cmd = Command::new(mpirun);
+    cmd.args(MPIRUN_FLAGS).arg(&exe).arg(&dir);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for var in ["WAFFLE_RANK", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"] {
+        cmd.env_remove(var);
+    }
+    let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+    assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
+
+    let files = [dir.join("rank0.bin"), dir.join("rank1.bin")];
+    let trace = decode(&files);
+    let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
+    assert_eq!(
+        (r0.label("rank"), r1.label("rank")),
+        (Some("0"), Some("1")),
+        "rank labels from OMPI_COMM_WORLD_RANK"
+    );
+    assert_ne!(r0.trace_id, 0);
+    assert_eq!(r0.trace_id, r1.trace_id, "rank 1 records under the trace id rank 0 broadcast");
+    let mut expected = String::new();
+    for rank in 0..2 {
+        expected += &format!("process allreduce rank={rank}\n  thread\n");
+        for it in 0..3 {
+            expected += &format!("    iteration iteration={it}\n");
+            let bad = it == 1;
+            if rank == 1 && bad {
+                expected += &format!("      ! {CAUSE} rank=1\n");
+            }
+            let cause = if rank == 1 && bad { format!(" <- event {CAUSE:?}") } else { String::new() };
+            expected += &format!("      MPI_Allreduce_op rank={rank}{cause} ~ allreduce={it}\n");
+            if rank == 0 && bad {
+                expected += &format!("        ! {SYMPTOM} rank=0\n");
+            }
+        }
+    }
+    assert_tree(&render(&trace), &expected);
+
+    // The command a user runs.
+    let out = Command::new(common::waffle_decode())
+        .arg("why")
+        .args(&files)
+        .args(["--event", SYMPTOM])
+        .output()
+        .expect("run waffle-decode");
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "waffle-decode why failed:\n{text}\n{err}");
+    let (chain, root) =
+        text.split_once("\nRoot cause\n").unwrap_or_else(|| panic!("one root cause:\n{text}"));
+    assert!(chain.starts_with(&format!("Symptom\n  event {SYMPTOM:?}")), "{text}");
+    for step in [
+        "\n  ← inside span \"MPI_Allreduce_op\"",
+        "\n    ← correlated with span \"MPI_Allreduce_op\"",
+        &format!("\n      ← caused by event {CAUSE:?}"),
+    ] {
+        assert!(chain.contains(step), "missing {step:?} in\n{text}");
+    }
+    let mut root = root.lines();
+    assert!(root.next().unwrap_or("").starts_with(&format!("  event {CAUSE:?} ")), "{text}");
+    assert!(root.next().unwrap_or("").trim_start().starts_with("rank 1 ("), "{text}");
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+}

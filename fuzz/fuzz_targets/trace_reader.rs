@@ -1,0 +1,40 @@
+//! Any bytes given to the decoder as a trace file: it returns an error or a trace with
+//! warnings, and never panics. Allocation stays bounded (`-malloc_limit_mb` in scripts/fuzz.sh).
+//!
+//! The bytes are decoded twice: as given, and with every frame's CRC recomputed, so that
+//! mutations get past the checksum and reach the payload decoders.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use std::path::Path;
+use waffle::wire::{FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC};
+
+fn decode(bytes: &[u8]) {
+    if let Ok((_process, warnings)) = waffle_std::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
+        for w in &warnings {
+            assert!(w.offset <= bytes.len() as u64, "warning past the end: {w}");
+        }
+    }
+}
+
+/// The bytes with each whole frame's checksum made right.
+fn fix_crcs(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let mut at = MAGIC.len() + 2;
+    while at + FRAME_HEAD_LEN <= out.len() {
+        let len = u32::from_le_bytes(out[at + 1..at + 5].try_into().unwrap()) as usize;
+        let end = at + FRAME_HEAD_LEN + len;
+        if end + FRAME_TAIL_LEN > out.len() {
+            break;
+        }
+        let crc = crc32fast::hash(&out[at..end]);
+        out[end..end + FRAME_TAIL_LEN].copy_from_slice(&crc.to_le_bytes());
+        at = end + FRAME_TAIL_LEN;
+    }
+    out
+}
+
+fuzz_target!(|bytes: &[u8]| {
+    decode(bytes);
+    decode(&fix_crcs(bytes));
+});

@@ -1,0 +1,260 @@
+//! `waffle.span(...)`: a context manager (and decorator) implemented in Rust, and
+//! `waffle.event(...)`.
+//!
+//! `waffle.span("name", **fields)` converts the fields and finds the cached callsite when it is
+//! called; `__enter__` records the begin (after making the thread's stack agree with the Python
+//! context, see [`crate::shadow`]) and makes the span current in the context variable;
+//! `__exit__` records an `exception` event if one is propagating, ends the span and restores
+//! the context variable. The exception is never swallowed.
+
+use crate::{
+    callsites::{self, explicit},
+    fields::{encode_all, Val},
+    ids::{self, EventId, SpanId},
+    shadow,
+};
+use pyo3::{
+    exceptions::PyRuntimeError,
+    prelude::*,
+    types::{PyDict, PyString},
+};
+use waffle::callsite::Kind;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    New,
+    Open,
+    Closed,
+}
+
+/// A span: `with waffle.span("load", shard=3) as s: ...`; `s.id` is its `SpanId`.
+#[pyclass(module = "waffle._native", name = "Span")]
+pub struct Span {
+    callsite: Option<u32>,
+    vals: Vec<Val>,
+    causes: Vec<u64>,
+    stage: Stage,
+    id: u64,
+    epoch: u32,
+    token: Option<Py<PyAny>>,
+    /// For the decorator form, which makes a fresh span per call: the arguments it was made
+    /// with (references, no copies).
+    name: Option<Py<PyString>>,
+    caused_by: Option<Py<PyAny>>,
+    fields: Option<Py<PyDict>>,
+}
+
+impl Span {
+    /// A span that records nothing (recording is off).
+    pub(crate) fn disabled() -> Span {
+        Span::ready(None, Vec::new(), Vec::new())
+    }
+
+    /// A span with its callsite and field values, not entered yet.
+    pub(crate) fn ready(callsite: Option<u32>, vals: Vec<Val>, causes: Vec<u64>) -> Span {
+        Span {
+            callsite,
+            vals,
+            causes,
+            stage: Stage::New,
+            id: 0,
+            epoch: 0,
+            token: None,
+            name: None,
+            caused_by: None,
+            fields: None,
+        }
+    }
+
+    /// Its id once entered (0 before, or if nothing was recorded).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn close(&mut self, py: Python<'_>) {
+        self.stage = Stage::Closed;
+        let plain = self.id == 0 || shadow::end(self.epoch, self.id);
+        if let Some(token) = self.token.take() {
+            ids::reset(py, token);
+        }
+        if !plain {
+            ids::resync(py);
+        }
+    }
+}
+
+/// `waffle.span(name, caused_by=None, **fields)`: converts the fields (a `TypeError` names a
+/// bad one), finds the cached callsite and returns the span, not entered yet.
+pub(crate) fn make(
+    name: &Bound<'_, PyString>,
+    caused_by: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Span> {
+    let py = name.py();
+    let ex = explicit(fields)?;
+    let causes = ids::causes(caused_by)?;
+    let callsite = callsites::lookup(py, Kind::Span, name, fields, &ex)?;
+    let mut span = Span::ready(callsite, ex.vals, causes);
+    span.name = Some(name.clone().unbind());
+    span.caused_by = caused_by.map(|c| c.clone().unbind());
+    span.fields = fields.map(|f| f.clone().unbind());
+    Ok(span)
+}
+
+/// `waffle.span(name, caused_by=None, **fields) -> Span` (a function rather than the class's
+/// constructor: Python then passes keywords without building a dict of its own).
+#[pyfunction]
+#[pyo3(signature = (name, /, *, caused_by=None, **fields))]
+pub(crate) fn span(
+    name: &Bound<'_, PyString>,
+    caused_by: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Span> {
+    make(name, caused_by, fields)
+}
+
+#[pymethods]
+impl Span {
+    /// `waffle.Span(name, caused_by=None, **fields)`, the same as `waffle.span(...)`.
+    #[new]
+    #[pyo3(signature = (name, /, *, caused_by=None, **fields))]
+    fn new(
+        name: &Bound<'_, PyString>,
+        caused_by: Option<&Bound<'_, PyAny>>,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Span> {
+        make(name, caused_by, fields)
+    }
+
+    /// This span's id; null before `__enter__` or while recording is off.
+    #[getter(id)]
+    fn py_id(&self) -> SpanId {
+        SpanId(self.id)
+    }
+
+    fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
+        if slf.stage != Stage::New {
+            return Err(PyRuntimeError::new_err(
+                "this span was already entered; make a new one with waffle.span(...) for each use",
+            ));
+        }
+        slf.stage = Stage::Open;
+        let state = waffle::runtime::state();
+        let Some(callsite) = slf.callsite.filter(|_| state != 0) else { return Ok(slf) };
+        let py = slf.py();
+        let want = ids::current(py)?;
+        let vals = std::mem::take(&mut slf.vals);
+        let id = shadow::begin(state, want, callsite, &|w| encode_all(&vals, w), &slf.causes);
+        if id != 0 {
+            slf.id = id;
+            slf.epoch = state;
+            slf.token = Some(ids::set_current(py, id)?);
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (exc_type=None, exc=None, _tb=None))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        if self.stage != Stage::Open {
+            return false;
+        }
+        if self.id != 0 {
+            if let Some(t) = exc_type.filter(|t| !t.is_none()) {
+                record_exception(self.id, t, exc);
+            }
+        }
+        self.close(py);
+        false
+    }
+
+    /// `@waffle.span("name", **fields)` on a function: a fresh span around every call.
+    fn __call__(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Some(name) = &self.name else {
+            return Err(PyRuntimeError::new_err("only a span made by waffle.span(...) can decorate"));
+        };
+        if self.stage != Stage::New {
+            return Err(PyRuntimeError::new_err("a span that was entered cannot decorate a function"));
+        }
+        let helper = py.import("waffle._instrument")?.getattr("span_decorator")?;
+        Ok(helper
+            .call1((func, name.bind(py), self.caused_by.as_ref().map(|c| c.bind(py)), self.fields.as_ref()))?
+            .unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        let stage = match self.stage {
+            Stage::New => "new",
+            Stage::Open => "open",
+            Stage::Closed => "closed",
+        };
+        format!("Span(id={:016x}, {stage})", self.id)
+    }
+}
+
+impl Drop for Span {
+    /// A span left open (a generator never finished, say) still ends when it is collected, and
+    /// stops being current in the context it was entered in (if that is the running one).
+    fn drop(&mut self) {
+        if self.stage == Stage::Open && self.id != 0 {
+            shadow::end(self.epoch, self.id);
+        }
+        if let Some(token) = self.token.take() {
+            Python::attach(|py| ids::reset(py, token));
+        }
+    }
+}
+
+/// An `exception` event inside span `id`, with the exception's type and message.
+fn record_exception(id: u64, ty: &Bound<'_, PyAny>, exc: Option<&Bound<'_, PyAny>>) {
+    let state = waffle::runtime::state();
+    if state == 0 {
+        return;
+    }
+    let name = ty.getattr("__qualname__").and_then(|n| n.extract::<String>()).unwrap_or_default();
+    let msg = exc.and_then(|e| e.str().ok()).map(|s| s.to_string()).unwrap_or_default();
+    static SITE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let site = *SITE.get_or_init(|| {
+        use waffle::wire::FieldType::Dynamic;
+        waffle_std::dynamic::register(
+            Kind::Event,
+            "exception",
+            "python",
+            "",
+            0,
+            &[("exception.type", Dynamic), ("exception.message", Dynamic)],
+            "",
+        )
+    });
+    if let Some(site) = site {
+        let vals = [Val::Text(name), Val::Text(msg)];
+        shadow::event(state, id, site, &|w| encode_all(&vals, w), &[]);
+    }
+}
+
+/// `waffle.event(name, caused_by=None, **fields) -> EventId`.
+#[pyfunction]
+#[pyo3(signature = (name, /, *, caused_by=None, **fields))]
+pub(crate) fn event(
+    name: &Bound<'_, PyString>,
+    caused_by: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<EventId> {
+    let py = name.py();
+    let ex = explicit(fields)?;
+    let causes = ids::causes(caused_by)?;
+    let state = waffle::runtime::state();
+    if state == 0 {
+        return Ok(EventId(0));
+    }
+    let Some(callsite) = callsites::lookup(py, Kind::Event, name, fields, &ex)? else {
+        return Ok(EventId(0));
+    };
+    let want = ids::current(py)?;
+    Ok(EventId(shadow::event(state, want, callsite, &|w| encode_all(&ex.vals, w), &causes)))
+}

@@ -1,0 +1,60 @@
+//! Keeping what was recorded when the program ends abruptly.
+//!
+//! [`Config::start`](crate::Config::start) installs two hooks, once per process:
+//!
+//! - a **panic hook**, chained before the one that was installed: the panicking thread pushes
+//!   its staged records ([`waffle::flush`]) and asks the collector for a drain pass and a file
+//!   flush right away, waiting up to [`PANIC_FLUSH_WAIT`] for it. So a panic that is not
+//!   unwound (`panic = "abort"`, or a hook that aborts) still leaves every record of the
+//!   panicking thread, and what other threads pushed, in the file. A panic that unwinds out of
+//!   `main` drops the session as usual, or reaches the exit handler.
+//! - an **exit handler** (`atexit`): if the program calls `std::process::exit`, or returns from
+//!   `main` while a session is still active (leaked, or in a `static`), the session is stopped
+//!   cleanly — last records, clock, END frame — as if it had been dropped.
+//!
+//! Nothing can run when the process is killed (`SIGKILL`) or calls `abort()`: there, the
+//! periodic drain bounds the loss (the collector writes and flushes the file every drain
+//! interval, and a thread that keeps recording pushes its staged records at least that often).
+//! `docs/reliability.md` gives the measured windows.
+
+use std::{sync::Once, time::Duration};
+
+/// How long the panic hook waits for the collector's pass before letting the panic go on.
+pub(crate) const PANIC_FLUSH_WAIT: Duration = Duration::from_millis(500);
+
+static INSTALL: Once = Once::new();
+
+/// Installs the panic hook and the exit handler, once per process.
+pub(crate) fn install() {
+    if std::thread::panicking() {
+        return; // `set_hook` may not be called while panicking; a later start installs them
+    }
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            on_panic();
+            previous(info);
+        }));
+        // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds (it catches panics);
+        // registering it has no other precondition. A failure (non-zero) only means the
+        // session is not closed at exit, which the periodic drain already tolerates.
+        let _ = unsafe { libc::atexit(at_exit) };
+    });
+}
+
+/// The panicking thread's part: push its records, then have them written.
+fn on_panic() {
+    waffle::flush();
+    crate::collector::request_flush(PANIC_FLUSH_WAIT);
+}
+
+/// Stops the session still active when the process exits. Threads other than the exiting one
+/// are still running at this point and are not waited for; what they staged is lost, what they
+/// pushed is written.
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(Err(e)) = crate::session::stop_active(None, Duration::ZERO) {
+            eprintln!("waffle: closing the trace at exit: {e}");
+        }
+    });
+}

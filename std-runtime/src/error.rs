@@ -19,6 +19,12 @@ pub enum Error {
         "a waffle session is already recording in this process (to {0}); drop it before starting another"
     )]
     AlreadyStarted(PathBuf),
+    /// An export asked of [`Config::export`](crate::Config::export) names no known format.
+    #[error("{path}: cannot tell the export format from this name; use an extension such as .pftrace, .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb or .chrome.json")]
+    UnknownFormat {
+        /// The export's file name.
+        path: PathBuf,
+    },
     /// The file is not a waffle trace.
     #[error("{path}: not a waffle trace file (its first bytes are not the waffle magic)")]
     NotATrace {

@@ -1,5 +1,6 @@
 //! Starting and stopping a recording session.
 
+use crate::export::Format;
 use crate::{
     clock,
     collector::{Collector, Stats},
@@ -26,6 +27,8 @@ struct Active {
     epoch: u32,
     path: PathBuf,
     collector: Collector,
+    /// Files to write in other formats once the trace is closed.
+    exports: Vec<(PathBuf, Format)>,
     /// The process that started it. A child made by `fork` has a copy of this but not the
     /// collector thread: it must neither wait for that thread nor write to the parent's file.
     pid: u32,
@@ -60,6 +63,7 @@ pub struct Config {
     staging_bytes: usize,
     drain_interval: Duration,
     exit_wait: Duration,
+    exports: Vec<PathBuf>,
 }
 
 impl Config {
@@ -87,6 +91,7 @@ impl Config {
             staging_bytes: 16 << 10,
             drain_interval: Duration::from_millis(1),
             exit_wait: Duration::from_millis(250),
+            exports: Vec::new(),
         }
     }
 
@@ -146,8 +151,30 @@ impl Config {
         self
     }
 
+    /// Also writes the trace to `path` in the format its extension names (`.pftrace`,
+    /// `.jaeger.json`, `.zipkin.json`, `.otlp.json`, `.otlp.pb`, `.chrome.json`) when the session
+    /// stops, for programs that never run `waffle-decode`. May be given several times.
+    ///
+    /// ```no_run
+    /// let _session = waffle_std::Config::new("run.bin").export("run.pftrace").export("run.jaeger.json").start()?;
+    /// # Ok::<(), waffle_std::Error>(())
+    /// ```
+    pub fn export(mut self, path: impl AsRef<Path>) -> Config {
+        self.exports.push(path.as_ref().to_owned());
+        self
+    }
+
     /// Starts recording.
     pub fn start(self) -> Result<Session, Error> {
+        let exports = self
+            .exports
+            .iter()
+            .map(|p| {
+                Format::from_path(p)
+                    .map(|f| (p.clone(), f))
+                    .ok_or_else(|| Error::UnknownFormat { path: p.clone() })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         let mut active = active();
         if let Some(a) = take_own(&mut active) {
             let path = a.path.clone();
@@ -173,7 +200,8 @@ impl Config {
         let collector =
             Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
         let epoch = waffle::runtime::install(&registry::HOOKS);
-        *active = Some(Active { epoch, path: self.path.clone(), collector, pid: std::process::id() });
+        *active =
+            Some(Active { epoch, path: self.path.clone(), collector, exports, pid: std::process::id() });
         Ok(Session { epoch, path: self.path, exit_wait: self.exit_wait, stopped: false })
     }
 }
@@ -341,7 +369,7 @@ pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Res
     if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
         return None;
     }
-    let Active { epoch, path, collector, .. } = take_own(&mut guard)?;
+    let Active { epoch, path, collector, exports, .. } = take_own(&mut guard)?;
     waffle::runtime::uninstall(epoch);
     waffle::local::with_local(|l| l.release());
     // Threads that just finished may still be running their thread-local destructors,
@@ -350,5 +378,21 @@ pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Res
     while registry::owned() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_micros(200));
     }
-    Some(collector.finish().map_err(|e| Error::io(&path, e)))
+    let stats = match collector.finish() {
+        Ok(stats) => stats,
+        Err(e) => return Some(Err(Error::io(&path, e))),
+    };
+    if !exports.is_empty() {
+        let trace = match crate::decode::decode_file(&path) {
+            Ok((process, _)) => crate::model::Trace { processes: vec![process] },
+            Err(e) => return Some(Err(e)),
+        };
+        for (out, format) in &exports {
+            let written = crate::export::write_file(out, |w| crate::export::export(&trace, *format, w));
+            if let Err(e) = written {
+                return Some(Err(Error::io(out, e)));
+            }
+        }
+    }
+    Some(Ok(stats))
 }

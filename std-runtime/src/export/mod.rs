@@ -9,6 +9,8 @@ use std::path::Path;
 
 use crate::model::Trace;
 
+mod file;
+pub use file::write_file;
 pub mod chrome;
 pub mod jaeger;
 pub mod otlp;

@@ -11,12 +11,7 @@ use pyo3::{
     prelude::*,
     types::{PyDict, PyList},
 };
-use std::{
-    fs::File,
-    io::{BufWriter, Write},
-    path::{Path, PathBuf},
-    sync::Mutex,
-};
+use std::{path::PathBuf, sync::Mutex};
 use waffle_std::{
     export::Format,
     model::{Callsite, Value},
@@ -152,8 +147,10 @@ pub(crate) fn export(
         if let Some(name) = service_name {
             decoded.trace.processes.iter_mut().for_each(|p| p.name.clone_from(&name));
         }
-        write_atomically(&output, |out| waffle_std::export::export(&decoded.trace, format, out))
-            .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
+        waffle_std::export::write_file(&output, |out| {
+            waffle_std::export::export(&decoded.trace, format, out)
+        })
+        .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
         Ok(decoded.warnings.iter().map(|w| w.to_string()).collect())
     })
 }
@@ -194,26 +191,6 @@ pub(crate) fn send(
     d.set_item("rejected", report.rejected)?;
     d.set_item("warnings", report.warnings)?;
     Ok(d.unbind())
-}
-
-/// Writes beside `path` and renames, so a failed export leaves no half-written file.
-fn write_atomically(
-    path: &Path,
-    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let mut out = BufWriter::new(File::create(&tmp)?);
-        f(&mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Decodes trace.bin files into plain Python values:

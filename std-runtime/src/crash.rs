@@ -12,6 +12,11 @@
 //!   `main` while a session is still active (leaked, or in a `static`), the session is stopped
 //!   cleanly — last records, clock, END frame — as if it had been dropped.
 //!
+//! - a **fork handler** (`pthread_atfork`, child side): the child of a `fork` has none of the
+//!   parent's threads, and any lock they held stays locked in it forever. The child stops
+//!   recording at once and never touches the stream-slot pool again, so it can neither
+//!   deadlock on it nor write into the parent's file.
+//!
 //! Nothing can run when the process is killed (`SIGKILL`) or calls `abort()`: there, the
 //! periodic drain bounds the loss (the collector writes and flushes the file every drain
 //! interval, and a thread that keeps recording pushes its staged records at least that often).
@@ -39,7 +44,16 @@ pub(crate) fn install() {
         // registering it has no other precondition. A failure (non-zero) only means the
         // session is not closed at exit, which the periodic drain already tolerates.
         let _ = unsafe { libc::atexit(at_exit) };
+        // SAFETY: `in_forked_child` is an `extern "C" fn()` that only stores to atomics (which
+        // is async-signal-safe, as a fork child handler must be) and never unwinds.
+        let _ = unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
     });
+}
+
+/// Runs in the child of a `fork`, before `fork` returns there.
+extern "C" fn in_forked_child() {
+    waffle::runtime::uninstall(waffle::runtime::last_epoch());
+    crate::registry::mark_forked();
 }
 
 /// The panicking thread's part: push its records, then have them written.

@@ -19,6 +19,10 @@ pub enum Error {
         "a waffle session is already recording in this process (to {0}); drop it before starting another"
     )]
     AlreadyStarted(PathBuf),
+    /// `start` was called in the child of a `fork` of a process that had recorded: the
+    /// parent's buffers and locks are not usable there.
+    #[error("waffle cannot start recording in a child made by fork() after the parent recorded (its buffers and locks belong to the parent); start the session after exec(), or fork before recording")]
+    ForkedChild,
     /// An export asked of [`Config::export`](crate::Config::export) names no known format.
     #[error("{path}: cannot tell the export format from this name; use an extension such as .pftrace, .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb or .chrome.json")]
     UnknownFormat {

@@ -86,7 +86,24 @@ fn current_thread() -> (u64, String) {
     (tid, std::thread::current().name().unwrap_or("").to_owned())
 }
 
+/// Set in the child of a `fork`: the pool's lock may be held by a parent thread that does not
+/// exist in the child, so the child never takes it.
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks this process as the child of a `fork` (see [`FORKED`]).
+pub(crate) fn mark_forked() {
+    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this process is the child of a `fork` made after a session started.
+pub(crate) fn forked() -> bool {
+    FORKED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn acquire() -> Option<&'static StreamSlot> {
+    if forked() {
+        return None;
+    }
     let (tid, name) = current_thread();
     let mut g = inner();
     let slot = match g.free.pop() {
@@ -114,6 +131,9 @@ fn acquire() -> Option<&'static StreamSlot> {
 }
 
 fn release(slot: &'static StreamSlot) {
+    if forked() {
+        return; // the slot stays with the parent's pool copy, unused
+    }
     inner().draining.push(slot.index());
 }
 

@@ -166,6 +166,9 @@ impl Config {
 
     /// Starts recording.
     pub fn start(self) -> Result<Session, Error> {
+        if registry::forked() {
+            return Err(Error::ForkedChild);
+        }
         let exports = self
             .exports
             .iter()

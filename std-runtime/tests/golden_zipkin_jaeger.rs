@@ -11,6 +11,8 @@
 //! `WAFFLE_BLESS=1 cargo test -p waffle-std --test golden_zipkin_jaeger` rewrites the golden
 //! files `tests/golden/{zipkin,jaeger}.json`; review the diff before committing it.
 
+mod common;
+
 use serde_json::{Map, Value as Json};
 use std::{
     collections::{HashMap, HashSet},
@@ -386,23 +388,9 @@ fn counts(trace: &Trace) -> (usize, usize) {
     threads.fold((0, 0), |(s, e), t| (s + t.spans.len(), e + t.events.len()))
 }
 
-/// The `nan_allreduce` example's binary, built if missing or older than its source.
+/// The `nan_allreduce` example's binary.
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let bin = profile_dir.join("examples").join(format!("nan_allreduce{}", std::env::consts::EXE_SUFFIX));
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/nan_allreduce.rs");
-    if modified(&bin).is_none_or(|built| modified(&source).is_some_and(|edited| edited > built)) {
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "--example", "nan_allreduce", "-p", "waffle-std"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo");
-        assert!(status.success() && bin.exists(), "building the example failed: {status}");
-    }
-    bin
+    common::example("nan_allreduce")
 }
 
 /// A real run of two processes, exported through the CLI (format from the file name), checked

@@ -2,34 +2,17 @@
 //! buffers over TCP, rank 1 injects a NaN, rank 0 sees it after the allreduce, and `why` must
 //! name rank 1's input event as the root cause, through both ranks' correlated allreduce spans.
 
+mod common;
+
 use serde_json::Value as Json;
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-    sync::OnceLock,
-};
+use std::{path::PathBuf, process::Command, sync::OnceLock};
 
 const SYMPTOM: &str = "Output buffer is NaN after AllReduce";
 const CAUSE: &str = "Input buffer contains NaN";
 
-/// The example's binary: `cargo test` builds examples next to the test's `deps/` directory;
-/// when only this test was built (or the example's source is newer), build the example now.
+/// The `nan_allreduce` example's binary.
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    let bin = profile_dir.join("examples").join(format!("nan_allreduce{}", std::env::consts::EXE_SUFFIX));
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/nan_allreduce.rs");
-    if modified(&bin).is_none_or(|built| modified(&source).is_some_and(|edited| edited > built)) {
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "--example", "nan_allreduce", "-p", "waffle-std"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo");
-        assert!(status.success() && bin.exists(), "building the example failed: {status}");
-    }
-    bin
+    common::example("nan_allreduce")
 }
 
 /// Runs the example once for all tests; returns its output directory and the trace id it

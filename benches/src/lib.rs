@@ -1,5 +1,7 @@
-//! Overhead benches for waffle; the code is in `benches/overhead.rs` and the numbers and how to
-//! read them are in `README.md`. Run with `cargo bench -p waffle-benches --bench overhead`.
+//! Benches for waffle; the code is in `benches/` (`overhead.rs`: what a span costs; `ffi.rs`: C
+//! macros against Rust macros; `decode.rs`: decode and export throughput per format) and the
+//! numbers and how to read them are in `README.md`. Run with
+//! `cargo bench -p waffle-benches --bench overhead` (or `ffi`, `decode`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

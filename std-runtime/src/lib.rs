@@ -25,7 +25,8 @@
 //!
 //! Then `waffle-decode trace.bin -o trace.pftrace` and open the result in ui.perfetto.dev.
 //!
-//! Modules: [`session`] and the collector write files, [`decode`] reads them into [`model`],
+//! Modules: [`session`] and the collector write files, [`decode`] reads them as a stream of
+//! records (which the Perfetto exporter writes as they come) or into [`model`],
 //! [`export`] writes other formats from the model.
 
 #![warn(missing_docs)]

@@ -8,7 +8,7 @@ use crate::error::Error;
 use std::{
     fmt,
     fs::File,
-    io::{self, BufReader, Read},
+    io::{self, BufReader, Read, Seek},
     path::{Path, PathBuf},
 };
 use waffle::wire::{self, FORMAT_VERSION, FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC, MAX_FRAME_PAYLOAD};
@@ -59,6 +59,40 @@ impl FrameReader<BufReader<File>> {
     }
 }
 
+impl<R: Read + Seek> FrameReader<BufReader<R>> {
+    /// The next intact frame of kind `kind`, its payload in `payload`: the frames are walked as
+    /// [`read_frame`](Self::read_frame) walks them, but only the heads of other frames are read
+    /// and their payloads are seeked over, so finding the last CLOCK frame of a large file
+    /// costs a few bytes per frame. Damage ends the walk silently (reading the file reports it).
+    pub fn next_of_kind(&mut self, kind: u8, payload: &mut Vec<u8>) -> Option<u64> {
+        while !self.done {
+            let offset = self.offset;
+            let Ok(Some((k, len, head))) = self.head() else {
+                self.done = true;
+                return None;
+            };
+            self.offset += (FRAME_HEAD_LEN + len as usize + FRAME_TAIL_LEN) as u64;
+            if k != kind {
+                if self.input.seek_relative(i64::from(len) + FRAME_TAIL_LEN as i64).is_err() {
+                    self.done = true;
+                }
+                continue;
+            }
+            payload.clear();
+            let got = (&mut self.input).take(u64::from(len)).read_to_end(payload).unwrap_or(0);
+            let mut tail = [0u8; FRAME_TAIL_LEN];
+            if got < len as usize || read_full(&mut self.input, &mut tail).unwrap_or(0) < FRAME_TAIL_LEN {
+                self.done = true;
+                return None;
+            }
+            if crc(&head, payload) == u32::from_le_bytes(tail) {
+                return Some(offset);
+            }
+        }
+        None
+    }
+}
+
 impl<R: Read> FrameReader<R> {
     /// Reads the magic and version from `input`; `path` names it in messages.
     pub fn new(mut input: R, path: &Path) -> Result<Self, Error> {
@@ -88,33 +122,26 @@ impl<R: Read> FrameReader<R> {
     /// The next intact frame, or `None` at the end of the readable part of the file. Problems
     /// on the way are added to `warnings`.
     pub fn next_frame(&mut self, warnings: &mut Vec<Warning>) -> Option<Frame> {
+        let mut payload = Vec::new();
+        let (kind, offset) = self.read_frame(warnings, &mut payload)?;
+        Some(Frame { kind, offset, payload })
+    }
+
+    /// Like [`next_frame`](Self::next_frame), but reads the payload into `payload` (replacing
+    /// what it held), so that one buffer serves a whole file. Returns the frame's kind and
+    /// offset.
+    pub fn read_frame(&mut self, warnings: &mut Vec<Warning>, payload: &mut Vec<u8>) -> Option<(u8, u64)> {
         while !self.done {
             let offset = self.offset;
-            let mut head = [0u8; FRAME_HEAD_LEN];
-            let n = match read_full(&mut self.input, &mut head) {
-                Ok(n) => n,
-                Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
+            let (kind, len, head) = match self.head() {
+                Ok(Some(h)) => h,
+                Ok(None) => return None,
+                Err(message) => return self.stop(warnings, offset, message),
             };
-            if n == 0 {
-                self.done = true;
-                return None;
-            }
-            if n < head.len() {
-                return self.stop(
-                    warnings,
-                    offset,
-                    format!(
-                        "file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"
-                    ),
-                );
-            }
-            let kind = head[0];
-            let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
-            if len > MAX_FRAME_PAYLOAD {
-                return self.stop(warnings, offset, format!("frame length {len} exceeds the {MAX_FRAME_PAYLOAD}-byte limit (corrupt length field); the rest of the file is not read"));
-            }
-            let mut payload = Vec::new();
-            let got = match (&mut self.input).take(u64::from(len)).read_to_end(&mut payload) {
+            payload.clear();
+            // `take` + `read_to_end` grows the buffer with the bytes that arrive, never to a
+            // length the file claims.
+            let got = match (&mut self.input).take(u64::from(len)).read_to_end(payload) {
                 Ok(g) => g,
                 Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
             };
@@ -125,19 +152,39 @@ impl<R: Read> FrameReader<R> {
                 return self.stop(warnings, offset, format!("file ends inside a frame of kind {kind} ({got} of {len} payload bytes); the frame is lost"));
             }
             self.offset += (FRAME_HEAD_LEN + len as usize + FRAME_TAIL_LEN) as u64;
-            let mut crc = crc32fast::Hasher::new();
-            crc.update(&head);
-            crc.update(&payload);
-            if crc.finalize() != u32::from_le_bytes(tail) {
+            if crc(&head, payload) != u32::from_le_bytes(tail) {
                 warnings.push(self.warning(
                     offset,
                     format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped"),
                 ));
                 continue;
             }
-            return Some(Frame { kind, offset, payload });
+            return Some((kind, offset));
         }
         None
+    }
+
+    /// Reads the next frame head: `Ok(None)` at a clean end of file, `Err` (with the message
+    /// of the warning) when the head is cut or its length is beyond the format's limit. Either
+    /// way, reading is over when it is not `Ok(Some(..))`.
+    fn head(&mut self) -> Result<Option<(u8, u32, [u8; FRAME_HEAD_LEN])>, String> {
+        let mut head = [0u8; FRAME_HEAD_LEN];
+        let n = read_full(&mut self.input, &mut head).map_err(|e| format!("read error: {e}"))?;
+        if n == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        if n < head.len() {
+            return Err(format!(
+                "file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"
+            ));
+        }
+        let kind = head[0];
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        if len > MAX_FRAME_PAYLOAD {
+            return Err(format!("frame length {len} exceeds the {MAX_FRAME_PAYLOAD}-byte limit (corrupt length field); the rest of the file is not read"));
+        }
+        Ok(Some((kind, len, head)))
     }
 
     /// Byte offset of the next frame.
@@ -149,11 +196,18 @@ impl<R: Read> FrameReader<R> {
         Warning { path: self.path.clone(), offset, message }
     }
 
-    fn stop(&mut self, warnings: &mut Vec<Warning>, offset: u64, message: String) -> Option<Frame> {
+    fn stop<T>(&mut self, warnings: &mut Vec<Warning>, offset: u64, message: String) -> Option<T> {
         warnings.push(self.warning(offset, message));
         self.done = true;
         None
     }
+}
+
+fn crc(head: &[u8], payload: &[u8]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(head);
+    crc.update(payload);
+    crc.finalize()
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -192,8 +246,20 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint.
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, String> {
-        match wire::read_varint(&self.buf[self.pos..]) {
+        // Most varints in a trace (tags aside: deltas, callsite ids, small fields) take a byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.long_varint()
+    }
+
+    fn long_varint(&mut self) -> Result<u64, String> {
+        match wire::read_varint(&self.buf[self.pos.min(self.buf.len())..]) {
             Ok((v, n)) => {
                 self.pos += n;
                 Ok(v)
@@ -203,6 +269,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint that must fit in `u32`.
+    #[inline]
     pub fn varint_u32(&mut self) -> Result<u32, String> {
         let at = self.pos;
         let v = self.varint()?;
@@ -210,6 +277,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `n` raw bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let Some(end) = end else {
@@ -225,15 +293,21 @@ impl<'a> Cursor<'a> {
     }
 
     /// One byte.
+    #[inline]
     pub fn byte(&mut self) -> Result<u8, String> {
         Ok(self.bytes(1)?[0])
     }
 
     /// A length-prefixed string (invalid UTF-8 is replaced, not rejected).
     pub fn str(&mut self) -> Result<String, String> {
+        Ok(String::from_utf8_lossy(self.str_bytes()?).into_owned())
+    }
+
+    /// The bytes of a length-prefixed string, as they are (not checked as UTF-8).
+    pub fn str_bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| format!("string length {n} is out of range"))?;
-        Ok(String::from_utf8_lossy(self.bytes(n)?).into_owned())
+        self.bytes(n)
     }
 
     /// The rest of the payload.

@@ -382,3 +382,34 @@ def test_causal_pair(pair):
         assert [p.name for p in tracks[f.track].slices if any(c is f for c in p.children)] == ["drive"]
         assert sources(f) == ["task"]
     assert len(arrows) == 6, "link, correlation, handle, task and two fetches; nothing else"
+
+
+@pytest.mark.parametrize("example", ["nan_allreduce", "dispatch"])
+def test_example_outputs(example, tmp_path):
+    """The other causal examples, streamed into a .pftrace by `waffle-decode`: the import rules
+    and the flow rules hold, and every arrow joins two slices or instants."""
+    bin_dir = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
+    binary, decode = bin_dir / "examples" / example, bin_dir / "waffle-decode"
+    for b in (binary, decode):
+        if not b.is_file():
+            if os.environ.get("WAFFLE_PFTRACE"):
+                pytest.skip(f"{b} not found")
+            pytest.fail(f"{b} not found: build with `cargo build --workspace --examples` "
+                        "or set WAFFLE_BIN_DIR")
+    if example == "nan_allreduce":
+        run(binary, tmp_path / "run")
+        inputs = [tmp_path / "run" / "rank0.bin", tmp_path / "run" / "rank1.bin"]
+    else:
+        run(binary, tmp_path / "dispatch.bin")
+        inputs = [tmp_path / "dispatch.bin"]
+    run(decode, *inputs, "-o", tmp_path / "out.pftrace")
+    tracks, flowing = parse((tmp_path / "out.pftrace").read_bytes())
+    arrows = flow_arrows(flowing)
+    assert arrows, "causality shows as arrows"
+    if example == "dispatch":
+        # Each worker's span has an arrow from the dispatcher's span that sent its task.
+        handled = [d for s, d in arrows if s.name == "dispatch_task" and d.name == "process_task"]
+        assert len(handled) == 12, [(s.name, d.name) for s, d in arrows]
+    else:
+        processes = [t for t in tracks.values() if t.descriptor.HasField("process")]
+        assert len(processes) == 2

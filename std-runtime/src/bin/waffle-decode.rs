@@ -9,6 +9,11 @@
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! ```
 //!
+//! A `.pftrace` is written in two streaming passes over the files (memory grows with open spans
+//! and cross-references, not with records), with a progress bar over the bytes read when stderr
+//! is a terminal (`--quiet` hides it). The other formats, and `--send`, decode the whole trace
+//! into memory first, so their memory grows with the number of records.
+//!
 //! `--send` retries as [`waffle_std::send::Policy`] says; the environment can shorten it (for
 //! tests): `WAFFLE_SEND_BACKOFF_MS` (the first wait; later waits double, up to 16 times it),
 //! `WAFFLE_SEND_BUDGET_MS` (the time one request may take over all its attempts) and
@@ -17,17 +22,18 @@
 #![forbid(unsafe_code)]
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::{
     fs::File,
-    io::{BufWriter, Write},
+    io::{BufWriter, IsTerminal, Write},
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
 };
 use waffle_std::{
     analysis::{self, Selector, WhyError},
-    decode,
-    export::Format,
+    decode::{self, ProcessStats},
+    export::{perfetto::FileExport, Format},
     send::{self, Options, Policy, Target},
 };
 
@@ -52,7 +58,9 @@ struct Cli {
     inputs: Vec<PathBuf>,
 
     /// Output file; its extension picks the format unless --format is given (.pftrace,
-    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json).
+    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json). A .pftrace alone is
+    /// streamed (memory stays bounded however large the input); the other formats, or any
+    /// output with --send, hold the whole trace in memory (it grows with the records).
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
 
@@ -70,7 +78,7 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     batch_spans: u32,
 
-    /// Print nothing but errors.
+    /// Print nothing but errors (no summary, no progress bar).
     #[arg(short, long)]
     quiet: bool,
 }
@@ -129,6 +137,9 @@ fn run(cli: &Cli) -> Result<(), String> {
         None => None,
     };
     let options = Options { batch_spans: cli.batch_spans as usize, policy: policy_from_env()? };
+    if let (Some((path, Format::Perfetto)), true) = (output, cli.send.is_empty()) {
+        return stream_perfetto(cli, path);
+    }
     let decoded = decode::decode_files(&cli.inputs).map_err(|e| e.to_string())?;
     for w in &decoded.warnings {
         eprintln!("waffle-decode: warning: {w}");
@@ -138,7 +149,7 @@ fn run(cli: &Cli) -> Result<(), String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if !cli.quiet {
-        summary(&decoded.trace);
+        summary(&decoded.trace.processes.iter().map(ProcessStats::of).collect::<Vec<_>>());
         if let Some((path, format)) = output {
             eprintln!("wrote {} ({})", path.display(), format.name());
         }
@@ -169,6 +180,52 @@ fn run(cli: &Cli) -> Result<(), String> {
     } else {
         Err(failures.join("\nwaffle-decode: error: "))
     }
+}
+
+/// `-o OUT.pftrace`: both passes stream from the files, under a progress bar when stderr is a
+/// terminal.
+fn stream_perfetto(cli: &Cli, path: &Path) -> Result<(), String> {
+    let bar = progress_bar(cli);
+    let mut progress = |n: u64| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    };
+    let export = FileExport::scan(&cli.inputs, &mut progress).map_err(|e| e.to_string())?;
+    let say = |line: String| match &bar {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    };
+    for w in &export.warnings {
+        say(format!("waffle-decode: warning: {w}"));
+    }
+    let processes = export.processes.clone();
+    let written = write_atomically(path, |out| export.write(out, &mut progress));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    written.map_err(|e| format!("{}: {e}", path.display()))?;
+    if !cli.quiet {
+        summary(&processes);
+        eprintln!("wrote {} ({})", path.display(), Format::Perfetto.name());
+    }
+    Ok(())
+}
+
+/// A bar over the bytes both passes read, on stderr if it is a terminal and not `--quiet`.
+fn progress_bar(cli: &Cli) -> Option<ProgressBar> {
+    if cli.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let size: u64 = cli.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bar = ProgressBar::with_draw_target(Some(2 * size), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta} left)",
+    );
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    Some(bar)
 }
 
 /// The format of `-o path`: `--format`'s, else the one its extension names.
@@ -269,16 +326,16 @@ fn write_atomically(
     result
 }
 
-fn summary(trace: &waffle_std::model::Trace) {
-    for p in &trace.processes {
-        let spans: usize = p.threads.iter().map(|t| t.spans.len()).sum();
-        let events: usize = p.threads.iter().map(|t| t.events.len()).sum();
+fn summary(processes: &[ProcessStats]) {
+    for p in processes {
         eprintln!(
-            "{}: pid {} ({}), {} threads, {spans} spans, {events} events{}{}",
+            "{}: pid {} ({}), {} threads, {} spans, {} events{}{}",
             p.source,
             p.pid,
             p.name,
-            p.threads.len(),
+            p.threads,
+            p.spans,
+            p.events,
             if p.dropped > 0 {
                 format!(", {} records DROPPED (buffers full)", p.dropped)
             } else {

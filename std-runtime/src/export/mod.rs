@@ -1,8 +1,10 @@
 //! Exporters: the decoded [`Trace`] written in the formats other tools read.
 //!
-//! Each format is one module that sees only [`crate::model`], never the bytes of a
-//! `trace.bin`. [`Format`] names them, picks one from an output file's extension or a
-//! `--format` name, and [`export`] dispatches to it.
+//! Each format is one module that sees only decoded data, never the bytes of a `trace.bin`:
+//! [`crate::model`], or for Perfetto also the decoder's records as they stream
+//! ([`perfetto::FileExport`], whose memory does not grow with the records). [`Format`] names
+//! them, picks one from an output file's extension or a `--format` name, and [`export`]
+//! dispatches to it.
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -1,10 +1,12 @@
 //! Unit tests of causality in the Perfetto exporter: flows between slices, and detached spans
 //! on tracks of their own, checked the way trace_processor reads them.
 
-use super::tests::{callsite, span, TraceProto};
+use super::tests::{self, callsite, span, TraceProto};
 use super::*;
-use crate::model::{Callsite, Event, Span};
-use proto::TrackDescriptor;
+use crate::model::{Callsite, Event, Process, Span, Thread};
+use prost::Message;
+use proto::{AnnotationValue, TrackDescriptor, TrackEvent};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use waffle::callsite::Kind;
 
@@ -238,9 +240,19 @@ fn detached_spans_get_their_own_tracks_and_threads_still_nest() {
 
 #[test]
 fn flow_ids_are_written_unpacked() {
+    let mut packets = packet::Packets::with_capacity(0);
+    packets.begin(7, 1);
+    packets.end(TYPE_INSTANT, None, 5, &[1, 2], &[3]);
+    let bytes = packets.bytes().to_vec();
+    // Field 47, wire type 1 (fixed64): key 47 << 3 | 1 = 0x179, varint f9 02; field 48: 81 03.
+    let keys = |key: [u8; 2]| bytes.windows(2).filter(|w| *w == key).count();
+    assert_eq!((keys([0xf9, 0x02]), keys([0x81, 0x03])), (2, 1));
+    let trace = tests::TraceProto::decode(bytes.as_slice()).unwrap();
+    let event = trace.packet[0].track_event.as_ref().unwrap();
+    assert_eq!((&event.flow_ids[..], &event.terminating_flow_ids[..]), (&[1, 2][..], &[3][..]));
+    // The messages the tests decode with read them the same way.
     let ev = TrackEvent { flow_ids: vec![1, 2], terminating_flow_ids: vec![3], ..Default::default() };
     let bytes = ev.encode_to_vec();
-    // Field 47, wire type 1 (fixed64): key 47 << 3 | 1 = 0x179, varint f9 02; field 48: 81 03.
     let keys = |key: [u8; 2]| bytes.windows(2).filter(|w| *w == key).count();
     assert_eq!((keys([0xf9, 0x02]), keys([0x81, 0x03])), (2, 1));
     assert_eq!(bytes.len(), 3 * (2 + 8));

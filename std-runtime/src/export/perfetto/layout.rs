@@ -15,7 +15,7 @@ use crate::model::Thread;
 
 /// A span or an event of one thread, by index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Node {
+enum Node {
     Span(usize),
     Event(usize),
 }
@@ -90,21 +90,6 @@ impl Layout {
             layout.order.push(node);
         }
         layout
-    }
-
-    /// Whether the span with id `id` encloses `node` on the thread track.
-    pub(super) fn encloses(&self, thread: &Thread, id: u64, node: Node) -> bool {
-        let mut at = match node {
-            Node::Span(i) => self.spans[i],
-            Node::Event(i) => self.events[i],
-        };
-        while let Some(i) = at {
-            if thread.spans[i].id == id {
-                return true;
-            }
-            at = self.spans[i];
-        }
-        false
     }
 
     /// The thread's records in the order that nests: a span's begin, then its children in

@@ -1,7 +1,10 @@
 //! Unit tests of the Perfetto exporter: its output decoded with our own message structs.
 
 use super::*;
-use crate::model::{Callsite, Event, Span};
+use crate::model::{Callsite, Event, Process, Span, Thread, Value};
+use prost::Message;
+use proto::AnnotationValue;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use waffle::{callsite::Kind, wire::FieldType};
 
@@ -190,14 +193,20 @@ fn slices_balance_and_nest() {
                 stack.push(name.unwrap());
                 log.push(format!("{ts} {} depth {} {values:?}", stack[stack.len() - 1], stack.len()));
             }
-            TYPE_SLICE_END => log.push(format!("{ts} end {}", stack.pop().expect("an open slice"))),
+            TYPE_SLICE_END => {
+                let name = stack.pop().expect("an open slice");
+                // An end's annotations are added to its slice by the trace processor.
+                let args = if values.is_empty() { String::new() } else { format!(" {values:?}") };
+                log.push(format!("{ts} end {name}{args}"));
+            }
             TYPE_INSTANT => log.push(format!("{ts} {} in {:?}", name.unwrap(), stack.last())),
             t => panic!("type {t}"),
         }
     }
     assert!(stacks.values().all(Vec::is_empty), "every begin ended");
     // Rank 0: the tie at 150 ends the first inner before the second begins, and the event
-    // at 150 lands in the second; the unfinished span says so and ends at its end_ns.
+    // at 150 lands in the second; the unfinished span says so (on its end) and ends at its
+    // end_ns.
     let expected = [
         "100 outer depth 1 [Uint(7)]",
         "100 inner depth 2 []",
@@ -207,8 +216,8 @@ fn slices_balance_and_nest() {
         "200 end inner",
         "200 end outer",
         "250 ev in None",
-        "300 outer depth 1 [Uint(1), Bool(true)]",
-        "400 end outer",
+        "300 outer depth 1 [Uint(1)]",
+        "400 end outer [Bool(true)]",
     ];
     assert_eq!(log[..expected.len()], expected);
 }

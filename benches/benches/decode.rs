@@ -1,0 +1,158 @@
+//! Decode and export throughput: bytes of `trace.bin` per second, per output format, on one
+//! core.
+//!
+//! Traces are recorded once into a temporary directory (4 threads of nested spans with fields,
+//! events, links within and across threads, correlations), then each export is timed from the
+//! file to bytes thrown away (`io::sink`), so disk writes are left out (the file is read from
+//! the page cache after the first iteration):
+//! - group `decode`, on a 64 MB trace: Perfetto through the streaming exporter
+//!   (`FileExport`, two passes over the file), and its parts: the first pass alone
+//!   (`perfetto_scan`), the second alone (`perfetto_write`), and the decoder into a sink that
+//!   keeps nothing (`decode_only`, what one pass costs before any exporting);
+//! - group `decode_small`, on a 2 MB trace of the same shape: every format, Perfetto again and
+//!   the others through the model (`decode_files`, then `export`). The model's exporters are
+//!   too slow (and, for some, too large in memory) for ten runs of the big trace.
+//!
+//! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
+//! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
+//! keeps them there (for `perf`). See README.md, "Decode and export".
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use std::{
+    hint::black_box,
+    io,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+use waffle::EventId;
+use waffle_std::{
+    decode::{self, stream::FileEnd, Header, Item, Sink},
+    export::{self, perfetto::FileExport, Format},
+};
+
+/// Records about `mb` MB of trace into `path`: each of 4 threads runs steps of an outer span
+/// (3 fields) around an inner span (1 field) and an event (2 fields); every 16th inner span
+/// links to the thread's previous event and to an event of the main thread, and every 8th
+/// outer span is correlated with the same step of the other threads.
+fn record(path: &Path, mb: u64) -> u64 {
+    let session = waffle_std::Config::new(path).queue_bytes(8 << 20).start().expect("start a session");
+    // About 40 bytes a step (measured); each thread makes a quarter.
+    let steps = mb * 1_000_000 / 40 / 4;
+    let origin = waffle::event!("origin");
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            s.spawn(move || {
+                let mut prev = EventId::NULL;
+                for i in 0..steps {
+                    let _outer = if i % 8 == 0 {
+                        waffle::span!("step", correlate = ("step", i), t, i, dt = 0.01)
+                    } else {
+                        waffle::span!("step", t, i, dt = 0.01)
+                    };
+                    {
+                        let _inner = if i % 16 == 0 {
+                            waffle::span!("stencil", caused_by = [prev, origin], cells = 4096u64)
+                        } else {
+                            waffle::span!("stencil", cells = 4096u64)
+                        };
+                    }
+                    prev = waffle::event!("converged", residual = 1e-9, ok = true);
+                    if i % 4096 == 0 {
+                        // Let the collector keep up, so that nothing is dropped.
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            });
+        }
+    });
+    let stats = session.stop().expect("stop the session");
+    if stats.dropped > 0 {
+        eprintln!("decode bench: {} records dropped while recording {}", stats.dropped, path.display());
+    }
+    let bytes = std::fs::metadata(path).expect("the trace").len();
+    let spans: u64 =
+        FileExport::scan(&[path], &mut |_| {}).expect("scan").processes.iter().map(|p| p.spans).sum();
+    eprintln!("decode bench: {} ({bytes} bytes, {spans} spans)", path.display());
+    bytes
+}
+
+/// A sink that keeps nothing: what decoding costs before any exporting.
+struct Nothing;
+
+impl Sink for Nothing {
+    type Span = ();
+    fn process(&mut self, _: &Header) {}
+    fn thread(&mut self, _: usize, _: u32) {}
+    fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
+    fn span_begin(&mut self, _: usize, span: &Item<'_>) {
+        black_box((span.id, span.fields.len()));
+    }
+    fn event(&mut self, _: usize, event: &Item<'_>) {
+        black_box((event.id, event.fields.len()));
+    }
+    fn span_end(&mut self, _: usize, _: (), ticks: u64, _: bool) {
+        black_box(ticks);
+    }
+    fn detach(&mut self, _: usize, _: (), _: u64) {}
+    fn detached_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
+    fn finish(&mut self, _: &FileEnd) {}
+}
+
+fn perfetto(files: &[PathBuf]) {
+    let export = FileExport::scan(files, &mut |_| {}).expect("scan");
+    export.write(&mut io::sink(), &mut |_| {}).expect("write");
+}
+
+fn env_mb(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn bench(c: &mut Criterion) {
+    let (dir, keep) = match std::env::var_os("WAFFLE_DECODE_BENCH_KEEP") {
+        Some(d) => (PathBuf::from(d), true),
+        None => (std::env::temp_dir().join(format!("waffle-decode-bench-{}", std::process::id())), false),
+    };
+    std::fs::create_dir_all(&dir).expect("a directory for the traces");
+    let (big, small) = ([dir.join("trace.bin")], [dir.join("small.bin")]);
+    // `cargo test --benches` runs each bench once, unoptimised: small traces then.
+    let testing = !std::env::args().any(|a| a == "--bench");
+    let big_bytes = record(&big[0], env_mb("WAFFLE_DECODE_BENCH_MB", if testing { 1 } else { 64 }));
+    let small_bytes = record(&small[0], env_mb("WAFFLE_DECODE_BENCH_SMALL_MB", if testing { 1 } else { 2 }));
+
+    let mut group = c.benchmark_group("decode");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Bytes(big_bytes));
+    group.bench_function("perfetto", |b| b.iter(|| perfetto(&big)));
+    group.bench_function("perfetto_scan", |b| b.iter(|| FileExport::scan(&big, &mut |_| {}).expect("scan")));
+    group.bench_function("perfetto_write", |b| {
+        b.iter_batched(
+            || FileExport::scan(&big, &mut |_| {}).expect("scan"),
+            |export| export.write(&mut io::sink(), &mut |_| {}).expect("write"),
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("decode_only", |b| {
+        b.iter(|| decode::stream::decode_path(&big[0], &mut Nothing).expect("decode"))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("decode_small");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group.throughput(Throughput::Bytes(small_bytes));
+    group.bench_function("perfetto", |b| b.iter(|| perfetto(&small)));
+    for &format in Format::ALL.iter().filter(|&&f| f != Format::Perfetto) {
+        group.bench_function(format.name(), |b| {
+            b.iter(|| {
+                let decoded = decode::decode_files(&small).expect("decode");
+                export::export(black_box(&decoded.trace), format, &mut io::sink()).expect("export");
+            })
+        });
+    }
+    group.finish();
+    if !keep {
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,317 @@
+//! One data chunk's records, against the state its stream carries from chunk to chunk.
+//!
+//! Each chunk is decodable on its own: its header gives the owner, the base timestamp, the
+//! first id, the open-span depth and the records dropped before it. So a damaged or missing
+//! chunk costs only itself; the depth lets the decoder close spans whose ends were lost and
+//! stand in for spans whose begins were lost, keeping every later span correctly nested.
+//!
+//! A span begin or an event is held back (the stream's *pending* item) until a record other
+//! than a link or a correlation follows it, so that the sink gets it with its causes.
+
+use super::{
+    decoder::{Decoder, Detached, MAX_EARLY_ENDS},
+    fields::Fields,
+    stream::{Item, Sink},
+};
+use crate::{model::Callsite, reader::Cursor, reader::Warning};
+use std::sync::Arc;
+use waffle::wire::{tag, unzigzag};
+
+/// What a stream has open: its spans and the contexts it entered, innermost last.
+#[derive(Clone, Copy)]
+pub(super) enum Open<T> {
+    /// A span: its id (0 for a stand-in), begin tick and the sink's handle.
+    Span { id: u64, start: u64, span: T },
+    /// A span entered as context (`ENTER`), by id.
+    Adopted(u64),
+}
+
+/// A span begin or event not yet handed to the sink.
+#[derive(Default)]
+struct Pending {
+    active: bool,
+    is_span: bool,
+    id: u64,
+    parent: Option<u64>,
+    site: u32,
+    fields: Fields,
+    ticks: u64,
+    depth: u32,
+    links: Vec<u64>,
+    correlation: Option<u64>,
+    /// Where a span's entry is on the stack, to give it the sink's handle.
+    stack_pos: usize,
+}
+
+/// What one `(stream, generation)` carries from chunk to chunk.
+pub(super) struct StreamState<T> {
+    pub(super) module: u32,
+    pub(super) stack: Vec<Open<T>>,
+    /// The latest span or event's id: what links and correlations attach to.
+    source: Option<u64>,
+    /// The id the stream's next chunk starts at if no record is lost in between; `None` before
+    /// its first chunk and after a chunk that did not decode to its end.
+    next_id: Option<u64>,
+    /// The last tick seen, to end spans that never ended.
+    pub(super) last_ts: u64,
+    pending: Pending,
+}
+
+impl<T: Copy + Default> StreamState<T> {
+    pub(super) fn new() -> Self {
+        StreamState {
+            module: 0,
+            stack: Vec::new(),
+            source: None,
+            next_id: None,
+            last_ts: 0,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Hands the pending item, if any, to the sink.
+    #[inline]
+    pub(super) fn flush<S: Sink<Span = T>>(&mut self, t: usize, sites: &[Arc<Callsite>], sink: &mut S) {
+        if self.pending.active {
+            self.flush_pending(t, sites, sink);
+        }
+    }
+
+    fn flush_pending<S: Sink<Span = T>>(&mut self, t: usize, sites: &[Arc<Callsite>], sink: &mut S) {
+        let p = &mut self.pending;
+        p.active = false;
+        let item = Item {
+            id: p.id,
+            parent: p.parent,
+            callsite: &sites[p.site as usize],
+            callsite_index: p.site,
+            fields: &p.fields,
+            ticks: p.ticks,
+            depth: p.depth,
+            links: &p.links,
+            correlation: p.correlation,
+        };
+        if p.is_span {
+            let handle = sink.span_begin(t, &item);
+            if let Some(Open::Span { span, .. }) = self.stack.get_mut(p.stack_pos) {
+                *span = handle;
+            }
+        } else {
+            sink.event(t, &item);
+        }
+    }
+}
+
+/// Stand-ins (spans whose begin was lost) one chunk header can ask for.
+const MAX_STANDINS_PER_CHUNK: u64 = 1 << 16;
+
+/// The parent of what a stream records next: its innermost open span or entered context, or
+/// for top-level records the span the process was started under.
+fn parent_of<T>(stack: &[Open<T>], top: Option<u64>) -> Option<u64> {
+    match stack.last() {
+        Some(Open::Span { id, .. }) => Some(*id).filter(|&p| p != 0),
+        Some(Open::Adopted(id)) => Some(*id),
+        None => top,
+    }
+}
+
+fn span_id(c: &mut Cursor<'_>) -> Result<u64, String> {
+    Ok(u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes")))
+}
+
+impl<T: Copy + Default> Decoder<T> {
+    pub(super) fn chunk<S: Sink<Span = T>>(
+        &mut self,
+        stream: u32,
+        body: &[u8],
+        at: u64,
+        sink: &mut S,
+    ) -> Result<(), String> {
+        let mut c = Cursor::new(body);
+        let generation = c.varint_u32()?;
+        let mut ts = c.varint()?;
+        let mut next_id = c.varint()?;
+        let depth = c.varint()?;
+        let dropped = c.varint()?;
+        let records = c.varint()?;
+        let t = self.thread(stream, generation, sink);
+        let Decoder { threads, sites, callsites, detached, early_ends, top_parent, .. } = self;
+        let (sites, top_parent) = (&sites[..], *top_parent);
+        let s = &mut threads[t];
+        let module = s.module;
+        // Links after a gap would attach to the wrong item: keep the source only if it is
+        // the item just before this chunk's first id.
+        if s.source.is_some_and(|id| id.wrapping_add(1) != next_id) {
+            s.flush(t, sites, sink);
+            s.source = None;
+        }
+        // How much of the stack is certainly still open. Each lost record moved the depth by
+        // at most one, so the lost records (`dropped` of them) left the bottom `depth - dropped`
+        // entries alone. If more ids are missing than records were dropped, something else was
+        // lost (a damaged frame) and nothing on the stack can be trusted.
+        let keep = match s.next_id.take() {
+            Some(expected) if next_id.wrapping_sub(expected) <= dropped => depth.saturating_sub(dropped),
+            _ => 0,
+        };
+        if dropped > 0 {
+            sink.dropped(t, dropped);
+        }
+        // Spans open before the chunk that may have ended in lost records: end them where the
+        // chunk starts (not marked ended).
+        let wanted = depth.min(MAX_STANDINS_PER_CHUNK);
+        if s.stack.len() as u64 > keep.min(depth) || (s.stack.len() as u64) < wanted {
+            s.flush(t, sites, sink);
+        }
+        while s.stack.len() as u64 > keep.min(depth) {
+            if let Some(Open::Span { span, .. }) = s.stack.pop() {
+                sink.span_end(t, span, ts, false);
+            }
+        }
+        // Spans begun in lost records and still open: stand-ins keep later nesting right.
+        let short = wanted.saturating_sub(s.stack.len() as u64).saturating_sub(self.standin_budget);
+        if short > 0 {
+            let message = format!(
+                "chunk of stream {stream} claims {depth} open spans; {short} stand-ins for lost begins \
+                 are not made (more than the file's size accounts for)"
+            );
+            self.warnings.push(Warning { path: self.path.clone(), offset: at, message });
+        }
+        while (s.stack.len() as u64) < wanted && self.standin_budget > 0 {
+            self.standin_budget -= 1;
+            let item = Item {
+                id: 0,
+                parent: parent_of(&s.stack, top_parent),
+                callsite: &sites[0],
+                callsite_index: 0,
+                fields: &self.no_fields,
+                ticks: ts,
+                depth: s.stack.len() as u32,
+                links: &[],
+                correlation: None,
+            };
+            let span = sink.span_begin(t, &item);
+            s.stack.push(Open::Span { id: 0, start: ts, span });
+        }
+        let mut seen = 0u64;
+        let mut early_ends_full = false;
+        let result = (|| {
+            while !c.is_empty() {
+                let record_tag = c.byte()?;
+                match record_tag {
+                    tag::SPAN_BEGIN | tag::EVENT => {
+                        let id = c.varint_u32()?;
+                        ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
+                        let site = callsites.get(module, id).ok_or_else(|| {
+                            format!(
+                                "record {seen} names callsite {id}, which the string table does not describe"
+                            )
+                        })?;
+                        s.flush(t, sites, sink);
+                        let p = &mut s.pending;
+                        p.fields.read(&mut c, &sites[site as usize], S::FIELDS)?;
+                        let is_span = record_tag == tag::SPAN_BEGIN;
+                        let parent = parent_of(&s.stack, top_parent);
+                        (p.active, p.is_span, p.id, p.parent, p.site, p.ticks) =
+                            (true, is_span, next_id, parent, site, ts);
+                        (p.depth, p.correlation, p.stack_pos) = (s.stack.len() as u32, None, s.stack.len());
+                        p.links.clear();
+                        if is_span {
+                            s.stack.push(Open::Span { id: next_id, start: ts, span: T::default() });
+                        }
+                        s.source = Some(next_id);
+                        next_id = next_id.wrapping_add(1);
+                    }
+                    tag::SPAN_END => {
+                        s.flush(t, sites, sink);
+                        ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
+                        // The innermost open span; an entered context left open is abandoned.
+                        while let Some(open) = s.stack.pop() {
+                            if let Open::Span { span, .. } = open {
+                                sink.span_end(t, span, ts, true);
+                                break;
+                            }
+                        }
+                    }
+                    tag::LINK_LOCAL | tag::LINK_FULL => {
+                        let target = if record_tag == tag::LINK_LOCAL {
+                            let delta = c.varint()?;
+                            s.source.map_or(0, |id| id.wrapping_sub(delta))
+                        } else {
+                            span_id(&mut c)?
+                        };
+                        if s.pending.active {
+                            s.pending.links.push(target);
+                        } else if s.source.is_some() {
+                            sink.late_link(t, target);
+                        }
+                    }
+                    tag::CORRELATE => {
+                        let value = c.varint()?;
+                        if s.pending.active {
+                            s.pending.correlation = Some(value);
+                        } else if s.source.is_some() {
+                            sink.late_correlation(t, value);
+                        }
+                    }
+                    tag::ENTER => {
+                        s.flush(t, sites, sink);
+                        s.stack.push(Open::Adopted(span_id(&mut c)?));
+                    }
+                    tag::EXIT => {
+                        s.flush(t, sites, sink);
+                        if let Some(pos) = s.stack.iter().rposition(|o| matches!(o, Open::Adopted(_))) {
+                            s.stack.remove(pos);
+                        }
+                    }
+                    tag::DETACH => {
+                        s.flush(t, sites, sink);
+                        let id = span_id(&mut c)?;
+                        let pos =
+                            s.stack.iter().rposition(|o| matches!(o, Open::Span { id: i, .. } if *i == id));
+                        if let Some(Open::Span { start, span, .. }) = pos.map(|pos| s.stack.remove(pos)) {
+                            sink.detach(t, span, id);
+                            if let Some(end) = early_ends.remove(&id) {
+                                sink.detached_end(t, span, end.max(start), true);
+                            } else if let Some(old) = detached.insert(id, Detached { thread: t, start, span })
+                            {
+                                // Two detached spans with one id (a damaged or forged file): the
+                                // first cannot be told from the second, so it ends here.
+                                sink.detached_end(old.thread, old.span, ts.max(old.start), false);
+                            }
+                        }
+                    }
+                    tag::ASYNC_END => {
+                        s.flush(t, sites, sink);
+                        ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
+                        let id = span_id(&mut c)?;
+                        if let Some(d) = detached.remove(&id) {
+                            sink.detached_end(d.thread, d.span, ts.max(d.start), true);
+                        } else if early_ends.len() < MAX_EARLY_ENDS || early_ends.contains_key(&id) {
+                            early_ends.insert(id, ts);
+                        } else {
+                            early_ends_full = true;
+                        }
+                    }
+                    other => return Err(format!("record {seen} has unknown tag 0x{other:02x}")),
+                }
+                seen += 1;
+            }
+            Ok(())
+        })();
+        s.last_ts = s.last_ts.max(ts);
+        s.next_id = result.is_ok().then_some(next_id);
+        if early_ends_full && !self.early_ends_warned {
+            self.early_ends_warned = true;
+            let message = format!(
+                "more than {MAX_EARLY_ENDS} ends of async spans name spans not (yet) detached; \
+                 the ends beyond them are ignored"
+            );
+            self.warnings.push(Warning { path: self.path.clone(), offset: at, message });
+        }
+        result?;
+        if seen != records {
+            return Err(format!("header says {records} records but {seen} were read"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,250 @@
+//! The decoder's state for one file: its callsites, its streams, its detached spans; and what
+//! each kind of frame does to it. One chunk's records are in `chunk.rs`.
+
+use super::{
+    chunk::{Open, StreamState},
+    fields::Fields,
+    stream::{read_calibration, FileEnd, Sink},
+};
+use crate::{
+    model::Callsite,
+    reader::{Cursor, Warning},
+};
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+use waffle::{
+    callsite::Kind,
+    wire::{frame, FieldType, FRAME_HEAD_LEN},
+};
+
+/// Callsite ids below this are looked up in a vector; higher ones (never written by waffle's
+/// runtimes, which count from 0) in a map, so that a hostile id cannot size the vector.
+const DENSE_CALLSITES: u32 = 1 << 16;
+
+/// The callsites of a file, by `(module, id)`, as indexes into [`Decoder::sites`].
+#[derive(Default)]
+pub(super) struct Callsites {
+    dense: Vec<(u32, Vec<u32>)>,
+    sparse: HashMap<(u32, u32), u32>,
+}
+
+impl Callsites {
+    #[inline]
+    pub(super) fn get(&self, module: u32, id: u32) -> Option<u32> {
+        for (m, ids) in &self.dense {
+            if *m == module {
+                return ids.get(id as usize).copied().filter(|&i| i != 0);
+            }
+        }
+        self.sparse.get(&(module, id)).copied()
+    }
+
+    fn insert(&mut self, module: u32, id: u32, index: u32) {
+        if id >= DENSE_CALLSITES {
+            self.sparse.insert((module, id), index);
+            return;
+        }
+        let pos = match self.dense.iter().position(|(m, _)| *m == module) {
+            Some(pos) => pos,
+            None => {
+                self.dense.push((module, Vec::new()));
+                self.dense.len() - 1
+            }
+        };
+        let ids = &mut self.dense[pos].1;
+        if ids.len() <= id as usize {
+            ids.resize(id as usize + 1, 0);
+        }
+        ids[id as usize] = index;
+    }
+}
+
+/// A detached span waiting for its ASYNC_END.
+pub(super) struct Detached<T> {
+    pub(super) thread: usize,
+    pub(super) start: u64,
+    pub(super) span: T,
+}
+
+/// Ends of detached spans read before the span was detached (its stream's chunk came later),
+/// kept at most this many; a file whose ASYNC_END records name spans that are never detached
+/// cannot make them pile up.
+pub(super) const MAX_EARLY_ENDS: usize = 1 << 16;
+
+/// The state of one file's decoding.
+pub(super) struct Decoder<T> {
+    pub(super) path: PathBuf,
+    /// The header's parent span: the parent of top-level records.
+    pub(super) top_parent: Option<u64>,
+    pub(super) callsites: Callsites,
+    /// Callsites by index; 0 is the stand-ins'.
+    pub(super) sites: Vec<Arc<Callsite>>,
+    /// Thread index by `(stream, generation)`.
+    streams: HashMap<(u32, u32), usize>,
+    pub(super) threads: Vec<StreamState<T>>,
+    /// Detached spans not yet ended, by id (ordered, so that the end of the file ends them in a
+    /// fixed order).
+    pub(super) detached: BTreeMap<u64, Detached<T>>,
+    /// ASYNC_END ticks by span id, for spans not detached yet.
+    pub(super) early_ends: HashMap<u64, u64>,
+    /// Whether the file was told that `early_ends` is full.
+    pub(super) early_ends_warned: bool,
+    dropped_end: u64,
+    complete: bool,
+    /// Stand-ins the decoder may still make: a fixed allowance plus one per byte of DATA read,
+    /// so that chunk headers claiming deep stacks cannot make memory grow faster than the file.
+    pub(super) standin_budget: u64,
+    /// The fields of a stand-in: none.
+    pub(super) no_fields: Fields,
+    pub(super) warnings: Vec<Warning>,
+}
+
+/// Stand-ins a file may ask for beyond one per byte of its DATA payloads.
+const STANDIN_ALLOWANCE: u64 = 4096;
+
+impl<T: Copy + Default> Decoder<T> {
+    pub(super) fn new(path: &Path, top_parent: Option<u64>) -> Self {
+        let placeholder = Arc::new(Callsite {
+            name: "(begin lost: records dropped)".into(),
+            module: String::new(),
+            file: String::new(),
+            line: 0,
+            kind: Kind::Span,
+            fields: Vec::new(),
+            correlate: String::new(),
+        });
+        Decoder {
+            path: path.to_owned(),
+            top_parent,
+            callsites: Callsites::default(),
+            sites: vec![placeholder],
+            streams: HashMap::new(),
+            threads: Vec::new(),
+            detached: BTreeMap::new(),
+            early_ends: HashMap::new(),
+            early_ends_warned: false,
+            dropped_end: 0,
+            complete: false,
+            standin_budget: STANDIN_ALLOWANCE,
+            no_fields: Fields::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub(super) fn frame<S: Sink<Span = T>>(
+        &mut self,
+        kind: u8,
+        offset: u64,
+        payload: &[u8],
+        sink: &mut S,
+    ) -> Result<(), String> {
+        let mut c = Cursor::new(payload);
+        match kind {
+            frame::CALLSITES => self.read_callsites(&mut c),
+            frame::STREAM => {
+                let (stream, generation, module) = (c.varint_u32()?, c.varint_u32()?, c.varint_u32()?);
+                let (tid, name) = (c.varint()?, c.str()?);
+                let t = self.thread(stream, generation, sink);
+                self.threads[t].module = module;
+                sink.thread_named(t, tid, &name);
+                Ok(())
+            }
+            frame::DATA => {
+                self.standin_budget = self.standin_budget.saturating_add(payload.len() as u64);
+                let stream = c.varint_u32()?;
+                while !c.is_empty() {
+                    let body_at = offset + (FRAME_HEAD_LEN + c.pos()) as u64;
+                    let len = c.varint()?;
+                    let Some(body) = usize::try_from(len).ok().and_then(|n| c.bytes(n).ok()) else {
+                        let left = payload.len() - c.pos();
+                        let message = format!(
+                            "chunk of stream {stream} says its body is {len} bytes but only {left} remain \
+                             in the frame; the rest of the frame is skipped"
+                        );
+                        self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
+                        break;
+                    };
+                    if let Err(msg) = self.chunk(stream, body, body_at, sink) {
+                        let message =
+                            format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
+                        self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
+                    }
+                }
+                Ok(())
+            }
+            frame::CLOCK => {
+                sink.calibration(read_calibration(&mut c)?);
+                Ok(())
+            }
+            frame::END => {
+                let n = c.varint()?;
+                for _ in 0..n.min(1 << 20) {
+                    let (_stream, dropped) = (c.varint()?, c.varint()?);
+                    self.dropped_end = self.dropped_end.saturating_add(dropped);
+                }
+                self.complete = true;
+                Ok(())
+            }
+            frame::HEADER => Err("a second header frame; ignored".into()),
+            k => Err(format!("unknown frame kind {k}; skipped")),
+        }
+    }
+
+    fn read_callsites(&mut self, c: &mut Cursor<'_>) -> Result<(), String> {
+        let module = c.varint_u32()?;
+        let first = c.varint_u32()?;
+        let count = c.varint_u32()?;
+        for i in 0..count {
+            let kind = c.byte()?;
+            let kind = Kind::from_code(kind)
+                .ok_or_else(|| format!("callsite {} has unknown kind {kind}", first + i))?;
+            let (name, module_path, file, line) = (c.str()?, c.str()?, c.str()?, c.varint_u32()?);
+            let n = c.varint()?;
+            let mut fields = Vec::new();
+            for _ in 0..n {
+                let fname = c.str()?;
+                let code = c.byte()?;
+                let ty = FieldType::from_code(code)
+                    .ok_or_else(|| format!("field {fname} has unknown type code {code}"))?;
+                fields.push((fname, ty));
+            }
+            let correlate = c.str()?;
+            let cs = Callsite { name, module: module_path, file, line, kind, fields, correlate };
+            self.callsites.insert(module, first.saturating_add(i), self.sites.len() as u32);
+            self.sites.push(Arc::new(cs));
+        }
+        Ok(())
+    }
+
+    /// The thread of `(stream, generation)`, made (and announced) on first sight.
+    pub(super) fn thread<S: Sink<Span = T>>(&mut self, stream: u32, generation: u32, sink: &mut S) -> usize {
+        let threads = &mut self.threads;
+        *self.streams.entry((stream, generation)).or_insert_with(|| {
+            threads.push(StreamState::new());
+            sink.thread(threads.len() - 1, stream);
+            threads.len() - 1
+        })
+    }
+
+    /// Ends what is still open: pending items are handed over, spans left on the stacks end at
+    /// their thread's last tick, and detached spans never ended end there too.
+    pub(super) fn finish<S: Sink<Span = T>>(&mut self, sink: &mut S) {
+        for t in 0..self.threads.len() {
+            self.threads[t].flush(t, &self.sites, sink);
+        }
+        for (t, s) in self.threads.iter_mut().enumerate() {
+            while let Some(open) = s.stack.pop() {
+                if let Open::Span { start, span, .. } = open {
+                    sink.span_end(t, span, s.last_ts.max(start), false);
+                }
+            }
+        }
+        for d in std::mem::take(&mut self.detached).into_values() {
+            sink.detached_end(d.thread, d.span, self.threads[d.thread].last_ts.max(d.start), false);
+        }
+        sink.finish(&FileEnd { dropped: self.dropped_end, complete: self.complete });
+    }
+}

@@ -1,0 +1,90 @@
+//! Lookups the two passes make per reference, without hashing a string or trusting ids: maps
+//! keyed by ids, and correlation keys by number.
+
+use std::{
+    collections::{hash_map::RandomState, HashMap},
+    hash::{BuildHasher, Hasher},
+};
+
+/// Hashes ids (and small tuples of them) with one multiply-xorshift round per word, keyed at
+/// random per map so that a file cannot choose colliding ids in advance.
+#[derive(Clone)]
+pub(super) struct IdHash(u64);
+
+impl Default for IdHash {
+    fn default() -> Self {
+        IdHash(RandomState::new().hash_one(0x5741_4646u64))
+    }
+}
+
+impl BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(self.0)
+    }
+}
+
+/// See [`IdHash`].
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.write_u64(u64::from(b)));
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        // splitmix64's finaliser.
+        let mut x = self.0 ^ v;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.0 = x ^ (x >> 31);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by ids.
+pub(super) type IdMap<K, V> = HashMap<K, V, IdHash>;
+
+/// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
+/// string per item: each callsite's key is looked up once per process.
+#[derive(Default)]
+pub(super) struct Keys {
+    pub(super) numbers: HashMap<String, u32>,
+    /// Per callsite index of the current process: its key's number + 1 (0: not looked up).
+    by_callsite: Vec<u32>,
+}
+
+impl Keys {
+    /// The number of a callsite's key; with `add`, new keys are numbered, else they are `None`.
+    #[inline]
+    pub(super) fn number(&mut self, callsite: u32, key: &str, add: bool) -> Option<u32> {
+        let c = callsite as usize;
+        if self.by_callsite.len() <= c {
+            self.by_callsite.resize(c + 1, 0);
+        }
+        if self.by_callsite[c] == 0 {
+            let n = match self.numbers.get(key) {
+                Some(&n) => n,
+                None if add => {
+                    let n = self.numbers.len() as u32;
+                    self.numbers.insert(key.to_owned(), n);
+                    n
+                }
+                None => return None,
+            };
+            self.by_callsite[c] = n + 1;
+        }
+        Some(self.by_callsite[c] - 1)
+    }
+
+    /// A new process: its callsites are numbered afresh.
+    pub(super) fn next_process(&mut self) {
+        self.by_callsite.clear();
+    }
+}

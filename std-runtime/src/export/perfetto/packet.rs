@@ -1,0 +1,393 @@
+//! Track-event packets encoded straight into the output buffer: the bytes of
+//! [`proto::TracePacket`](super::proto::TracePacket), without building a message per record
+//! and without copying the event once it is written (no allocation once the buffers have
+//! grown).
+//!
+//! A length-delimited field's length is only known once its contents are written, so it is
+//! reserved as a two-byte varint and filled in afterwards, as Perfetto's own protozero writer
+//! does: `0x85 0x00` is a valid (if not minimal) varint for 5, which every protobuf parser
+//! reads. Contents of 16 KiB or more (long strings) move up to make room for a longer length.
+//!
+//! Field numbers are Perfetto's (see `../shared/formats/NOTES.md` and `proto.rs`); the unit
+//! tests decode these bytes with the prost messages of `proto.rs`.
+
+use crate::decode::FieldValue;
+
+/// `Trace.packet`, length-delimited: the first byte of every packet.
+pub(super) const TRACE_PACKET_KEY: u8 = 1 << 3 | 2;
+
+/// Field keys (`number << 3 | wire type`; varint 0, 64-bit 1, length-delimited 2).
+mod key {
+    /// `TracePacket`.
+    pub const TIMESTAMP: u8 = 8 << 3;
+    pub const SEQUENCE_ID: u8 = 10 << 3;
+    pub const TRACK_EVENT: u8 = 11 << 3 | 2;
+    pub const INTERNED_DATA: u8 = 12 << 3 | 2;
+    pub const SEQUENCE_FLAGS: u8 = 13 << 3;
+    /// `TrackEvent`; fields 47 and 48 take two-byte keys.
+    pub const DEBUG_ANNOTATIONS: u8 = 4 << 3 | 2;
+    pub const TYPE: u8 = 9 << 3;
+    pub const NAME_IID: u8 = 10 << 3;
+    pub const TRACK_UUID: u8 = 11 << 3;
+    pub const FLOW_IDS: [u8; 2] = [0xf9, 0x02]; // 47 << 3 | 1
+    pub const TERMINATING_FLOW_IDS: [u8; 2] = [0x81, 0x03]; // 48 << 3 | 1
+    /// `InternedData`: tables of `{iid = 1, name = 2}`.
+    pub const EVENT_NAMES: u8 = 2 << 3 | 2;
+    pub const ANNOTATION_NAMES: u8 = 3 << 3 | 2;
+    pub const IID: u8 = 1 << 3;
+    pub const NAME: u8 = 2 << 3 | 2;
+    /// `DebugAnnotation`.
+    pub const ANNOTATION_NAME_IID: u8 = 1 << 3;
+    pub const BOOL_VALUE: u8 = 2 << 3;
+    pub const UINT_VALUE: u8 = 3 << 3;
+    pub const INT_VALUE: u8 = 4 << 3;
+    pub const DOUBLE_VALUE: u8 = 5 << 3 | 1;
+    pub const STRING_VALUE: u8 = 6 << 3 | 2;
+}
+
+/// `TracePacket.sequence_flags`: SEQ_NEEDS_INCREMENTAL_STATE.
+const NEEDS_INCREMENTAL_STATE: u8 = 2;
+
+/// Appends `v` as a varint to a vector (for the cold parts: interned names).
+fn varint(b: &mut Vec<u8>, v: u64) {
+    let (low, high, n) = encoded(v);
+    let mut bytes = [0u8; 10];
+    bytes[..8].copy_from_slice(&low.to_le_bytes());
+    bytes[8..].copy_from_slice(&high.to_le_bytes());
+    b.extend_from_slice(&bytes[..n]);
+}
+
+/// `v` as a varint: its first 8 bytes and next 2 as little-endian words, and how many bytes
+/// it takes.
+#[inline(always)]
+fn encoded(v: u64) -> (u64, u16, usize) {
+    // The 7-bit groups are gathered in registers, each with its continuation bit, which the
+    // last one then loses. (Bytes stored one by one and read back as a word would stall on
+    // store forwarding.)
+    let n = varint_len(v);
+    let mut low = 0x8080_8080_8080_8080u64;
+    for i in 0..8 {
+        low |= ((v >> (7 * i)) & 0x7f) << (8 * i);
+    }
+    let mut high = 0x8080u16 | ((v >> 56) & 0x7f) as u16 | ((v >> 63) as u16) << 8;
+    match n {
+        1..=8 => low &= !(0x80 << (8 * (n - 1))),
+        9 => high &= !0x80,
+        _ => high &= !0x8000,
+    }
+    (low, high, n)
+}
+
+/// The bytes `v` takes as a varint.
+#[inline(always)]
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Writes into a slice of the buffer with its position in a local, so that the compiler keeps
+/// it in a register (a byte pushed onto a `Vec` may alias the vector's length, which is then
+/// stored and loaded again around every byte).
+struct Put<'a> {
+    b: &'a mut [u8],
+    p: usize,
+}
+
+impl Put<'_> {
+    #[inline(always)]
+    fn byte(&mut self, x: u8) {
+        self.b[self.p] = x;
+        self.p += 1;
+    }
+
+    #[inline(always)]
+    fn bytes<const N: usize>(&mut self, x: [u8; N]) {
+        self.b[self.p..self.p + N].copy_from_slice(&x);
+        self.p += N;
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, v: u64) {
+        if v < 0x80 {
+            self.byte(v as u8);
+        } else {
+            let (low, high, n) = encoded(v);
+            self.words(low, high, n);
+        }
+    }
+
+    /// `n` bytes (at most 10) given as two little-endian words: two stores.
+    #[inline(always)]
+    fn words(&mut self, low: u64, high: u16, n: usize) {
+        self.b[self.p..self.p + 8].copy_from_slice(&low.to_le_bytes());
+        self.b[self.p + 8..self.p + 10].copy_from_slice(&high.to_le_bytes());
+        self.p += n;
+    }
+
+    /// A length-delimited field's key and a two-byte length to fill in: where that is.
+    #[inline(always)]
+    fn open(&mut self, key: u8) -> usize {
+        self.bytes([key, 0x80, 0x00]);
+        self.p - 2
+    }
+}
+
+/// The most bytes one field of fixed size takes: key, and a 10-byte varint or 8 bytes.
+const FIELD: usize = 12;
+
+/// Packets being written into one buffer, one track event at a time.
+pub(super) struct Packets {
+    /// Whole packets, and the one being written, up to `used`; the rest is room, zeroed once.
+    buf: Vec<u8>,
+    used: usize,
+    /// The `InternedData` entries of the packet being written: names it uses first.
+    interned: Vec<u8>,
+    packet_at: usize,
+    event_at: usize,
+    uses_iids: bool,
+    /// The last track uuid written, and its varint: most packets go to the track of the packet
+    /// before.
+    track: (u64, u64, u16, usize),
+}
+
+impl Packets {
+    /// An empty buffer with room for `bytes`.
+    pub(super) fn with_capacity(bytes: usize) -> Packets {
+        Packets {
+            buf: vec![0; bytes.max(256)],
+            used: 0,
+            interned: Vec::new(),
+            packet_at: 0,
+            event_at: 0,
+            uses_iids: false,
+            track: (0, 0, 0, 0),
+        }
+    }
+
+    /// The packets written.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.used]
+    }
+
+    /// Forgets the packets written (once they are out).
+    pub(super) fn clear(&mut self) {
+        self.used = 0;
+    }
+
+    /// Appends bytes as they are (a whole packet encoded elsewhere).
+    pub(super) fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        self.room(n)[..n].copy_from_slice(bytes);
+        self.used += n;
+    }
+
+    /// At least `n` bytes of room after what is written.
+    #[inline(always)]
+    fn room(&mut self, n: usize) -> &mut [u8] {
+        if self.buf.len() - self.used < n {
+            self.grow(n);
+        }
+        &mut self.buf[self.used..]
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        let len = (self.used + n).max(2 * self.buf.len());
+        self.buf.resize(len, 0);
+    }
+
+    /// Starts a packet on sequence `seq` at `ts` holding a track event.
+    #[inline]
+    pub(super) fn begin(&mut self, ts: u64, seq: u32) {
+        let used = self.used;
+        let mut w = Put { b: self.room(3 * FIELD), p: 0 };
+        let packet_at = w.open(TRACE_PACKET_KEY);
+        w.byte(key::TIMESTAMP);
+        w.varint(ts);
+        w.byte(key::SEQUENCE_ID);
+        w.varint(u64::from(seq));
+        let event_at = w.open(key::TRACK_EVENT);
+        let p = w.p;
+        (self.packet_at, self.event_at) = (used + packet_at, used + event_at);
+        self.used += p;
+        self.interned.clear();
+        self.uses_iids = false;
+    }
+
+    /// Defines event name `iid` in this packet.
+    pub(super) fn intern_name(&mut self, iid: u64, name: &str) {
+        intern(&mut self.interned, key::EVENT_NAMES, iid, name);
+    }
+
+    /// Defines annotation name `iid` in this packet.
+    pub(super) fn intern_annotation(&mut self, iid: u64, name: &str) {
+        intern(&mut self.interned, key::ANNOTATION_NAMES, iid, name);
+    }
+
+    /// A debug annotation with an interned name.
+    #[inline]
+    pub(super) fn annotation(&mut self, name_iid: u64, value: FieldValue<'_>) {
+        self.uses_iids = true;
+        let extra = match value {
+            FieldValue::Str(s) => s.len(),
+            _ => 0,
+        };
+        // Its length is known before it is written: no length to fill in afterwards.
+        let value_len = match value {
+            FieldValue::Bool(_) => 2,
+            FieldValue::U64(v) => 1 + varint_len(v),
+            FieldValue::I64(v) => 1 + varint_len(v as u64),
+            FieldValue::F64(_) => 9,
+            FieldValue::Str(s) => 1 + varint_len(s.len() as u64) + s.len(),
+        };
+        let mut w = Put { b: self.room(4 * FIELD + extra), p: 0 };
+        w.byte(key::DEBUG_ANNOTATIONS);
+        w.varint((1 + varint_len(name_iid) + value_len) as u64);
+        w.byte(key::ANNOTATION_NAME_IID);
+        w.varint(name_iid);
+        match value {
+            FieldValue::Bool(v) => w.bytes([key::BOOL_VALUE, u8::from(v)]),
+            FieldValue::U64(v) => {
+                w.byte(key::UINT_VALUE);
+                w.varint(v);
+            }
+            FieldValue::I64(v) => {
+                w.byte(key::INT_VALUE);
+                w.varint(v as u64);
+            }
+            FieldValue::F64(v) => {
+                w.byte(key::DOUBLE_VALUE);
+                w.bytes(v.to_le_bytes());
+            }
+            FieldValue::Str(s) => {
+                w.byte(key::STRING_VALUE);
+                w.varint(s.len() as u64);
+                w.b[w.p..w.p + s.len()].copy_from_slice(s.as_bytes());
+                w.p += s.len();
+            }
+        }
+        self.used += w.p;
+    }
+
+    /// Ends the packet: the rest of the `TrackEvent` (type, name, track, flows), then the names
+    /// it defines, and the flag saying it needs the sequence's interned state if it uses any.
+    /// Flow ids are written unpacked, as proto2 has them and trace_processor reads them.
+    #[inline]
+    pub(super) fn end(&mut self, kind: i32, name_iid: Option<u64>, track: u64, out: &[u64], into: &[u64]) {
+        if self.track.0 != track || self.track.3 == 0 {
+            let (low, high, n) = encoded(track);
+            self.track = (track, low, high, n);
+        }
+        self.uses_iids |= name_iid.is_some();
+        let (_, low, high, n) = self.track;
+        let mut w = Put { b: self.room(3 * FIELD + 10 * (out.len() + into.len())), p: 0 };
+        w.bytes([key::TYPE, kind as u8]);
+        if let Some(iid) = name_iid {
+            w.byte(key::NAME_IID);
+            w.varint(iid);
+        }
+        w.byte(key::TRACK_UUID);
+        w.words(low, high, n);
+        for id in out {
+            w.bytes(key::FLOW_IDS);
+            w.bytes(id.to_le_bytes());
+        }
+        for id in into {
+            w.bytes(key::TERMINATING_FLOW_IDS);
+            w.bytes(id.to_le_bytes());
+        }
+        self.used += w.p;
+        self.close(self.event_at);
+        if !self.interned.is_empty() {
+            let n = self.interned.len();
+            let mut w = Put { b: self.room(FIELD + n), p: 0 };
+            w.byte(key::INTERNED_DATA);
+            w.varint(n as u64);
+            let p = w.p;
+            let (used, interned) = (self.used + p, &self.interned);
+            self.buf[used..used + n].copy_from_slice(interned);
+            self.used = used + n;
+        }
+        if self.uses_iids {
+            let mut w = Put { b: self.room(2), p: 0 };
+            w.bytes([key::SEQUENCE_FLAGS, NEEDS_INCREMENTAL_STATE]);
+            self.used += 2;
+        }
+        self.close(self.packet_at);
+    }
+
+    /// Ends the contents whose length is reserved at `at`: fills it in.
+    #[inline]
+    fn close(&mut self, at: usize) {
+        let len = self.used - at - 2;
+        if len < 1 << 14 {
+            self.buf[at] = len as u8 | 0x80;
+            self.buf[at + 1] = (len >> 7) as u8;
+        } else {
+            // Longer than two bytes say: the contents move up.
+            let mut length = Vec::with_capacity(5);
+            varint(&mut length, len as u64);
+            let n = length.len();
+            self.room(n - 2);
+            self.buf.copy_within(at + 2..self.used, at + n);
+            self.buf[at..at + n].copy_from_slice(&length);
+            self.used += n - 2;
+        }
+    }
+}
+
+fn intern(b: &mut Vec<u8>, table: u8, iid: u64, name: &str) {
+    let len = 1 + varint_len(iid) + 1 + varint_len(name.len() as u64) + name.len();
+    b.push(table);
+    varint(b, len as u64);
+    b.push(key::IID);
+    varint(b, iid);
+    b.push(key::NAME);
+    varint(b, name.len() as u64);
+    b.extend_from_slice(name.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_are_prost_s() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut values = vec![0, 1, 127, 128, 300, 16_383, 16_384, u64::MAX, u64::MAX >> 1, 1 << 63];
+        values.extend((0..64).map(|k| 1u64 << k));
+        values.extend((0..64).map(|k| (1u64 << k) - 1));
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 64));
+        }
+        for v in values {
+            let (mut ours, mut theirs) = (vec![9], vec![9]);
+            varint(&mut ours, v);
+            prost::encoding::encode_varint(v, &mut theirs);
+            assert_eq!(ours, theirs, "{v}");
+            let mut packets = Packets::with_capacity(0);
+            let mut w = Put { b: packets.room(FIELD), p: 0 };
+            w.varint(v);
+            let p = w.p;
+            assert_eq!(&packets.buf[..p], &theirs[1..], "{v}");
+        }
+    }
+
+    #[test]
+    fn long_contents_get_longer_lengths() {
+        for len in [0, 127, 128, 16_383, 16_384, 70_000] {
+            let mut packets = Packets::with_capacity(0);
+            packets.put(&[key::STRING_VALUE, 0x80, 0x00]);
+            packets.put(&vec![7u8; len]);
+            packets.close(1);
+            let b = packets.bytes();
+            // Two bytes (not minimal below 128, still read right) up to 16 KiB, then minimal.
+            let (got, used) = waffle::wire::read_varint(&b[1..]).unwrap();
+            assert_eq!((got as usize, b.len() - 1 - used), (len, len));
+            let minimal = prost::encoding::encoded_len_varint(len as u64);
+            assert_eq!(used, minimal.max(2), "{len}");
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! The pre-pass: what the writer must know about the whole trace before it writes a record.
+//!
+//! Flows are pairs of ids on two packets, and either packet may come first in the output, so
+//! both ends must be numbered before anything is written. A first pass over the records
+//! ([`Scan`], a [`Sink`]) keeps only what cross-references need, so its memory grows with
+//! references, not with records:
+//! - per id that something refers to: how many items link to it, how many children sit off its
+//!   track (a context entered on another thread or process, a detached span's children, a
+//!   detached span itself), and whether it is detached (then it gets a track of its own from
+//!   its begin);
+//! - the runs of ids that exist, so that links to ids outside the trace are told apart;
+//! - per correlation group: its size and its last member in time;
+//! - per process its header and threads, for the track descriptors written first.
+//!
+//! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
+//! numbered from a base; the n-th item to reference it in the second pass takes base + n.
+
+use std::collections::HashSet;
+
+use super::{
+    index::{IdHash, IdMap, Keys},
+    FRESH_ID_BASE,
+};
+use crate::{
+    clock::{Calibration, Converter},
+    decode::{
+        stream::{FileEnd, Header, Item, Sink},
+        ProcessStats,
+    },
+};
+
+/// What the pass learns of one process.
+pub(super) struct ProcessPlan {
+    pub(super) header: Header,
+    pub(super) threads: Vec<ThreadPlan>,
+    pub(super) spans: u64,
+    pub(super) events: u64,
+    pub(super) dropped: u64,
+    pub(super) complete: bool,
+}
+
+/// One thread's track: its OS id and name, and whether it lost records.
+pub(super) struct ThreadPlan {
+    pub(super) tid: u64,
+    pub(super) name: String,
+    pub(super) dropped: u64,
+}
+
+/// How an id is referred to.
+#[derive(Default)]
+struct Refs {
+    /// Items whose links name it (each once, however often it names it).
+    links: u32,
+    /// Items whose parent it is and that do not sit inside it on their track.
+    children: u32,
+    detached: bool,
+}
+
+/// An open span of a thread in the first pass, where a parent is looked for.
+struct Entry {
+    id: u64,
+    /// Items counted as sitting inside it: moved to `Refs::children` if it is detached.
+    kids: u32,
+    /// Its own parent, and whether that parent was open below it (counted as enclosing it).
+    parent: u64,
+    parent_on_stack: bool,
+}
+
+#[derive(Default)]
+struct ThreadScan {
+    /// The run of consecutive ids being extended (first, last).
+    run: Option<(u64, u64)>,
+    stack: Vec<Entry>,
+}
+
+/// A correlation group: members so far and the latest, by (time, process, thread, id).
+struct Group {
+    members: u32,
+    last: Member,
+}
+
+/// A correlated item by (time in Unix ns, process, thread, id): the order the group's flow
+/// follows.
+pub(super) type Member = (u64, usize, usize, u64);
+
+/// The first pass over the records.
+#[derive(Default)]
+pub(super) struct Scan {
+    processes: Vec<ProcessPlan>,
+    /// The calibration of the next file (its last CLOCK frame's), when known in advance.
+    pub(super) next_calibration: Option<Calibration>,
+    cal: Option<Converter>,
+    threads: Vec<ThreadScan>,
+    runs: Vec<(u64, u64)>,
+    refs: IdMap<u64, Refs>,
+    keys: Keys,
+    groups: IdMap<(u32, u64), Group>,
+}
+
+impl Scan {
+    fn item(&mut self, t: usize, r: &Item<'_>, is_span: bool) {
+        let p = self.processes.len() - 1;
+        let th = &mut self.threads[t];
+        if r.id != 0 {
+            match &mut th.run {
+                Some((_, last)) if last.wrapping_add(1) == r.id => *last = r.id,
+                run => {
+                    self.runs.extend(run.take());
+                    *run = Some((r.id, r.id));
+                }
+            }
+        }
+        let mut parent_on_stack = false;
+        if let Some(parent) = r.parent {
+            match th.stack.iter_mut().rev().find(|e| e.id == parent) {
+                Some(e) => (e.kids, parent_on_stack) = (e.kids.saturating_add(1), true),
+                None => {
+                    let refs = self.refs.entry(parent).or_default();
+                    refs.children = refs.children.saturating_add(1);
+                }
+            }
+        }
+        for (k, &cause) in r.links.iter().enumerate() {
+            if cause != r.id && !r.links[..k].contains(&cause) {
+                let refs = self.refs.entry(cause).or_default();
+                refs.links = refs.links.saturating_add(1);
+            }
+        }
+        if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
+            if !key.is_empty() {
+                let cal = self.cal.expect("the header comes first");
+                let member = (cal.to_unix_ns(r.ticks), p, t, r.id);
+                let key = self.keys.number(r.callsite_index, key, true).expect("added");
+                let group = self.groups.entry((key, value)).or_insert(Group { members: 0, last: member });
+                group.members = group.members.saturating_add(1);
+                group.last = group.last.max(member);
+            }
+        }
+        if is_span {
+            let parent = r.parent.unwrap_or(0);
+            th.stack.push(Entry { id: r.id, kids: 0, parent, parent_on_stack });
+        }
+    }
+
+    fn process(&mut self) -> &mut ProcessPlan {
+        self.processes.last_mut().expect("the header comes first")
+    }
+}
+
+impl Sink for Scan {
+    type Span = ();
+    const FIELDS: bool = false;
+
+    fn process(&mut self, header: &Header) {
+        self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
+        self.threads.clear();
+        self.keys.next_process();
+        self.processes.push(ProcessPlan {
+            header: header.clone(),
+            threads: Vec::new(),
+            spans: 0,
+            events: 0,
+            dropped: 0,
+            complete: false,
+        });
+    }
+
+    fn thread(&mut self, _thread: usize, _stream: u32) {
+        self.threads.push(ThreadScan::default());
+        self.process().threads.push(ThreadPlan { tid: 0, name: String::new(), dropped: 0 });
+    }
+
+    fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
+        let t = &mut self.process().threads[thread];
+        t.tid = tid;
+        name.clone_into(&mut t.name);
+    }
+
+    fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
+        self.item(thread, span, true);
+        self.process().spans += 1;
+    }
+
+    fn event(&mut self, thread: usize, event: &Item<'_>) {
+        self.item(thread, event, false);
+        self.process().events += 1;
+    }
+
+    fn span_end(&mut self, thread: usize, _span: (), _ticks: u64, _ended: bool) {
+        self.threads[thread].stack.pop();
+    }
+
+    /// The span goes to a track of its own: what was counted as inside it on the thread's
+    /// track is not, nor is the span inside its parent.
+    fn detach(&mut self, thread: usize, _span: (), id: u64) {
+        let stack = &mut self.threads[thread].stack;
+        let Some(pos) = stack.iter().rposition(|e| e.id == id) else { return };
+        let e = stack.remove(pos);
+        let refs = self.refs.entry(id).or_default();
+        refs.detached = true;
+        refs.children = refs.children.saturating_add(e.kids);
+        if e.parent_on_stack {
+            if let Some(parent) = stack.iter_mut().rev().find(|p| p.id == e.parent) {
+                parent.kids = parent.kids.saturating_sub(1);
+                let refs = self.refs.entry(e.parent).or_default();
+                refs.children = refs.children.saturating_add(1);
+            }
+        }
+    }
+
+    fn detached_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
+
+    fn dropped(&mut self, thread: usize, records: u64) {
+        let t = &mut self.process().threads[thread];
+        t.dropped = t.dropped.saturating_add(records);
+    }
+
+    fn finish(&mut self, end: &FileEnd) {
+        let runs = self.threads.iter_mut().filter_map(|t| t.run.take());
+        self.runs.extend(runs);
+        let p = self.processes.last_mut().expect("the header comes first");
+        let thread_drops = p.threads.iter().fold(0u64, |sum, t| sum.saturating_add(t.dropped));
+        (p.dropped, p.complete) = (thread_drops.max(end.dropped), end.complete);
+    }
+}
+
+/// A referenced item: its flows and whether it is detached. Counters advance in the second
+/// pass as its references are met.
+pub(super) struct Target {
+    pub(super) id: u64,
+    pub(super) detached: bool,
+    /// Flows to the items that link to it: `link_base + 0 .. links`.
+    pub(super) links: u32,
+    pub(super) link_base: u64,
+    pub(super) links_met: u32,
+    /// Flows to its children off its track: `child_base + 0 .. children`.
+    pub(super) children: u32,
+    pub(super) child_base: u64,
+    pub(super) children_met: u32,
+    /// Whether its own packet (which starts its flows) is written.
+    pub(super) written: bool,
+}
+
+/// A correlation group of two or more: its flow, and its last member, which ends the flow.
+pub(super) struct GroupPlan {
+    pub(super) flow: u64,
+    pub(super) last: Member,
+}
+
+/// What the writer knows before it starts.
+pub(super) struct Plan {
+    pub(super) processes: Vec<ProcessPlan>,
+    pub(super) pids: Vec<i32>,
+    pub(super) tids: Vec<Vec<i64>>,
+    /// Referenced items, by id.
+    pub(super) targets: Vec<Target>,
+    /// Correlation keys, numbered as `groups` knows them.
+    pub(super) keys: Keys,
+    /// Groups of two or more, by key number and value.
+    pub(super) groups: IdMap<(u32, u64), GroupPlan>,
+}
+
+impl Plan {
+    pub(super) fn new(scan: Scan) -> Plan {
+        let Scan { processes, mut runs, refs, mut keys, groups, .. } = scan;
+        runs.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        for (first, last) in runs {
+            match merged.last_mut() {
+                Some((_, l)) if first <= l.saturating_add(1) => *l = (*l).max(last),
+                _ => merged.push((first, last)),
+            }
+        }
+        let exists = |id: u64| {
+            let i = merged.partition_point(|&(first, _)| first <= id);
+            i > 0 && merged[i - 1].1 >= id
+        };
+        let mut targets: Vec<Target> = refs
+            .into_iter()
+            // 0 is the null id (stand-ins have it): never a target.
+            .filter(|&(id, _)| id != 0)
+            .filter_map(|(id, r)| {
+                let (links, children) = if exists(id) { (r.links, r.children) } else { (0, 0) };
+                (r.detached || links > 0 || children > 0).then_some(Target {
+                    id,
+                    detached: r.detached,
+                    links,
+                    link_base: 0,
+                    links_met: 0,
+                    children,
+                    child_base: 0,
+                    children_met: 0,
+                    written: false,
+                })
+            })
+            .collect();
+        targets.sort_unstable_by_key(|t| t.id);
+        // Flow ids: from 1, in id order, then the groups in key and value order, so that the
+        // output does not depend on hashing.
+        let mut next = 1u64;
+        for t in &mut targets {
+            (t.link_base, t.child_base) = (next, next + u64::from(t.links));
+            next += u64::from(t.links) + u64::from(t.children);
+        }
+        let mut names: Vec<(&str, u32)> = keys.numbers.iter().map(|(k, &n)| (k.as_str(), n)).collect();
+        names.sort_unstable();
+        let mut rank = vec![0; names.len()];
+        for (r, (_, n)) in names.iter().enumerate() {
+            rank[*n as usize] = r;
+        }
+        let mut sorted: Vec<_> = groups.into_iter().filter(|(_, g)| g.members > 1).collect();
+        sorted.sort_unstable_by_key(|&((key, value), _)| (rank[key as usize], value));
+        let mut groups = IdMap::with_capacity_and_hasher(sorted.len(), IdHash::default());
+        for (key, g) in sorted {
+            groups.insert(key, GroupPlan { flow: next, last: g.last });
+            next += 1;
+        }
+        keys.next_process();
+        let (pids, tids) = assign_ids(&processes);
+        Plan { processes, pids, tids, targets, keys, groups }
+    }
+
+    /// The index of the referenced item `id`, if it is one.
+    pub(super) fn target(&self, id: u64) -> Option<usize> {
+        self.targets.binary_search_by_key(&id, |t| t.id).ok()
+    }
+
+    /// The numbers of each process.
+    pub(super) fn stats(&self) -> Vec<ProcessStats> {
+        self.processes
+            .iter()
+            .map(|p| ProcessStats {
+                source: p.header.source.clone(),
+                pid: p.header.pid,
+                name: p.header.name.clone(),
+                threads: p.threads.len(),
+                spans: p.spans,
+                events: p.events,
+                dropped: p.dropped,
+                complete: p.complete,
+            })
+            .collect()
+    }
+}
+
+/// The pid of each process and the tid of each thread as written: unique over the trace.
+fn assign_ids(processes: &[ProcessPlan]) -> (Vec<i32>, Vec<Vec<i64>>) {
+    // Pids and tids share one space, as they do in the kernel: a tid equal to another
+    // process's pid would make the trace processor think it is that process's main thread.
+    let mut used = HashSet::new();
+    let mut next_fresh = FRESH_ID_BASE;
+    let mut claim = |wanted: Option<i64>, used: &mut HashSet<i64>| -> i64 {
+        let id = match wanted {
+            Some(id) if id > 0 && id <= i64::from(i32::MAX) && !used.contains(&id) => id,
+            _ => loop {
+                next_fresh += 1;
+                if !used.contains(&next_fresh) {
+                    break next_fresh;
+                }
+            },
+        };
+        used.insert(id);
+        id
+    };
+    let pids: Vec<i64> = processes.iter().map(|p| claim(Some(p.header.pid.into()), &mut used)).collect();
+    let tids = processes
+        .iter()
+        .zip(&pids)
+        .map(|(process, &pid)| {
+            let mut main_taken = false;
+            let mut tids = Vec::with_capacity(process.threads.len());
+            for thread in &process.threads {
+                if thread.tid == u64::from(process.header.pid) && !main_taken {
+                    main_taken = true;
+                    tids.push(pid);
+                } else {
+                    tids.push(claim(i64::try_from(thread.tid).ok(), &mut used));
+                }
+            }
+            tids
+        })
+        .collect();
+    // `claim` only hands out ids up to i32::MAX or fresh ones just above 2^22.
+    let pids = pids.into_iter().map(|p| i32::try_from(p).unwrap_or(i32::MAX)).collect();
+    (pids, tids)
+}

@@ -1,0 +1,112 @@
+//! A decoded [`Trace`] played back as records, so that the exporter has one writer for files
+//! and for models.
+//!
+//! The model keeps spans in begin order and events in time order, not the stream's record
+//! order; `layout` recovers an order that nests (a span's begin, what it holds, its end), with
+//! detached spans merged in by time. Times are already Unix nanoseconds: they go through as
+//! ticks of a calibration that leaves them as they are.
+
+use std::{collections::HashMap, sync::Arc};
+
+use super::layout::{Layout, Step};
+use crate::{
+    clock::Calibration,
+    decode::{
+        stream::{FileEnd, Header, Item, Sink},
+        Fields,
+    },
+    model::{Callsite, Trace, Value},
+};
+
+/// Ticks that are nanoseconds already.
+const NANOSECONDS: Calibration = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 };
+
+/// Hands every process of `trace` to `sink`, one thread after the other.
+pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
+    let mut fields = Fields::new();
+    let mut handles: Vec<S::Span> = Vec::new();
+    for process in &trace.processes {
+        sink.process(&Header {
+            source: process.source.clone(),
+            pid: process.pid,
+            name: process.name.clone(),
+            host: process.host.clone(),
+            labels: process.labels.clone(),
+            trace_id: process.trace_id,
+            parent_span: process.parent_span,
+            calibration: NANOSECONDS,
+        });
+        for (t, thread) in process.threads.iter().enumerate() {
+            sink.thread(t, thread.stream);
+            sink.thread_named(t, thread.tid, &thread.name);
+            if thread.dropped > 0 {
+                sink.dropped(t, thread.dropped);
+            }
+        }
+        // Callsites numbered by first sight, as the decoder numbers them.
+        let mut sites: HashMap<*const Callsite, u32> = HashMap::new();
+        let mut index = |cs: &Arc<Callsite>| {
+            let next = sites.len() as u32 + 1;
+            *sites.entry(Arc::as_ptr(cs)).or_insert(next)
+        };
+        for (t, thread) in process.threads.iter().enumerate() {
+            handles.clear();
+            handles.resize(thread.spans.len(), S::Span::default());
+            for step in Layout::of(thread).steps(thread) {
+                match step {
+                    Step::Begin(i) => {
+                        let s = &thread.spans[i];
+                        fill(&mut fields, &s.fields);
+                        let item = Item {
+                            id: s.id,
+                            parent: s.parent,
+                            callsite: &s.callsite,
+                            callsite_index: index(&s.callsite),
+                            fields: &fields,
+                            ticks: s.start_ns,
+                            depth: s.depth,
+                            links: &s.links,
+                            correlation: s.correlation,
+                        };
+                        handles[i] = sink.span_begin(t, &item);
+                        if s.detached {
+                            sink.detach(t, handles[i], s.id);
+                        }
+                    }
+                    Step::End(i) => {
+                        let s = &thread.spans[i];
+                        if s.detached {
+                            sink.detached_end(t, handles[i], s.end_ns, s.ended);
+                        } else {
+                            sink.span_end(t, handles[i], s.end_ns, s.ended);
+                        }
+                    }
+                    Step::Instant(i) => {
+                        let e = &thread.events[i];
+                        fill(&mut fields, &e.fields);
+                        let item = Item {
+                            id: e.id,
+                            parent: e.parent,
+                            callsite: &e.callsite,
+                            callsite_index: index(&e.callsite),
+                            fields: &fields,
+                            ticks: e.ts_ns,
+                            depth: 0,
+                            links: &e.links,
+                            correlation: e.correlation,
+                        };
+                        sink.event(t, &item);
+                    }
+                }
+            }
+        }
+        sink.finish(&FileEnd { dropped: process.dropped, complete: process.complete });
+    }
+}
+
+fn fill(fields: &mut Fields, values: &[Value]) {
+    fields.clear();
+    for v in values {
+        fields.push(v.into());
+    }
+}

@@ -1,0 +1,145 @@
+//! Exporting a large trace to Perfetto keeps memory bounded: under a counting allocator, the
+//! peak of live heap while a ~50 MB and a ~200 MB `trace.bin` are streamed into a `.pftrace`
+//! stays under a fixed bound, and the larger file does not need more.
+//!
+//! The traces have causality throughout (links, correlations, contexts entered on other
+//! threads), but few references: what grows with references rather than records is, by design,
+//! an entry per referenced id and per correlation group (about 50 bytes each), and the packet of
+//! an item that many others link to (one flow id per link).
+//!
+//! Heavy (it records and exports 250 MB): runs in release builds only (`scripts/test.sh` runs
+//! `cargo test --release -p waffle-std --test bounded_memory`); a debug `cargo test` skips it.
+
+use std::{
+    alloc::{GlobalAlloc, Layout, System},
+    io,
+    path::Path,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
+use waffle_std::export::perfetto::FileExport;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn add(n: usize) {
+    let live = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
+// atomics.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        add(layout.size());
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        add(layout.size());
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            add(new_size - layout.size());
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The bound: a frame's payload (the collector writes up to one 8 MiB queue per frame), the
+/// reader's and the writer's buffers, and the per-thread and per-reference state.
+const BOUND: usize = 64 << 20;
+
+/// Records about `mb` MB: 4 threads of steps (an outer span with 3 fields around an inner span
+/// and an event); every 256th inner span links to an event recorded at the start, the outer
+/// span is correlated by `i % 64`, and every 4096th step enters a context on a helper thread.
+fn record(path: &Path, mb: u64) -> u64 {
+    let session = waffle_std::Config::new(path).queue_bytes(8 << 20).start().expect("start");
+    let steps = mb * 1_000_000 / 40 / 4;
+    let origin = waffle::event!("origin");
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            s.spawn(move || {
+                for i in 0..steps {
+                    let _outer = waffle::span!("step", correlate = ("step", i % 64), t, i, dt = 0.01);
+                    if i % 256 == 0 {
+                        let _inner = waffle::span!("stencil", caused_by = [origin], cells = 4096u64);
+                    } else {
+                        let _inner = waffle::span!("stencil", cells = 4096u64);
+                    }
+                    waffle::event!("converged", residual = 1e-9, ok = true);
+                    if i % 4096 == 0 {
+                        let ctx = waffle::Context::current();
+                        std::thread::spawn(move || {
+                            let _in = ctx.enter();
+                            let _helper = waffle::span!("helper");
+                        })
+                        .join()
+                        .unwrap();
+                        // Let the collector keep up.
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            });
+        }
+    });
+    session.stop().expect("stop");
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// Streams `path` into a `.pftrace` thrown away; the peak live heap meanwhile, above what was
+/// live before.
+fn peak_of_export(path: &Path) -> (usize, u64) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let export = FileExport::scan(&[path], &mut |_| {}).expect("scan");
+    let spans = export.processes.iter().map(|p| p.spans).sum();
+    export.write(&mut io::sink(), &mut |_| {}).expect("write");
+    (PEAK.load(Ordering::Relaxed) - before, spans)
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "heavy: runs in release (scripts/test.sh)")]
+fn exporting_to_perfetto_keeps_memory_bounded() {
+    let dir = std::env::temp_dir().join(format!("waffle-bounded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut peaks = vec![];
+    for mb in [50, 200] {
+        let path = dir.join(format!("{mb}.bin"));
+        let bytes = record(&path, mb);
+        let (peak, spans) = peak_of_export(&path);
+        println!(
+            "bounded memory: {:.1} MB trace.bin ({spans} spans): peak live heap {:.1} MiB while exporting",
+            bytes as f64 / 1e6,
+            peak as f64 / f64::from(1 << 20)
+        );
+        assert!(spans > mb * 1_000_000 / 40, "the trace was recorded");
+        assert!(peak < BOUND, "{peak} bytes live at the peak for {bytes} bytes of trace");
+        peaks.push((bytes, peak));
+        std::fs::remove_file(&path).ok();
+    }
+    let ((small_bytes, small), (big_bytes, big)) = (peaks[0], peaks[1]);
+    assert!(big_bytes > 3 * small_bytes);
+    // Four times the records, not more memory (a little slack for buffers that happened to
+    // grow a step further).
+    assert!(
+        big < small + small / 2 + (1 << 20),
+        "peak {small} for {small_bytes} bytes, {big} for {big_bytes}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

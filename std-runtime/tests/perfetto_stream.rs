@@ -1,0 +1,475 @@
+//! The Perfetto export streamed from files (two passes, records never held) and the export of
+//! the decoded model (the same writer, fed from the model) give the same trace: the same
+//! tracks, slices, instants, arguments and flow arrows, on real traces full of causality
+//! (links, correlations, contexts entered on other threads, detached spans, some detached after
+//! their children began), on traces that lost records, and on a cut file.
+
+mod common;
+#[path = "../examples/dispatch.rs"]
+mod dispatch;
+
+use prost::Message;
+use std::{
+    collections::{BTreeMap, HashMap},
+    future::Future,
+    path::{Path, PathBuf},
+    pin::Pin,
+    process::Command,
+    sync::Arc,
+    task::{Context as TaskContext, Poll, Wake, Waker},
+};
+use waffle::{Context, EventId, Instrument};
+use waffle_std::export::perfetto::{self, FileExport};
+
+/// Perfetto's messages, with the fields this test reads.
+mod pb {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Trace {
+        #[prost(message, repeated, tag = "1")]
+        pub packet: Vec<Packet>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Packet {
+        #[prost(uint64, optional, tag = "8")]
+        pub timestamp: Option<u64>,
+        #[prost(uint32, optional, tag = "10")]
+        pub seq: Option<u32>,
+        #[prost(message, optional, tag = "11")]
+        pub event: Option<Event>,
+        #[prost(message, optional, tag = "12")]
+        pub interned: Option<Interned>,
+        #[prost(message, optional, tag = "60")]
+        pub track: Option<Track>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Track {
+        #[prost(uint64, optional, tag = "1")]
+        pub uuid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
+        #[prost(message, optional, tag = "3")]
+        pub process: Option<ProcessDescriptor>,
+        #[prost(message, optional, tag = "4")]
+        pub thread: Option<ThreadDescriptor>,
+        #[prost(uint64, optional, tag = "5")]
+        pub parent: Option<u64>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ProcessDescriptor {
+        #[prost(int32, optional, tag = "1")]
+        pub pid: Option<i32>,
+        #[prost(string, optional, tag = "6")]
+        pub name: Option<String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ThreadDescriptor {
+        #[prost(int64, optional, tag = "2")]
+        pub tid: Option<i64>,
+        #[prost(string, optional, tag = "5")]
+        pub name: Option<String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Event {
+        #[prost(message, repeated, tag = "4")]
+        pub args: Vec<Arg>,
+        #[prost(int32, optional, tag = "9")]
+        pub kind: Option<i32>,
+        #[prost(uint64, optional, tag = "10")]
+        pub name_iid: Option<u64>,
+        #[prost(uint64, optional, tag = "11")]
+        pub track: Option<u64>,
+        #[prost(fixed64, repeated, packed = "false", tag = "47")]
+        pub flow_ids: Vec<u64>,
+        #[prost(fixed64, repeated, packed = "false", tag = "48")]
+        pub terminating: Vec<u64>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Interned {
+        #[prost(message, repeated, tag = "2")]
+        pub names: Vec<Name>,
+        #[prost(message, repeated, tag = "3")]
+        pub arg_names: Vec<Name>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Name {
+        #[prost(uint64, optional, tag = "1")]
+        pub iid: Option<u64>,
+        #[prost(string, optional, tag = "2")]
+        pub name: Option<String>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Arg {
+        #[prost(uint64, optional, tag = "1")]
+        pub name_iid: Option<u64>,
+        #[prost(bool, optional, tag = "2")]
+        pub bool_value: Option<bool>,
+        #[prost(uint64, optional, tag = "3")]
+        pub uint_value: Option<u64>,
+        #[prost(int64, optional, tag = "4")]
+        pub int_value: Option<i64>,
+        #[prost(double, optional, tag = "5")]
+        pub double_value: Option<f64>,
+        #[prost(string, optional, tag = "6")]
+        pub string_value: Option<String>,
+    }
+}
+
+/// A trace as trace_processor would show it, with nothing that depends on the order of
+/// packets or on numbering: per track (named by what it shows), its slices and instants in
+/// order; and the arrows flows draw, between named slices and instants.
+#[derive(Debug, PartialEq)]
+struct Shown {
+    tracks: BTreeMap<String, Vec<String>>,
+    arrows: Vec<(String, String)>,
+    /// Flows that break the time-order rules: only garbled input (times gone wrong) may have
+    /// them, and then both exports must have the same.
+    broken: Vec<String>,
+}
+
+fn shown(bytes: &[u8]) -> Shown {
+    let trace = pb::Trace::decode(bytes).expect("a Trace");
+    let mut names: HashMap<(u32, u64), String> = HashMap::new();
+    let mut arg_names: HashMap<(u32, u64), String> = HashMap::new();
+    let mut descriptors: HashMap<u64, pb::Track> = HashMap::new();
+    let mut last_ts: HashMap<u32, u64> = HashMap::new();
+    // (track, ts, kind, name, args, flows out, flows in), in file order.
+    let mut events = vec![];
+    for p in trace.packet {
+        let seq = p.seq.expect("a sequence");
+        if let Some(i) = p.interned {
+            for n in i.names {
+                names.insert((seq, n.iid.unwrap()), n.name.unwrap());
+            }
+            for n in i.arg_names {
+                arg_names.insert((seq, n.iid.unwrap()), n.name.unwrap());
+            }
+        }
+        if let Some(t) = p.track {
+            assert!(descriptors.insert(t.uuid.unwrap(), t).is_none(), "a track described twice");
+        }
+        let Some(ev) = p.event else { continue };
+        let ts = p.timestamp.unwrap();
+        let last = last_ts.entry(seq).or_default();
+        assert!(ts >= *last, "time goes back on sequence {seq}");
+        *last = ts;
+        let mut args: Vec<String> = ev
+            .args
+            .iter()
+            .map(|a| {
+                let value = match a {
+                    pb::Arg { bool_value: Some(v), .. } => format!("{v}"),
+                    pb::Arg { uint_value: Some(v), .. } => format!("{v}u"),
+                    pb::Arg { int_value: Some(v), .. } => format!("{v}i"),
+                    pb::Arg { double_value: Some(v), .. } => format!("{v:?}"),
+                    pb::Arg { string_value: Some(v), .. } => format!("{v:?}"),
+                    _ => panic!("an argument without a value"),
+                };
+                format!("{}={value}", arg_names[&(seq, a.name_iid.unwrap())])
+            })
+            .collect();
+        args.sort();
+        let name = ev.name_iid.map(|i| names[&(seq, i)].clone());
+        events.push((
+            ev.track.unwrap(),
+            ts,
+            ev.kind.unwrap(),
+            name,
+            args.join(" "),
+            ev.flow_ids,
+            ev.terminating,
+        ));
+    }
+    // Tracks by what they show: processes by name and pid, threads by tid and name within
+    // theirs, detached spans' tracks by name and begin time within theirs.
+    let mut first_ts: HashMap<u64, u64> = HashMap::new();
+    for e in &events {
+        first_ts.entry(e.0).or_insert(e.1);
+    }
+    let key = |uuid: u64| -> String {
+        let d = &descriptors[&uuid];
+        let process = |uuid: u64| {
+            let p = descriptors[&uuid].process.as_ref().expect("a process track");
+            format!("{} (pid {})", p.name.as_deref().unwrap_or(""), p.pid.unwrap())
+        };
+        match (&d.process, &d.thread) {
+            (Some(_), _) => process(uuid),
+            (_, Some(t)) => {
+                format!("{} / thread {} {:?}", process(d.parent.unwrap()), t.tid.unwrap(), t.name)
+            }
+            _ => format!("{} / {:?} at {:?}", process(d.parent.unwrap()), d.name, first_ts.get(&uuid)),
+        }
+    };
+    let mut tracks: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut stacks: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut flowing = vec![];
+    for (track, ts, kind, name, args, out, into) in events {
+        let k = key(track);
+        let stack = stacks.entry(track).or_default();
+        let line = match kind {
+            1 => {
+                let name = name.expect("a named slice");
+                stack.push(name.clone());
+                format!("{ts} begin {name} [{args}] depth {}", stack.len())
+            }
+            2 => format!("{ts} end {} [{args}]", stack.pop().expect("an open slice")),
+            3 => format!("{ts} instant {} [{args}] in {:?}", name.expect("a named instant"), stack.last()),
+            other => panic!("event type {other}"),
+        };
+        if !out.is_empty() || !into.is_empty() {
+            flowing.push((ts, format!("{k}: {line}"), out, into));
+        }
+        tracks.entry(k).or_default().push(line);
+    }
+    assert!(stacks.values().all(Vec::is_empty), "slices never ended");
+    // trace_processor's flow rules, in time order (ties in file order).
+    flowing.sort_by_key(|f| f.0);
+    let (mut active, mut freed, mut arrows) = (HashMap::new(), std::collections::HashSet::new(), vec![]);
+    let mut broken = vec![];
+    let mut uses: HashMap<u64, usize> = HashMap::new();
+    for (_, what, out, into) in &flowing {
+        for f in out.iter().chain(into) {
+            *uses.entry(*f).or_default() += 1;
+        }
+        for f in out {
+            if freed.contains(f) {
+                broken.push(format!("flow used at {what} after it ended"));
+            } else if let Some(from) = active.insert(*f, what.clone()) {
+                arrows.push((from, what.clone()));
+            }
+        }
+        for f in into {
+            match active.remove(f) {
+                Some(from) => arrows.push((from, what.clone())),
+                None => broken.push(format!("flow ends at {what} before it starts")),
+            }
+            freed.insert(*f);
+        }
+    }
+    broken.extend(active.into_values().map(|from| format!("flow from {from} never ends")));
+    assert!(uses.values().all(|&n| n >= 2), "a flow id on a single event");
+    arrows.sort();
+    broken.sort();
+    Shown { tracks, arrows, broken }
+}
+
+/// Both exports of `files`, shown; also checks the streamed export's summary and warnings
+/// against the model's.
+fn both(files: &[PathBuf]) -> (Shown, Shown) {
+    let decoded = waffle_std::decode::decode_files(files).expect("decode");
+    let mut model = Vec::new();
+    perfetto::write(&decoded.trace, &mut model).expect("write the model");
+    let mut read = 0u64;
+    let export = FileExport::scan(files, &mut |n| read += n).expect("scan");
+    assert_eq!(export.warnings, decoded.warnings);
+    let stats: Vec<_> = decoded.trace.processes.iter().map(waffle_std::decode::ProcessStats::of).collect();
+    assert_eq!(export.processes, stats);
+    let mut streamed = Vec::new();
+    export.write(&mut streamed, &mut |n| read += n).expect("write the stream");
+    let size: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+    assert_eq!(read, 2 * size, "progress counts every byte of both passes");
+    (shown(&streamed), shown(&model))
+}
+
+fn assert_same(name: &str, files: &[PathBuf]) -> Shown {
+    let (streamed, model) = both(files);
+    for (track, lines) in &model.tracks {
+        assert_eq!(streamed.tracks.get(track), Some(lines), "{name}: track {track}");
+    }
+    assert_eq!(streamed.tracks.len(), model.tracks.len(), "{name}: tracks");
+    assert_eq!(streamed.arrows, model.arrows, "{name}: arrows");
+    assert_eq!(streamed.broken, model.broken, "{name}: flows against time");
+    streamed
+}
+
+/// [`assert_same`], and every flow follows the time-order rules.
+fn assert_sound(name: &str, files: &[PathBuf]) -> Shown {
+    let shown = assert_same(name, files);
+    assert!(shown.broken.is_empty(), "{name}: {:?}", shown.broken);
+    shown
+}
+
+/// The frames of a file: (kind, offset, payload length).
+fn frames(bytes: &[u8]) -> Vec<(u8, usize, usize)> {
+    let (mut at, mut out) = (10, vec![]);
+    while at + 5 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        out.push((bytes[at], at, len));
+        at += 5 + len + 4;
+    }
+    out
+}
+
+struct NoopWake;
+impl Wake for NoopWake {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let waker = Waker::from(Arc::new(NoopWake));
+    let mut cx = TaskContext::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+/// Pending on the first poll, ready on the next.
+struct YieldOnce(bool);
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Three threads with every kind of causality, in small chunks so that links and
+/// correlations often land in the chunk after their item's.
+fn rich(path: &Path) {
+    let session = waffle_std::Config::new(path).staging_bytes(256).start().unwrap();
+    let root = waffle::event!("root", note = "start");
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            s.spawn(move || {
+                let mut prev = EventId::NULL;
+                for i in 0..200u64 {
+                    let name = format!("item {i}");
+                    let _outer =
+                        waffle::span!("outer", t, i, x = -(i as i64), f = 0.5 * i as f64, ok = i % 2 == 0);
+                    let _inner = waffle::span!(
+                        "inner",
+                        caused_by = [root, prev, EventId::from_u64(0xdead_beef)],
+                        correlate = ("round", i / 2),
+                        name = name.as_str()
+                    );
+                    prev = waffle::event!("mark", caused_by = [prev], correlate = ("solo", t * 1000 + i), i);
+                    if i % 50 == 0 {
+                        let ctx = Context::current();
+                        std::thread::scope(|s| {
+                            s.spawn(move || {
+                                let _in = ctx.enter();
+                                let _helper = waffle::span!("helper", i);
+                                waffle::event!("helped");
+                            });
+                        });
+                    }
+                    if i % 40 == 0 {
+                        // Detached at once, and detached after a child began (its child then
+                        // sits on the thread's track with an arrow from it).
+                        let task = YieldOnce(false).instrument(waffle::span!("task", i));
+                        let late = waffle::span!("late", i);
+                        {
+                            let _child = waffle::span!("child of late");
+                        }
+                        let late = async {
+                            let _poll = waffle::span!("poll");
+                        }
+                        .instrument(late);
+                        block_on(task);
+                        block_on(late);
+                    }
+                }
+            });
+        }
+    });
+    session.stop().unwrap();
+}
+
+/// A producer that outruns a small queue: dropped records, stand-ins and unfinished spans.
+fn lossy(path: &Path) {
+    let session = waffle_std::Config::new(path)
+        .queue_bytes(4 << 10)
+        .staging_bytes(256)
+        .drain_interval(std::time::Duration::from_millis(20))
+        .start()
+        .unwrap();
+    std::thread::spawn(|| {
+        // Long enough for several drain passes, each of which empties the queue once.
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        for i in 0u64.. {
+            if i % 64 == 0 && std::time::Instant::now() > until {
+                break;
+            }
+            let _a = waffle::span!("a", i);
+            let _b = waffle::span!("b");
+            waffle::event!("e", i);
+        }
+    })
+    .join()
+    .unwrap();
+    let stats = session.stop().unwrap();
+    assert!(stats.dropped > 0, "the queue was meant to overflow");
+}
+
+#[test]
+fn streamed_and_model_exports_show_the_same_trace() {
+    let dir = std::env::temp_dir().join(format!("waffle-perfetto-stream-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // First: stream slots keep their queue size when a later session reuses them.
+    let file = dir.join("lossy.bin");
+    lossy(&file);
+    assert_sound("lossy", &[file]);
+
+    let file = dir.join("rich.bin");
+    rich(&file);
+    let shown = assert_sound("rich", std::slice::from_ref(&file));
+    let arrows_into = |name: &str| shown.arrows.iter().filter(|(_, to)| to.contains(name)).count();
+    assert!(arrows_into("begin late") > 0 && arrows_into("begin child of late") > 0, "late detach");
+    assert!(arrows_into("begin helper") > 0 && arrows_into("begin inner") > 0);
+
+    // Records garbled inside intact frames (the CRC made right again): whatever the decoder
+    // makes of them, both exports nest, put every flow id on two events or more, and agree on
+    // the summary and warnings. (They may place items differently where garbled deltas make a
+    // stream's time run backwards: the model orders a thread by time, the stream keeps its
+    // record order.)
+    let bytes = std::fs::read(&file).unwrap();
+    let data: Vec<(usize, usize)> =
+        frames(&bytes).into_iter().filter(|&(kind, ..)| kind == 4).map(|(_, at, len)| (at, len)).collect();
+    let mut x = 0x853c_49e6_748f_ea9bu64;
+    for round in 0..25 {
+        let mut damaged = bytes.clone();
+        for _ in 0..3 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (at, len) = data[(x % data.len() as u64) as usize];
+            let pos = at + 5 + (x >> 20) as usize % len;
+            damaged[pos] ^= 1 << ((x >> 8) % 8);
+            let crc = crc32fast::hash(&damaged[at..at + 5 + len]);
+            damaged[at + 5 + len..at + 9 + len].copy_from_slice(&crc.to_le_bytes());
+        }
+        let garbled = dir.join(format!("garbled-{round}.bin"));
+        std::fs::write(&garbled, &damaged).unwrap();
+        both(std::slice::from_ref(&garbled));
+    }
+
+    // Cut in the middle: spans left open end unfinished, the rest of the file is lost.
+    let bytes = std::fs::read(&file).unwrap();
+    let cut = dir.join("cut.bin");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    assert_sound("cut", &[cut]);
+
+    let file = dir.join("dispatch.bin");
+    let session = waffle_std::start(&file).unwrap();
+    dispatch::run_pool(24, 3);
+    session.stop().unwrap();
+    assert_sound("dispatch", &[file]);
+
+    let out = Command::new(common::example("causal_pair")).arg(&dir).output().expect("run causal_pair");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_sound("causal_pair", &[dir.join("a.bin"), dir.join("b.bin")]);
+
+    let nan = dir.join("nan");
+    let out = Command::new(common::example("nan_allreduce")).arg(&nan).output().expect("run nan_allreduce");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = assert_sound("nan_allreduce", &[nan.join("rank0.bin"), nan.join("rank1.bin")]);
+    assert!(!shown.arrows.is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}

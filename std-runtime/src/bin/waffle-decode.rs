@@ -24,8 +24,7 @@
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::{
-    fs::File,
-    io::{BufWriter, IsTerminal, Write},
+    io::{IsTerminal, Write},
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
@@ -145,7 +144,7 @@ fn run(cli: &Cli) -> Result<(), String> {
         eprintln!("waffle-decode: warning: {w}");
     }
     if let Some((path, format)) = output {
-        write_atomically(path, |out| waffle_std::export::export(&decoded.trace, format, out))
+        waffle_std::export::write_file(path, |out| waffle_std::export::export(&decoded.trace, format, out))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if !cli.quiet {
@@ -200,7 +199,7 @@ fn stream_perfetto(cli: &Cli, path: &Path) -> Result<(), String> {
         say(format!("waffle-decode: warning: {w}"));
     }
     let processes = export.processes.clone();
-    let written = write_atomically(path, |out| export.write(out, &mut progress));
+    let written = waffle_std::export::write_file(path, |out| export.write(out, &mut progress));
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -303,27 +302,6 @@ fn why(args: &WhyArgs) -> Result<(), String> {
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
-}
-
-/// Writes to a temporary file beside `path` and renames it, so a failed export never leaves a
-/// half-written file under the final name.
-fn write_atomically(
-    path: &Path,
-    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let result = (|| {
-        let mut out = BufWriter::new(File::create(&tmp)?);
-        f(&mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 fn summary(processes: &[ProcessStats]) {

@@ -301,11 +301,36 @@ struct waffle_span_t waffle_span_begin_named(const char *name,
                                              size_t count);
 
 // Ends the span `span` guards (on the thread that began it, innermost first) and zeroes the
-// guard, so ending it twice does nothing. It is the cleanup function of `WAFFLE_SPAN`.
+// guard, so ending it twice does nothing.
 //
 // # Safety
 // `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.
 waffle_status_t waffle_span_end(struct waffle_span_t *span);
+
+// `waffle_span_begin` for a caller that keeps a per-thread cache of its own: `thread` is NULL
+// or the address of a `void *` in the caller's thread-local storage, NULL at first, which
+// only waffle writes. The first call on a thread stores a handle to the thread's recording
+// state there; later calls use it instead of looking up the library's thread-local, which a
+// shared library reaches through `__tls_get_addr`, where a C `_Thread_local` in the program
+// is a fixed offset from the thread pointer. `WAFFLE_SPAN` passes one such variable per
+// translation unit. A NULL `thread` behaves as `waffle_span_begin`.
+//
+// # Safety
+// As `waffle_span_begin`; and `thread` is NULL or points to such a variable of the calling
+// thread (never shared with or copied from another thread, never written by the caller after
+// it is first passed here).
+struct waffle_span_t waffle_span_begin_t(void **thread,
+                                         struct waffle_callsite_t *callsite,
+                                         const struct waffle_kv_t *kvs,
+                                         size_t count);
+
+// `waffle_span_end` with the per-thread cache of `waffle_span_begin_t` (it need not be the
+// variable the span began with, only one of the calling thread). `WAFFLE_SPAN`'s cleanup
+// calls it.
+//
+// # Safety
+// As `waffle_span_end`, and `thread` as for `waffle_span_begin_t`.
+waffle_status_t waffle_span_end_t(void **thread, struct waffle_span_t *span);
 
 // Records an event at `callsite` with the `count` key-values at `kvs`; returns its id, for
 // later causes. Returns the null id, recording nothing, while no session records or when an

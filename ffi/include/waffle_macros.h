@@ -70,8 +70,9 @@
   static waffle_callsite_t WAFFLE__CAT(var, _callsite) =                                      \
       WAFFLE__CALLSITE(WAFFLE__HEAD(__VA_ARGS__));                                             \
   const waffle_kv_t WAFFLE__CAT(var, _kvs)[] = WAFFLE__KVS(__VA_ARGS__);                       \
-  waffle_span_t var __attribute__((cleanup(waffle_span_end), unused)) = waffle_span_begin(    \
-      &WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs), WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)))
+  waffle_span_t var __attribute__((cleanup(waffle__span_end), unused)) = waffle_span_begin_t( \
+      &waffle__thread, &WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs),                  \
+      WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)))
 
 /* WAFFLE_EVENT(name, key-values...): records an event; evaluates to its waffle_event_id_t. */
 #define WAFFLE_EVENT(...) WAFFLE__EVENT(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
@@ -105,6 +106,18 @@
     waffle_event(&WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs),                         \
                  WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)));                                       \
   }))
+
+/* This thread's handle to its recording state, cached by waffle_span_begin_t on first use. A
+ * thread-local of the program itself (one per translation unit), reached at a fixed offset from
+ * the thread pointer, where the library's own thread-local in libwaffle.so costs a call of
+ * __tls_get_addr. Only waffle writes it. */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+static _Thread_local void *waffle__thread __attribute__((unused));
+#else
+static __thread void *waffle__thread __attribute__((unused));
+#endif
+/* WAFFLE_SPAN's cleanup: ends the span through the same cache. */
+static inline void waffle__span_end(waffle_span_t *span) { (void)waffle_span_end_t(&waffle__thread, span); }
 
 /* Type-checked id access: a span id where an event id belongs does not compile. */
 static inline uint64_t waffle__span_id_bits(waffle_span_id_t id) { return id.id; }

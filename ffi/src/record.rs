@@ -15,11 +15,15 @@ use crate::{
         waffle_span_t, WAFFLE_MAX_KVS, WAFFLE_STRLEN_NUL,
     },
 };
-use std::{borrow::Cow, ffi::c_char};
+use std::{
+    borrow::Cow,
+    ffi::{c_char, c_void},
+    ptr::{self, NonNull},
+};
 use waffle::{
     callsite::Kind,
     encode::Writer,
-    local::{with_local, Local},
+    local::{thread_handle, with_local, with_local_at, Local, ThreadLocal},
     runtime,
     wire::{tag, zigzag, MAX_STR_LEN},
     FieldValue,
@@ -140,6 +144,37 @@ fn record_extras(l: &mut Local, state: u32, kvs: &[waffle_kv_t], extras: Extras)
     }
 }
 
+/// Runs `f` on the calling thread's state, through the handle cached at `thread` when there is
+/// one: a C `_Thread_local` (see `waffle_span_begin_t`), cheaper to reach from a shared library
+/// than this library's own thread-local. A NULL (or misaligned) `thread` looks the state up.
+///
+/// # Safety
+/// `thread` is NULL or points to a `void *` of the calling thread that only these functions
+/// write (NULL at first): so what it holds is NULL or a handle of this thread.
+#[inline(always)]
+unsafe fn with_thread<R>(thread: *mut *mut c_void, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    if thread.is_null() || !thread.is_aligned() {
+        return with_local(f);
+    }
+    // SAFETY: non-null, aligned and the calling thread's own (the caller's promise).
+    let cached = unsafe { *thread };
+    let handle = match NonNull::new(cached.cast::<ThreadLocal>()) {
+        Some(h) => h,
+        None => match thread_handle() {
+            Some(h) => {
+                // SAFETY: as above; the handle is this thread's, stored in this thread's slot.
+                unsafe { *thread = h.as_ptr().cast() };
+                h
+            }
+            // Torn down, or a target without handles: the lookup says which.
+            None => return with_local(f),
+        },
+    };
+    // SAFETY: the slot holds only handles `thread_handle` gave on this thread (the caller's
+    // promise that nothing else writes it, and the slot is the thread's own).
+    unsafe { with_local_at(handle, f) }
+}
+
 /// Where a call's callsite comes from: a C static struct, or a name given with the call.
 enum Site {
     Static(*mut waffle_callsite_t),
@@ -196,9 +231,14 @@ unsafe fn named<'a>(name: *const c_char, len: u32) -> Result<Cow<'a, str>, crate
 /// guard keeps what `waffle_span_end` needs.
 ///
 /// # Safety
-/// As the exported functions document.
+/// As the exported functions document; `thread` as for [`with_thread`].
 #[inline(always)]
-unsafe fn span_begin(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffle_span_t {
+unsafe fn span_begin(
+    site: Site,
+    kvs: *const waffle_kv_t,
+    count: usize,
+    thread: *mut *mut c_void,
+) -> waffle_span_t {
     let state = runtime::state();
     if state == 0 {
         return waffle_span_t::NULL;
@@ -214,15 +254,19 @@ unsafe fn span_begin(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffl
     // SAFETY: the strings of `kvs` are readable (the caller's promise).
     let fields = |w: &mut Writer<'_>| unsafe { encode_fields(kvs, w) };
     let begun = if kvs.is_empty() {
-        with_local(|l| l.begin(state, id, &|_: &mut Writer<'_>| {}))
+        // SAFETY: `thread` as `with_thread` needs (the caller's promise).
+        unsafe { with_thread(thread, |l| l.begin(state, id, &|_: &mut Writer<'_>| {})) }
     } else if !extras.strings {
-        with_local(|l| l.begin(state, id, &|w: &mut Writer<'_>| encode_numbers(kvs, w)))
+        // SAFETY: as above.
+        unsafe { with_thread(thread, |l| l.begin(state, id, &|w: &mut Writer<'_>| encode_numbers(kvs, w))) }
     } else {
-        with_local(|l| l.begin(state, id, &fields))
+        // SAFETY: as above.
+        unsafe { with_thread(thread, |l| l.begin(state, id, &fields)) }
     };
     let (span, restore) = begun.unwrap_or((0, 0));
     if span != 0 && (extras.causes || extras.correlation.is_some()) {
-        with_local(|l| record_extras(l, state, kvs, extras));
+        // SAFETY: as above.
+        unsafe { with_thread(thread, |l| record_extras(l, state, kvs, extras)) };
     }
     waffle_span_t { id: waffle_span_id_t { id: span }, restore }
 }
@@ -276,7 +320,7 @@ pub unsafe extern "C" fn waffle_span_begin(
     count: usize,
 ) -> waffle_span_t {
     // SAFETY: forwarded from the caller.
-    guard(|| unsafe { span_begin(Site::Static(callsite), kvs, count) })
+    guard(|| unsafe { span_begin(Site::Static(callsite), kvs, count, ptr::null_mut()) })
 }
 
 /// Like `waffle_span_begin`, for a name known only at run time: `name_len` bytes at `name`, or
@@ -293,32 +337,79 @@ pub unsafe extern "C" fn waffle_span_begin_named(
     count: usize,
 ) -> waffle_span_t {
     // SAFETY: forwarded from the caller.
-    guard(|| unsafe { span_begin(Site::Named(name, name_len), kvs, count) })
+    guard(|| unsafe { span_begin(Site::Named(name, name_len), kvs, count, ptr::null_mut()) })
+}
+
+/// Ends the span `span` guards; `thread` as for [`with_thread`].
+///
+/// # Safety
+/// As `waffle_span_end_t` documents.
+#[inline(always)]
+unsafe fn span_end(span: *mut waffle_span_t, thread: *mut *mut c_void) -> crate::status::waffle_status_t {
+    if span.is_null() {
+        return fail(WAFFLE_ERR_NULL);
+    }
+    if !span.is_aligned() {
+        return fail(WAFFLE_ERR_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-null, aligned, and pointing to a guard (the caller's promise).
+    let s = unsafe { span.replace(waffle_span_t::NULL) };
+    if s.id.id != 0 {
+        // As the core's `Span` guard ends a span: in its session even if recording paused.
+        let state = runtime::state();
+        // SAFETY: `thread` as `with_thread` needs (the caller's promise).
+        unsafe { with_thread(thread, |l| l.end(state, s.restore)) };
+    }
+    WAFFLE_OK
 }
 
 /// Ends the span `span` guards (on the thread that began it, innermost first) and zeroes the
-/// guard, so ending it twice does nothing. It is the cleanup function of `WAFFLE_SPAN`.
+/// guard, so ending it twice does nothing.
 ///
 /// # Safety
 /// `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.
 #[no_mangle]
 pub unsafe extern "C" fn waffle_span_end(span: *mut waffle_span_t) -> crate::status::waffle_status_t {
-    guard(|| {
-        if span.is_null() {
-            return fail(WAFFLE_ERR_NULL);
-        }
-        if !span.is_aligned() {
-            return fail(WAFFLE_ERR_INVALID_ARGUMENT);
-        }
-        // SAFETY: non-null, aligned, and pointing to a guard (the caller's promise).
-        let s = unsafe { span.replace(waffle_span_t::NULL) };
-        if s.id.id != 0 {
-            // As the core's `Span` guard ends a span: in its session even if recording paused.
-            let state = runtime::state();
-            with_local(|l| l.end(state, s.restore));
-        }
-        WAFFLE_OK
-    })
+    // SAFETY: forwarded from the caller; no thread slot.
+    guard(|| unsafe { span_end(span, ptr::null_mut()) })
+}
+
+/// `waffle_span_begin` for a caller that keeps a per-thread cache of its own: `thread` is NULL
+/// or the address of a `void *` in the caller's thread-local storage, NULL at first, which
+/// only waffle writes. The first call on a thread stores a handle to the thread's recording
+/// state there; later calls use it instead of looking up the library's thread-local, which a
+/// shared library reaches through `__tls_get_addr`, where a C `_Thread_local` in the program
+/// is a fixed offset from the thread pointer. `WAFFLE_SPAN` passes one such variable per
+/// translation unit. A NULL `thread` behaves as `waffle_span_begin`.
+///
+/// # Safety
+/// As `waffle_span_begin`; and `thread` is NULL or points to such a variable of the calling
+/// thread (never shared with or copied from another thread, never written by the caller after
+/// it is first passed here).
+#[no_mangle]
+pub unsafe extern "C" fn waffle_span_begin_t(
+    thread: *mut *mut c_void,
+    callsite: *mut waffle_callsite_t,
+    kvs: *const waffle_kv_t,
+    count: usize,
+) -> waffle_span_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { span_begin(Site::Static(callsite), kvs, count, thread) })
+}
+
+/// `waffle_span_end` with the per-thread cache of `waffle_span_begin_t` (it need not be the
+/// variable the span began with, only one of the calling thread). `WAFFLE_SPAN`'s cleanup
+/// calls it.
+///
+/// # Safety
+/// As `waffle_span_end`, and `thread` as for `waffle_span_begin_t`.
+#[no_mangle]
+pub unsafe extern "C" fn waffle_span_end_t(
+    thread: *mut *mut c_void,
+    span: *mut waffle_span_t,
+) -> crate::status::waffle_status_t {
+    // SAFETY: forwarded from the caller.
+    guard(|| unsafe { span_end(span, thread) })
 }
 
 /// Records an event at `callsite` with the `count` key-values at `kvs`; returns its id, for

@@ -1,11 +1,12 @@
 //! Causal links, correlation, contexts across threads, traceparent and async spans, decoded.
 
+mod common;
+
+use common::YieldOnce;
 use std::{
     collections::{HashMap, HashSet},
     future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context as TaskContext, Poll, Wake, Waker},
+    task::{Context as TaskContext, Poll},
 };
 use waffle::{Context, EventId, Instrument, SpanId};
 use waffle_std::model::{Item, Trace};
@@ -54,25 +55,6 @@ fn by_id(t: &Trace) -> HashMap<u64, Seen> {
             (id, seen)
         })
         .collect()
-}
-
-struct NoopWake;
-impl Wake for NoopWake {
-    fn wake(self: Arc<Self>) {}
-}
-
-/// Returns `Pending` once, then `Ready`: an `.await` that lets the future move threads.
-struct YieldOnce(bool);
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
 }
 
 #[waffle::instrument]
@@ -150,10 +132,10 @@ fn links_contexts_and_async_spans_decode_to_the_graph_they_made() {
 
     // An async span whose future moves to another thread between polls.
     let mut fut = Box::pin(migrating_job(21));
-    let waker = Waker::from(Arc::new(NoopWake));
+    let waker = common::noop_waker();
     assert!(fut.as_mut().poll(&mut TaskContext::from_waker(&waker)).is_pending());
     let out = std::thread::spawn(move || {
-        let waker = Waker::from(Arc::new(NoopWake));
+        let waker = common::noop_waker();
         match fut.as_mut().poll(&mut TaskContext::from_waker(&waker)) {
             Poll::Ready(v) => v,
             Poll::Pending => panic!("second poll completes"),

@@ -8,15 +8,12 @@ mod common;
 #[path = "../examples/dispatch.rs"]
 mod dispatch;
 
+use common::{block_on, YieldOnce};
 use prost::Message;
 use std::{
     collections::{BTreeMap, HashMap},
-    future::Future,
     path::{Path, PathBuf},
-    pin::Pin,
     process::Command,
-    sync::Arc,
-    task::{Context as TaskContext, Poll, Wake, Waker},
 };
 use waffle::{Context, EventId, Instrument};
 use waffle_std::export::perfetto::{self, FileExport};
@@ -297,35 +294,6 @@ fn frames(bytes: &[u8]) -> Vec<(u8, usize, usize)> {
         at += 5 + len + 4;
     }
     out
-}
-
-struct NoopWake;
-impl Wake for NoopWake {
-    fn wake(self: Arc<Self>) {}
-}
-
-fn block_on<F: Future>(fut: F) -> F::Output {
-    let waker = Waker::from(Arc::new(NoopWake));
-    let mut cx = TaskContext::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-            return out;
-        }
-    }
-}
-
-/// Pending on the first poll, ready on the next.
-struct YieldOnce(bool);
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<()> {
-        if std::mem::replace(&mut self.0, true) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
 }
 
 /// Three threads with every kind of causality, in small chunks so that links and

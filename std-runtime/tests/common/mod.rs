@@ -7,6 +7,7 @@ use std::{
 
 /// The binary of example `name`: `cargo test` builds examples next to the test's `deps/`
 /// directory; when only the test was built, or the example's source is newer, it is built now.
+#[allow(dead_code)]
 pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
@@ -23,4 +24,47 @@ pub fn example(name: &str) -> PathBuf {
         assert!(status.success() && bin.exists(), "building the example {name} failed: {status}");
     }
     bin
+}
+
+/// A waker that does nothing: the tests poll futures by hand.
+#[allow(dead_code)] // not every test binary that includes this module polls futures
+pub struct NoopWake;
+
+impl std::task::Wake for NoopWake {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+/// A no-op waker.
+#[allow(dead_code)]
+pub fn noop_waker() -> std::task::Waker {
+    std::task::Waker::from(std::sync::Arc::new(NoopWake))
+}
+
+/// Polls `fut` until it is ready, on the calling thread.
+#[allow(dead_code)]
+pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let waker = noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+/// Pending on the first poll (waking its waker), ready on the next: an `.await` that hands the
+/// future back to whoever polls it, possibly on another thread.
+#[allow(dead_code)]
+pub struct YieldOnce(pub bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
 }

@@ -12,6 +12,9 @@ use std::path::Path;
 use crate::model::Trace;
 
 mod file;
+mod index;
+mod layout;
+mod replay;
 pub use file::write_file;
 pub mod chrome;
 pub mod jaeger;

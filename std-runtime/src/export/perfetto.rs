@@ -54,12 +54,9 @@ use crate::{
     reader::{FrameReader, Warning},
 };
 
-mod index;
-mod layout;
 mod packet;
 mod plan;
 mod proto;
-mod replay;
 mod sequence;
 mod writer;
 
@@ -89,9 +86,9 @@ const ID: &str = "waffle.id";
 /// Writes `trace` to `out` as a Perfetto `.pftrace`.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
     let mut scan = Scan::default();
-    replay::replay(trace, &mut scan);
+    super::replay::replay(trace, &mut scan);
     let mut writer = Writer::new(out, Plan::new(scan));
-    replay::replay(trace, &mut writer);
+    super::replay::replay(trace, &mut writer);
     writer.finish()
 }
 

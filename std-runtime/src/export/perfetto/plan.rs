@@ -17,10 +17,8 @@
 
 use std::collections::HashSet;
 
-use super::{
-    index::{IdHash, IdMap, Keys},
-    FRESH_ID_BASE,
-};
+use super::FRESH_ID_BASE;
+use crate::export::index::{IdHash, IdMap, Keys};
 use crate::{
     clock::{Calibration, Converter},
     decode::{

@@ -9,7 +9,7 @@ use std::{
 /// Hashes ids (and small tuples of them) with one multiply-xorshift round per word, keyed at
 /// random per map so that a file cannot choose colliding ids in advance.
 #[derive(Clone)]
-pub(super) struct IdHash(u64);
+pub(crate) struct IdHash(u64);
 
 impl Default for IdHash {
     fn default() -> Self {
@@ -25,7 +25,7 @@ impl BuildHasher for IdHash {
 }
 
 /// See [`IdHash`].
-pub(super) struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -49,13 +49,13 @@ impl Hasher for IdHasher {
 }
 
 /// A map keyed by ids.
-pub(super) type IdMap<K, V> = HashMap<K, V, IdHash>;
+pub(crate) type IdMap<K, V> = HashMap<K, V, IdHash>;
 
 /// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
 /// string per item: each callsite's key is looked up once per process.
 #[derive(Default)]
-pub(super) struct Keys {
-    pub(super) numbers: HashMap<String, u32>,
+pub(crate) struct Keys {
+    pub(crate) numbers: HashMap<String, u32>,
     /// Per callsite index of the current process: its key's number + 1 (0: not looked up).
     by_callsite: Vec<u32>,
 }
@@ -63,7 +63,7 @@ pub(super) struct Keys {
 impl Keys {
     /// The number of a callsite's key; with `add`, new keys are numbered, else they are `None`.
     #[inline]
-    pub(super) fn number(&mut self, callsite: u32, key: &str, add: bool) -> Option<u32> {
+    pub(crate) fn number(&mut self, callsite: u32, key: &str, add: bool) -> Option<u32> {
         let c = callsite as usize;
         if self.by_callsite.len() <= c {
             self.by_callsite.resize(c + 1, 0);
@@ -84,7 +84,7 @@ impl Keys {
     }
 
     /// A new process: its callsites are numbered afresh.
-    pub(super) fn next_process(&mut self) {
+    pub(crate) fn next_process(&mut self) {
         self.by_callsite.clear();
     }
 }

@@ -1,4 +1,4 @@
-//! A decoded [`Trace`] played back as records, so that the exporter has one writer for files
+//! A decoded [`Trace`] played back as records, so that each exporter has one writer for files
 //! and for models.
 //!
 //! The model keeps spans in begin order and events in time order, not the stream's record

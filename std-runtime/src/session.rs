@@ -385,16 +385,15 @@ pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Res
         Ok(stats) => stats,
         Err(e) => return Some(Err(Error::io(&path, e))),
     };
-    if !exports.is_empty() {
-        let trace = match crate::decode::decode_file(&path) {
-            Ok((process, _)) => crate::model::Trace { processes: vec![process] },
+    // Each export streams the file in two passes, as `waffle-decode` does: memory does not
+    // grow with the records.
+    for (out, format) in &exports {
+        let files = match crate::export::Files::scan(&[&path], *format, &mut |_| {}) {
+            Ok(files) => files,
             Err(e) => return Some(Err(e)),
         };
-        for (out, format) in &exports {
-            let written = crate::export::write_file(out, |w| crate::export::export(&trace, *format, w));
-            if let Err(e) = written {
-                return Some(Err(Error::io(out, e)));
-            }
+        if let Err(e) = crate::export::write_file(out, |w| files.write(w, &mut |_| {})) {
+            return Some(Err(Error::io(out, e)));
         }
     }
     Some(Ok(stats))

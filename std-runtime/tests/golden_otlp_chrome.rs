@@ -399,18 +399,20 @@ fn otlp_links_events_and_ids() {
     assert_eq!(attr(orphan, "waffle.event"), Some(serde_json::json!({"boolValue": true})));
     // The stand-in has a fresh id, and its child has it as parent.
     let stand_in = by_name("(begin lost: records dropped)")[0];
-    assert_eq!(stand_in["spanId"], "5741464600000001");
-    assert_eq!(by_name("tail")[0]["parentSpanId"], "5741464600000001");
-    // The correlated allreduces link to each other.
-    let ar = by_name("allreduce");
+    assert_eq!(stand_in["spanId"], "ffffffff00000001");
+    assert_eq!(by_name("tail")[0]["parentSpanId"], "ffffffff00000001");
+    // Of the correlated allreduces, the later links to the earlier, the first of the group.
+    let mut ar = by_name("allreduce");
     assert_eq!(ar.len(), 2);
-    for (a, b) in [(ar[0], ar[1]), (ar[1], ar[0])] {
-        let correlated = a["links"].as_array().unwrap().iter().any(|l| {
+    ar.sort_by_key(|s| s["startTimeUnixNano"].as_str().unwrap().parse::<u64>().unwrap());
+    let correlated = |a: &Json, b: &Json| {
+        a["links"].as_array().into_iter().flatten().any(|l| {
             l["spanId"] == b["spanId"]
                 && attr(l, "waffle.correlate") == Some(serde_json::json!({"stringValue": "allreduce=2"}))
-        });
-        assert!(correlated, "{a}");
-    }
+        })
+    };
+    assert!(correlated(ar[1], ar[0]), "{}", ar[1]);
+    assert!(!correlated(ar[0], ar[1]), "{}", ar[0]);
     // The unfinished checkpoint is marked and has no status.
     let ckpt = by_name("checkpoint")[0];
     assert_eq!(attr(ckpt, "waffle.unfinished"), Some(serde_json::json!({"boolValue": true})));

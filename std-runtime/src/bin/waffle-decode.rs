@@ -9,10 +9,9 @@
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! ```
 //!
-//! A `.pftrace` is written in two streaming passes over the files (memory grows with open spans
-//! and cross-references, not with records), with a progress bar over the bytes read when stderr
-//! is a terminal (`--quiet` hides it). The other formats, and `--send`, decode the whole trace
-//! into memory first, so their memory grows with the number of records.
+//! Every format, and `--send`, is written in two streaming passes over the files (memory grows
+//! with open spans and cross-references, not with records), with a progress bar over the bytes
+//! read when stderr is a terminal (`--quiet` hides it).
 //!
 //! `--send` retries as [`waffle_std::send::Policy`] says; the environment can shorten it (for
 //! tests): `WAFFLE_SEND_BACKOFF_MS` (the first wait; later waits double, up to 16 times it),
@@ -32,7 +31,7 @@ use std::{
 use waffle_std::{
     analysis::{self, Selector, WhyError},
     decode::{self, ProcessStats},
-    export::{perfetto::FileExport, Format},
+    export::{Files, Format},
     send::{self, Options, Policy, Target},
 };
 
@@ -136,27 +135,26 @@ fn run(cli: &Cli) -> Result<(), String> {
         None => None,
     };
     let options = Options { batch_spans: cli.batch_spans as usize, policy: policy_from_env()? };
-    if let (Some((path, Format::Perfetto)), true) = (output, cli.send.is_empty()) {
-        return stream_perfetto(cli, path);
-    }
-    let decoded = decode::decode_files(&cli.inputs).map_err(|e| e.to_string())?;
-    for w in &decoded.warnings {
-        eprintln!("waffle-decode: warning: {w}");
-    }
+    // The first read of the files tells their warnings and numbers; later reads repeat them.
+    let mut told = false;
     if let Some((path, format)) = output {
-        waffle_std::export::write_file(path, |out| waffle_std::export::export(&decoded.trace, format, out))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if !cli.quiet {
-        summary(&decoded.trace.processes.iter().map(ProcessStats::of).collect::<Vec<_>>());
-        if let Some((path, format)) = output {
+        let mut progress = Progress::new(cli);
+        let files = scan(cli, format, &mut progress, &mut told)?;
+        let written = waffle_std::export::write_file(path, |out| files.write(out, &mut progress.inc()));
+        progress.done();
+        written.map_err(|e| format!("{}: {e}", path.display()))?;
+        if !cli.quiet {
             eprintln!("wrote {} ({})", path.display(), format.name());
         }
     }
     // Every backend is tried, whatever became of the others.
     let mut failures = Vec::new();
     for target in &cli.send {
-        match send::send(&decoded.trace, target, &options) {
+        let mut progress = Progress::new(cli);
+        let files = scan(cli, target.format(), &mut progress, &mut told)?;
+        let sent = send::send_files(files, target, &options, &mut progress.inc());
+        progress.done();
+        match sent {
             Ok(report) => {
                 for w in &report.warnings {
                     eprintln!("waffle-decode: warning: {target}: {w}");
@@ -181,37 +179,56 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
 }
 
-/// `-o OUT.pftrace`: both passes stream from the files, under a progress bar when stderr is a
-/// terminal.
-fn stream_perfetto(cli: &Cli, path: &Path) -> Result<(), String> {
-    let bar = progress_bar(cli);
-    let mut progress = |n: u64| {
-        if let Some(bar) = &bar {
-            bar.inc(n);
+/// The first of the two reads of the files, for `format`; the first time, says what it found.
+fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
+    let files = Files::scan(&cli.inputs, format, &mut progress.inc()).map_err(|e| e.to_string())?;
+    if !std::mem::replace(told, true) {
+        for w in files.warnings() {
+            progress.say(format!("waffle-decode: warning: {w}"));
         }
-    };
-    let export = FileExport::scan(&cli.inputs, &mut progress).map_err(|e| e.to_string())?;
-    let say = |line: String| match &bar {
-        Some(bar) => bar.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
-    };
-    for w in &export.warnings {
-        say(format!("waffle-decode: warning: {w}"));
+        if !cli.quiet {
+            progress.suspend(|| summary(&files.processes()));
+        }
     }
-    let processes = export.processes.clone();
-    let written = waffle_std::export::write_file(path, |out| export.write(out, &mut progress));
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    written.map_err(|e| format!("{}: {e}", path.display()))?;
-    if !cli.quiet {
-        summary(&processes);
-        eprintln!("wrote {} ({})", path.display(), Format::Perfetto.name());
-    }
-    Ok(())
+    Ok(files)
 }
 
-/// A bar over the bytes both passes read, on stderr if it is a terminal and not `--quiet`.
+/// A progress bar over the bytes of both reads of the files, when stderr is a terminal.
+struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    fn new(cli: &Cli) -> Progress {
+        Progress(progress_bar(cli))
+    }
+
+    /// What a read tells as it goes.
+    fn inc(&self) -> impl FnMut(u64) + '_ {
+        move |n| {
+            if let Some(bar) = &self.0 {
+                bar.inc(n);
+            }
+        }
+    }
+
+    /// Prints a line above the bar.
+    fn say(&self, line: String) {
+        self.suspend(|| eprintln!("{line}"));
+    }
+
+    fn suspend(&self, f: impl FnOnce()) {
+        match &self.0 {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 fn progress_bar(cli: &Cli) -> Option<ProgressBar> {
     if cli.quiet || !std::io::stderr().is_terminal() {
         return None;

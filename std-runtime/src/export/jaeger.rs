@@ -1,20 +1,21 @@
-//! Jaeger exporter: a [`Trace`] as the JSON that Jaeger's query API returns from
-//! `/api/traces` and its UI opens from a file: `{"data": [trace]}`.
+//! Jaeger exporter: `trace.bin` files or a [`Trace`] as the JSON that Jaeger's query API
+//! returns from `/api/traces` and its UI opens from a file: `{"data": [trace]}`.
 //!
-//! The mapping (the shared rules for ids, times, events and causes are in
-//! [`super::zipkin::flat`]):
+//! The mapping (the shared rules for ids, events, causes and order are in [`super::spans`]):
 //! - one decode is one Jaeger trace, `traceID` 32 hex digits; `spanID`s are 16 hex digits,
-//!   `startTime` and `duration` whole µs;
+//!   `startTime` and `duration` whole µs, floored as Zipkin's are;
 //! - one Jaeger process per waffle process (per file, per rank): `p1`, `p2`, ... in file order,
 //!   with `serviceName` the process name, so the ranks of one program are instances of one
 //!   service, and tags `host.name`, `process.pid`, the header's labels (`rank`, ...),
 //!   `waffle.source` (the file), and `waffle.dropped_records`, `waffle.complete = false` and
 //!   `waffle.trace_id` when they have something to say;
 //! - `references`: `CHILD_OF` the parent first, then one `FOLLOWS_FROM` per span showing a
-//!   cause (`caused_by`), then `FOLLOWS_FROM` the correlation peer before it. Jaeger's UI makes
+//!   cause (`caused_by`), then `FOLLOWS_FROM` the first member of its correlation group. Jaeger's UI makes
 //!   the first reference a span's parent in the tree, so a span without a parent hangs under
-//!   its first cause; a reference that would close a loop in that tree is not put first (and
-//!   dropped if nothing else can be), so every span stays reachable;
+//!   its first cause that is earlier than it (by time, then id), and the causes before that
+//!   one come after it. A reference first in that way always points back in time, so no loop
+//!   of first references can form and every span stays reachable; a span without a parent
+//!   whose causes are all later than it has no references (its causes stay in its tags);
 //! - tags, typed: fields as `string`, `bool`, `int64` or `float64`, except integers beyond
 //!   ±(2^53 − 1), which a browser cannot hold exactly, and non-finite floats, which JSON cannot
 //!   write, go as `string`; `thread.id`, `thread.name`; and waffle's own:
@@ -27,117 +28,185 @@
 
 use std::io::{self, BufWriter, Write};
 
-use serde_json::{json, Value as Json};
+use serde_json::{json, Map, Value as Json};
 
-use super::zipkin::flat::{self, Flat, FlatSpan, Log, MAX_SAFE_INTEGER};
-use super::zipkin::{hex_list, service_name};
-use crate::model::{Process, Trace, Value};
+use super::spans::{self, Context, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use super::zipkin::{correlation, follows, hex_list, own_links, service_name, us};
+use crate::model::{Trace, Value};
+
+/// The largest integer a JavaScript number (and so a JSON reader in a browser) holds exactly.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Writes `trace` to `out` as Jaeger JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let flat = flat::flatten(trace);
-    let trace_id = format!("{:032x}", flat.trace_id);
-    let references = References::assign(&flat);
-    let mut out = BufWriter::new(out);
-    write!(out, "{{\"data\":[{{\"traceID\":\"{trace_id}\",\"spans\":[")?;
-    for (k, span) in flat.spans.iter().enumerate() {
-        out.write_all(if k == 0 { b"\n" } else { b",\n" })?;
-        serde_json::to_writer(&mut out, &span_json(trace, span, &trace_id, &references.of[k]))?;
+    let mut w = Writer { out: BufWriter::new(out), first: true, any: false, processes: Map::new() };
+    spans::write_trace(trace, &mut w)?;
+    w.close()
+}
+
+/// Writes the files `export` has scanned to `out` as Jaeger JSON.
+pub(super) fn write_files(
+    export: SpanExport,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut w = Writer { out: BufWriter::new(out), first: true, any: false, processes: Map::new() };
+    export.write(&mut w, progress)?;
+    w.close()
+}
+
+struct Writer<W: Write> {
+    out: W,
+    /// Whether the document is still to be opened (by the first process).
+    first: bool,
+    /// Whether a span was written.
+    any: bool,
+    /// The processes seen, by key, written after the spans.
+    processes: Map<String, Json>,
+}
+
+impl<W: Write> Writer<W> {
+    fn close(mut self) -> io::Result<()> {
+        if self.first {
+            // No span: the trace is still written, so that the file says what it read.
+            write!(self.out, "{{\"data\":[{{\"traceID\":\"{:032x}\",\"spans\":[", 0u128)?;
+        }
+        self.out.write_all(b"\n],\"processes\":")?;
+        serde_json::to_writer(&mut self.out, &self.processes)?;
+        self.out.write_all(b",\"warnings\":null}]}\n")?;
+        self.out.flush()
     }
-    out.write_all(b"\n],\"processes\":")?;
-    let processes: serde_json::Map<String, Json> = trace
-        .processes
-        .iter()
-        .enumerate()
-        .map(|(p, process)| (process_key(p), process_json(process, flat.trace_id)))
-        .collect();
-    serde_json::to_writer(&mut out, &processes)?;
-    out.write_all(b",\"warnings\":null}]}\n")?;
-    out.flush()
+}
+
+impl<W: Write> SpanWriter for Writer<W> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        if self.first {
+            write!(self.out, "{{\"data\":[{{\"traceID\":\"{:032x}\",\"spans\":[", ctx.trace_id)?;
+            self.first = false;
+        }
+        self.processes.insert(process_key(process), process_json(&ctx.processes[process], ctx.trace_id));
+        Ok(())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        self.out.write_all(if self.any { b",\n" } else { b"\n" })?;
+        self.any = true;
+        serde_json::to_writer(&mut self.out, &span_json(ctx, span)).map_err(io::Error::from)
+    }
 }
 
 fn process_key(p: usize) -> String {
     format!("p{}", p + 1)
 }
 
-fn process_json(process: &Process, trace_id: u128) -> Json {
+fn process_json(process: &ProcessInfo, trace_id: u128) -> Json {
+    let h = &process.header;
     let mut tags = Vec::new();
-    if !process.host.is_empty() {
-        tags.push(tag("host.name", &Value::Str(process.host.clone())));
+    if !h.host.is_empty() {
+        tags.push(tag("host.name", &Value::Str(h.host.clone())));
     }
-    tags.push(tag("process.pid", &Value::U64(process.pid.into())));
-    for (key, value) in &process.labels {
+    tags.push(tag("process.pid", &Value::U64(h.pid.into())));
+    for (key, value) in &h.labels {
         tags.push(tag(key, &Value::Str(value.clone())));
     }
-    tags.push(tag("waffle.source", &Value::Str(process.source.clone())));
+    tags.push(tag("waffle.source", &Value::Str(h.source.clone())));
     if process.dropped > 0 {
         tags.push(tag("waffle.dropped_records", &Value::U64(process.dropped)));
     }
     if !process.complete {
         tags.push(tag("waffle.complete", &Value::Bool(false)));
     }
-    if process.trace_id != trace_id {
-        tags.push(tag("waffle.trace_id", &Value::Str(format!("{:032x}", process.trace_id))));
+    if h.trace_id != trace_id {
+        tags.push(tag("waffle.trace_id", &Value::Str(format!("{:032x}", h.trace_id))));
     }
     json!({ "serviceName": service_name(process), "tags": tags })
 }
 
-fn span_json(trace: &Trace, span: &FlatSpan<'_>, trace_id: &str, refs: &[(&str, u64)]) -> Json {
-    let thread = &trace.processes[span.process].threads[span.thread];
+fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
+    let thread = &ctx.processes[span.process].threads[span.thread];
     let mut tags: Vec<Json> = span.fields().map(|(name, value)| tag(name, value)).collect();
     tags.push(tag("thread.id", &Value::U64(thread.tid)));
     if !thread.name.is_empty() {
         tags.push(tag("thread.name", &Value::Str(thread.name.clone())));
     }
-    tags.extend(waffle_tags(span.caused_by, span.correlation.as_deref()));
-    if span.unresolved_links > 0 {
-        tags.push(tag("waffle.unresolved_links", &Value::U64(span.unresolved_links)));
+    tags.extend(waffle_tags(span.caused_by, correlation(&span.callsite.correlate, span.correlation)));
+    let unresolved = own_links(span.links).filter(|l| !l.resolved).count();
+    if unresolved > 0 {
+        tags.push(tag("waffle.unresolved_links", &Value::U64(unresolved as u64)));
     }
     if let Some(parent) = span.unresolved_parent {
         tags.push(tag("waffle.unresolved_parent", &Value::Str(format!("{parent:016x}"))));
     }
-    if span.unfinished {
+    if !span.ended {
         tags.push(tag("waffle.unfinished", &Value::Bool(true)));
     }
     if span.event {
         tags.push(tag("waffle.event", &Value::Bool(true)));
     }
-    let references: Vec<Json> = refs
-        .iter()
-        .map(|&(kind, id)| json!({ "refType": kind, "traceID": trace_id, "spanID": format!("{id:016x}") }))
+    let trace_id = format!("{:032x}", ctx.trace_id);
+    let references: Vec<Json> = references(span)
+        .into_iter()
+        .map(|(kind, id)| json!({ "refType": kind, "traceID": trace_id, "spanID": format!("{id:016x}") }))
         .collect();
+    let mut logs: Vec<&Log> = span.logs.iter().collect();
+    logs.sort_by_key(|l| l.ts_ns);
+    let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
     json!({
         "traceID": trace_id,
         "spanID": format!("{:016x}", span.id),
-        "operationName": span.name(),
+        "operationName": span.callsite.name,
         "references": references,
-        "startTime": span.start_us,
-        "duration": span.duration_us,
+        "startTime": start_us,
+        "duration": end_us - start_us,
         "tags": tags,
-        "logs": span.logs.iter().map(log_json).collect::<Vec<_>>(),
+        "logs": logs.into_iter().map(log_json).collect::<Vec<_>>(),
         "processID": process_key(span.process),
         "warnings": null,
     })
 }
 
-fn log_json(log: &Log<'_>) -> Json {
-    let mut fields = vec![tag("event", &Value::Str(log.name().to_owned()))];
+/// A span's references, in the order that makes Jaeger's UI build the right tree (see the
+/// module docs).
+fn references(span: &OutSpan<'_>) -> Vec<(&'static str, u64)> {
+    let follows = follows(span.links);
+    let mut refs = Vec::with_capacity(1 + follows.len());
+    if let Some(parent) = span.parent.filter(|&p| p != span.id) {
+        refs.push(("CHILD_OF", parent));
+        refs.extend(follows.iter().map(|&id| ("FOLLOWS_FROM", id)));
+        return refs;
+    }
+    // The first cause earlier than the span leads; those before it follow it.
+    let earlier = |id: u64| {
+        let key = (span.start_ns, span.id);
+        span.links.iter().any(|l| l.span == id && l.anchor.is_some_and(|a| (a.ts_ns, id) < key))
+    };
+    if let Some(lead) = follows.iter().position(|&id| earlier(id)) {
+        refs.push(("FOLLOWS_FROM", follows[lead]));
+        refs.extend(
+            follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| ("FOLLOWS_FROM", id)),
+        );
+    }
+    refs
+}
+
+fn log_json(log: &Log) -> Json {
+    let mut fields = vec![tag("event", &Value::Str(log.callsite.name.clone()))];
     fields.extend(log.fields().map(|(name, value)| tag(name, value)));
-    if log.is_cause {
+    if log.linked {
         fields.push(tag("waffle.id", &Value::Str(format!("{:016x}", log.id))));
     }
-    fields.extend(waffle_tags(log.caused_by, log.correlation.as_deref()));
-    json!({ "timestamp": log.ts_us, "fields": fields })
+    fields.extend(waffle_tags(&log.caused_by, correlation(&log.callsite.correlate, log.correlation)));
+    json!({ "timestamp": us(log.ts_ns), "fields": fields })
 }
 
 /// `waffle.caused_by` and `waffle.correlate`, when there is something to say.
-fn waffle_tags(caused_by: &[u64], correlation: Option<&str>) -> Vec<Json> {
+fn waffle_tags(caused_by: &[u64], correlation: Option<String>) -> Vec<Json> {
     let mut tags = Vec::new();
     if !caused_by.is_empty() {
         tags.push(tag("waffle.caused_by", &Value::Str(hex_list(caused_by))));
     }
     if let Some(c) = correlation {
-        tags.push(tag("waffle.correlate", &Value::Str(c.to_owned())));
+        tags.push(tag("waffle.correlate", &Value::Str(c)));
     }
     tags
 }
@@ -153,57 +222,6 @@ fn tag(key: &str, value: &Value) -> Json {
         other => ("string", json!(other.to_string())),
     };
     json!({ "key": key, "type": kind, "value": value })
-}
-
-/// Every span's references, in the order that makes Jaeger's UI build the right tree.
-struct References {
-    of: Vec<Vec<(&'static str, u64)>>,
-}
-
-impl References {
-    /// The UI's tree takes each span's first reference as its parent. Spans are decided in
-    /// order, each adding the edge to its first reference; a span not yet decided is the root
-    /// of its part of the tree, so an edge from it to a span below it would close a loop,
-    /// which union-find (with each part named by its root) detects.
-    fn assign(flat: &Flat<'_>) -> References {
-        let index: std::collections::HashMap<u64, usize> =
-            flat.spans.iter().enumerate().map(|(k, s)| (s.id, k)).collect();
-        let mut root: Vec<usize> = (0..flat.spans.len()).collect();
-        let find = |root: &mut Vec<usize>, mut k: usize| {
-            while root[k] != k {
-                root[k] = root[root[k]];
-                k = root[k];
-            }
-            k
-        };
-        let mut of = Vec::with_capacity(flat.spans.len());
-        for (k, span) in flat.spans.iter().enumerate() {
-            let mut refs = Vec::with_capacity(1 + span.follows.len());
-            let safe = |root: &mut Vec<usize>, id: u64| index.get(&id).is_some_and(|&c| find(root, c) != k);
-            if let Some(parent) = span.parent.filter(|&p| safe(&mut root, p)) {
-                refs.push(("CHILD_OF", parent));
-            }
-            let mut follows = span.follows.iter().copied();
-            if refs.is_empty() {
-                // The first cause that does not loop leads; causes before it come after it.
-                let lead = span.follows.iter().position(|&id| safe(&mut root, id));
-                if let Some(lead) = lead {
-                    refs.push(("FOLLOWS_FROM", span.follows[lead]));
-                    refs.extend(span.follows[..lead].iter().map(|&id| ("FOLLOWS_FROM", id)));
-                    follows = span.follows[lead + 1..].iter().copied();
-                } else {
-                    follows = [].iter().copied();
-                }
-            }
-            refs.extend(follows.map(|id| ("FOLLOWS_FROM", id)));
-            if let Some(&(_, first)) = refs.first() {
-                let up = find(&mut root, index[&first]);
-                root[k] = up;
-            }
-            of.push(refs);
-        }
-        References { of }
-    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,23 @@
-//! Exporters: the decoded [`Trace`] written in the formats other tools read.
+//! Exporters: `trace.bin` files or a decoded [`Trace`] written in the formats other tools read.
 //!
-//! Each format is one module that sees only decoded data, never the bytes of a `trace.bin`:
-//! [`crate::model`], or for Perfetto also the decoder's records as they stream
-//! ([`perfetto::FileExport`], whose memory does not grow with the records). [`Format`] names
-//! them, picks one from an output file's extension or a `--format` name, and [`export`]
-//! dispatches to it.
+//! Each format is one module that sees only decoded data, never the bytes of a `trace.bin`: the
+//! decoder's records as they stream, in two passes over the files ([`Files`]), so that memory
+//! grows with open spans and cross-references, never with the records. A [`Trace`] already in
+//! memory is played back as the same records ([`export`]). Perfetto has a writer of its own
+//! ([`perfetto::FileExport`]); the others are built on one stream of finished spans
+//! (`spans`). [`Format`] names the formats and picks one from an output file's extension or a
+//! `--format` name.
 
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::model::Trace;
+use crate::{decode::ProcessStats, error::Error, model::Trace, reader::Warning};
 
 mod file;
 mod index;
 mod layout;
 mod replay;
+pub(crate) mod spans;
 pub use file::write_file;
 pub mod chrome;
 pub mod jaeger;
@@ -81,6 +84,102 @@ impl Format {
             Format::OtlpJson => "otlp-json",
             Format::Chrome => "chrome",
         }
+    }
+}
+
+/// Files read once to learn the trace, ready to be written in one format: what
+/// `waffle-decode FILES -o OUT` does, in bounded memory.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use waffle_std::export::{Files, Format};
+/// let files = Files::scan(&["rank0.bin", "rank1.bin"], Format::Jaeger, &mut |_| {})?;
+/// for w in files.warnings() {
+///     eprintln!("warning: {w}");
+/// }
+/// waffle_std::export::write_file("run.jaeger.json".as_ref(), |out| files.write(out, &mut |_| {}))?;
+/// # Ok(()) }
+/// ```
+pub struct Files {
+    format: Format,
+    scanned: Scanned,
+}
+
+enum Scanned {
+    Perfetto(perfetto::FileExport),
+    Spans(spans::SpanExport),
+}
+
+impl Files {
+    /// Reads `paths` (one `trace.bin` per process) once, for `format`; `progress` is told the
+    /// bytes read. Fails when a file cannot be read or has no usable header.
+    pub fn scan<P: AsRef<Path>>(
+        paths: &[P],
+        format: Format,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Files, Error> {
+        let scanned = match format {
+            Format::Perfetto => Scanned::Perfetto(perfetto::FileExport::scan(paths, progress)?),
+            Format::Chrome => Scanned::Spans(spans::SpanExport::scan(paths, chrome_shim::LOGS, progress)?),
+            _ => Scanned::Spans(spans::SpanExport::scan(paths, spans::LOGS, progress)?),
+        };
+        Ok(Files { format, scanned })
+    }
+
+    /// The format it was scanned for.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Problems in the files that were worked around.
+    pub fn warnings(&self) -> &[Warning] {
+        match &self.scanned {
+            Scanned::Perfetto(p) => &p.warnings,
+            Scanned::Spans(s) => &s.warnings,
+        }
+    }
+
+    /// Each file's process, in numbers.
+    pub fn processes(&self) -> Vec<ProcessStats> {
+        match &self.scanned {
+            Scanned::Perfetto(p) => p.processes.clone(),
+            Scanned::Spans(s) => s.processes(),
+        }
+    }
+
+    /// Reads the files again and writes them to `out`; `progress` is told the bytes read. A
+    /// file that changed since the scan is an error.
+    pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
+        match (self.scanned, self.format) {
+            (Scanned::Perfetto(p), _) => p.write(out, progress),
+            (Scanned::Spans(s), Format::Jaeger) => jaeger::write_files(s, out, progress),
+            (Scanned::Spans(s), Format::Zipkin) => zipkin::write_files(s, out, progress),
+            (Scanned::Spans(s), Format::Otlp) => otlp::write_protobuf_files(s, out, progress),
+            (Scanned::Spans(s), Format::OtlpJson) => otlp::write_json_files(s, out, progress),
+            (Scanned::Spans(s), Format::Chrome) => chrome_shim::write_files(s, out, progress),
+            (Scanned::Spans(_), Format::Perfetto) => unreachable!("Perfetto is scanned as such"),
+        }
+    }
+
+    /// The scanned span stream, for sending.
+    pub(crate) fn into_spans(self) -> Option<spans::SpanExport> {
+        match self.scanned {
+            Scanned::Spans(s) => Some(s),
+            Scanned::Perfetto(_) => None,
+        }
+    }
+}
+
+// Chrome goes through the model until its streaming writer lands.
+mod chrome_shim {
+    pub(super) const LOGS: usize = 0;
+    pub(super) fn write_files(
+        s: super::spans::SpanExport,
+        out: &mut dyn std::io::Write,
+        _progress: &mut dyn FnMut(u64),
+    ) -> std::io::Result<()> {
+        let decoded = crate::decode::decode_files(s.paths()).map_err(std::io::Error::other)?;
+        super::chrome::write(&decoded.trace, out)
     }
 }
 

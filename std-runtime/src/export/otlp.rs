@@ -1,93 +1,116 @@
-//! OTLP exporter: a [`Trace`] as one OpenTelemetry `ExportTraceServiceRequest`, in protobuf
-//! (`.otlp.pb`, what `POST /v1/traces` takes as `application/x-protobuf`) or OTLP/JSON
-//! (`.otlp.json`, one request on one line, as the collector's `otlpjsonfile` receiver reads).
-//! The message is built once from the model (`proto`); the JSON is rendered from that message
-//! (`json`), so the two encodings cannot disagree.
+//! OTLP exporter: `trace.bin` files or a [`Trace`] as an OpenTelemetry
+//! `ExportTraceServiceRequest`, in protobuf (`.otlp.pb`, what `POST /v1/traces` takes as
+//! `application/x-protobuf`) or OTLP/JSON (`.otlp.json`, one request on one line, as the
+//! collector's `otlpjsonfile` receiver reads). Each span is built once as a protobuf message
+//! (`proto`); the JSON is rendered from that message (`json`), so the two encodings cannot
+//! disagree. Spans stream (see [`super::spans`] for the shared rules of ids, events, causes and
+//! order): nothing holds the whole request.
 //!
 //! The mapping:
-//! - one decode is one trace: every span carries the first non-zero trace id of the processes
-//!   (in input order). If none has one, a non-zero id is hashed from the processes' pids, names
-//!   and item ids, so the same files always give the same id. A process that recorded another
-//!   trace id keeps it in the resource attribute `waffle.trace_id`;
-//! - each [`Process`] is a `ResourceSpans` with `service.name` (the process name),
+//! - one decode is one trace: every span carries the trace id of [`super::spans`]. A process
+//!   that recorded another trace id keeps it in the resource attribute `waffle.trace_id`;
+//! - each process is a `ResourceSpans` with `service.name` (the process name),
 //!   `process.pid`, `host.name`, and `waffle.<key>` for each header label (`waffle.rank`), plus
 //!   `waffle.dropped_records` and `waffle.incomplete` when records were lost; it holds one
-//!   `ScopeSpans`, scope `waffle`;
-//! - a span is a `SPAN_KIND_INTERNAL` span with its id, parent, times (end never before start)
-//!   and fields as typed attributes (a `u64` above `i64::MAX` as a decimal string), with
-//!   `thread.id` and `thread.name`; `waffle.detached` marks an async span, and a span that
-//!   never ended has `waffle.unfinished = true` and its status left unset. A stand-in for a
-//!   span whose begin was lost (id 0 in the model) gets `waffle.stand_in = true` and a fresh
-//!   id: counting up from `0x5741_4646_0000_0001` ("WAFF"), skipping every id in the trace.
-//!   Spans the model left without a parent because their parent was such a stand-in get it
-//!   back from their nesting depth;
-//! - an event is a span event of its parent span when that span is in the same process (its
-//!   attributes: its fields, `waffle.id` (its id in hex), `waffle.caused_by` and
-//!   `waffle.correlate`, and `thread.id` when it happened on another thread than the span's).
-//!   An event without such a parent is a span of its own, zero-length, whose span id is the
-//!   event's id (ids are unique over spans and events), with `waffle.event = true`;
+//!   `ScopeSpans`, scope `waffle`. In protobuf a process with more than
+//!   [`PIECE_BYTES`] of spans is written as several `ResourceSpans` with the same resource, one
+//!   after the other (a message's length comes before it, so a piece is held until it is
+//!   written); receivers treat them as one;
+//! - a span is a `SPAN_KIND_INTERNAL` span with its id, parent (also one outside the trace, a
+//!   remote parent), times and fields as typed attributes (a `u64` above `i64::MAX` as a
+//!   decimal string), with `thread.id` and `thread.name`; `waffle.detached` marks an async
+//!   span, and a span that never ended has `waffle.unfinished = true` and its status left
+//!   unset. A stand-in for a span whose begin was lost gets `waffle.stand_in = true`;
+//! - an event shown on a span is a span event (its attributes: its fields, `waffle.id` (its id
+//!   in hex), `waffle.caused_by` and `waffle.correlate`, and `thread.id` when it happened on
+//!   another thread than the span's), in time order. An event that is a span of its own is
+//!   zero-length, with `waffle.event = true`;
 //! - every cause in `caused_by` is a native link, `waffle.link = "caused_by"`, from the span
-//!   that holds the effect to the span that holds the cause. A cause that is an event links to
-//!   the span holding it (its parent, or its own zero-length span) with `waffle.cause_event`
-//!   naming the event; an effect that is an event puts the link on the span holding it, with
-//!   `waffle.from_event`. A cause not in the trace is still linked, by its id, with
-//!   `waffle.unresolved = true`;
-//! - a correlation group is a link from each member to every other member,
+//!   that shows the effect to the span that shows the cause. A cause that is an event links to
+//!   the span showing it with `waffle.cause_event` naming the event; an effect that is a span
+//!   event puts the link on its span, with `waffle.from_event`. A cause not in the trace is
+//!   still linked, by its id, with `waffle.unresolved = true`;
+//! - each member of a correlation group but the first links to the first (in time),
 //!   `waffle.link = "correlated"` and `waffle.correlate = "key=value"`, with
 //!   `waffle.peer_event` / `waffle.from_event` for members that are events. Links from a span
-//!   to itself (an event and its own span) are left out.
+//!   to itself are left out.
 //!
 //! Attribute keys are unique per span, event, link and resource: a key already there (a field
 //! named like one of ours) is dropped and counted in `dropped_attributes_count`.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
+use std::mem;
 
 use prost::Message;
 use serde_json::Value as Json;
 
-use crate::model::{Event, Item, ItemRef, Process, Trace, Value};
+use super::spans::{self, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use crate::model::{Trace, Value};
 
 mod attributes;
-mod batch;
 mod json;
 mod proto;
 
-pub use batch::Batch;
-
 use attributes::Attributes;
-use proto::{ExportTraceServiceRequest, Link, ResourceSpans, ScopeSpans, Span};
+use proto::{ExportTraceServiceRequest, ResourceSpans, ScopeSpans, Span};
 
 /// `Span.SpanKind.SPAN_KIND_INTERNAL`.
 const SPAN_KIND_INTERNAL: i32 = 1;
 /// The instrumentation scope of every span.
 const SCOPE: &str = "waffle";
-/// Fresh span ids for stand-ins count up from here ("WAFF").
-const STAND_IN_BASE: u64 = 0x5741_4646_0000_0000;
+/// The most bytes of spans one `ResourceSpans` of a protobuf file holds.
+pub const PIECE_BYTES: usize = 16 << 20;
+
+/// One protobuf `ExportTraceServiceRequest` ready to send.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    /// How many spans it holds.
+    pub spans: usize,
+    /// The encoded request.
+    pub body: Vec<u8>,
+}
 
 /// Writes `trace` as a protobuf `ExportTraceServiceRequest`.
 pub fn write_protobuf(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    out.write_all(&request(trace).encode_to_vec())?;
-    out.flush()
+    let mut w = Protobuf::new(out);
+    spans::write_trace(trace, &mut w)?;
+    w.out.flush()
 }
 
-/// The request [`write_protobuf`] writes, cut into requests of at most `max_spans` spans each
-/// (for `POST /v1/traces` in batches): the same spans in the same order, each piece with the
-/// resource and scope of its spans. A trace without spans gives no batch.
-pub fn protobuf_batches(trace: &Trace, max_spans: usize) -> impl Iterator<Item = Batch> {
-    batch::split(request(trace), max_spans).into_iter().map(|piece| batch::encode(&piece))
+/// Writes the files `export` has scanned as a protobuf `ExportTraceServiceRequest`.
+pub(super) fn write_protobuf_files(
+    export: SpanExport,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut w = Protobuf::new(out);
+    export.write(&mut w, progress)?;
+    w.out.flush()
 }
 
 /// Writes `trace` as an OTLP/JSON `ExportTraceServiceRequest`, on one line.
 pub fn write_json(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &to_json(trace))?;
-    out.write_all(b"\n")?;
-    out.flush()
+    let mut w = JsonWriter::new(out);
+    spans::write_trace(trace, &mut w)?;
+    w.close()
+}
+
+/// Writes the files `export` has scanned as an OTLP/JSON `ExportTraceServiceRequest`.
+pub(super) fn write_json_files(
+    export: SpanExport,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut w = JsonWriter::new(out);
+    export.write(&mut w, progress)?;
+    w.close()
 }
 
 /// `trace` as an OTLP/JSON `ExportTraceServiceRequest`.
 pub fn to_json(trace: &Trace) -> Json {
-    json::request(&request(trace))
+    let mut out = Vec::new();
+    write_json(trace, &mut out).expect("writing to memory");
+    serde_json::from_slice(&out).expect("our own JSON")
 }
 
 /// A protobuf `ExportTraceServiceRequest` (as [`write_protobuf`] writes it) rendered as
@@ -96,146 +119,60 @@ pub fn protobuf_to_json(bytes: &[u8]) -> Result<Json, prost::DecodeError> {
     Ok(json::request(&ExportTraceServiceRequest::decode(bytes)?))
 }
 
-fn request(trace: &Trace) -> ExportTraceServiceRequest {
-    let mut m = Mapping::new(trace);
-    let resource_spans = (0..trace.processes.len()).map(|p| m.resource_spans(p)).collect();
-    ExportTraceServiceRequest { resource_spans }
+/// The requests [`write_protobuf`] would write, cut into requests of at most `max_spans`
+/// spans each (for `POST /v1/traces` in batches): the same spans in the same order, each piece
+/// with the resource and scope of its spans. A trace without spans gives no batch.
+pub fn protobuf_batches(trace: &Trace, max_spans: usize) -> Vec<Batch> {
+    let mut batches = Vec::new();
+    for_each_batch_of(trace, max_spans, |b| {
+        batches.push(b);
+        Ok(())
+    })
+    .expect("collecting in memory");
+    batches
 }
 
-/// What building the spans needs to know about the whole trace.
-struct Mapping<'t> {
-    trace: &'t Trace,
-    trace_id: u128,
-    index: HashMap<u64, ItemRef>,
-    /// Fresh ids of stand-in spans, by (process, thread, span index).
-    stand_ins: HashMap<(usize, usize, usize), u64>,
-    /// Events that are span events, by the id of the span holding them, in trace order.
-    events_on: HashMap<u64, Vec<ItemRef>>,
-    /// Links, by the id of the span holding them.
-    links: HashMap<u64, Vec<Link>>,
+/// Calls `each` with the spans of `trace` in batches of at most `max_spans`, as
+/// [`protobuf_batches`] cuts them.
+pub(crate) fn for_each_batch_of(
+    trace: &Trace,
+    max_spans: usize,
+    each: impl FnMut(Batch) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = Batcher::new(max_spans, each);
+    spans::write_trace(trace, &mut w)?;
+    w.flush()
 }
 
-impl<'t> Mapping<'t> {
-    fn new(trace: &'t Trace) -> Self {
-        let index = trace.index();
-        let trace_id = trace_id(trace);
-        let mut next = STAND_IN_BASE;
-        let mut stand_ins = HashMap::new();
-        for (p, process) in trace.processes.iter().enumerate() {
-            for (t, thread) in process.threads.iter().enumerate() {
-                for (i, _) in thread.spans.iter().enumerate().filter(|(_, s)| s.id == 0) {
-                    next = (next + 1..).find(|id| !index.contains_key(id)).unwrap_or(u64::MAX);
-                    stand_ins.insert((p, t, i), next);
-                }
-            }
-        }
-        let (events_on, links) = (HashMap::new(), HashMap::new());
-        let mut m = Mapping { trace, trace_id, index, stand_ins, events_on, links };
-        for r in items(trace) {
-            if let Item::Event(_) = r.item {
-                if let Some(span) = m.carrier(r) {
-                    m.events_on.entry(span).or_default().push(r);
-                }
-            }
-            m.causal_links(r);
-        }
-        for group in trace.correlations() {
-            let correlate = format!("{}={}", group.key, group.value);
-            for &from in &group.members {
-                for &to in group.members.iter().filter(|&&to| to != from) {
-                    let mut attrs = Attributes::default();
-                    attrs.str("waffle.link", "correlated");
-                    attrs.str("waffle.correlate", &correlate);
-                    let span = m.span_id(to);
-                    m.link(from, span, Some(to), "waffle.peer_event", attrs);
-                }
-            }
-        }
-        m
+/// As [`for_each_batch_of`], for the files `export` has scanned.
+pub(crate) fn for_each_batch(
+    export: SpanExport,
+    max_spans: usize,
+    progress: &mut dyn FnMut(u64),
+    each: impl FnMut(Batch) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = Batcher::new(max_spans, each);
+    export.write(&mut w, progress)?;
+    w.flush()
+}
+
+/// Builds the messages: a process's resource, and its spans one at a time.
+#[derive(Default)]
+struct Builder {
+    trace_id: Vec<u8>,
+    resource: proto::Resource,
+}
+
+impl Builder {
+    fn begin_process(&mut self, ctx: &Context, process: usize) {
+        self.trace_id = ctx.trace_id.to_be_bytes().to_vec();
+        let (attributes, dropped_attributes_count) = resource_attributes(&ctx.processes[process], ctx).done();
+        self.resource = proto::Resource { attributes, dropped_attributes_count };
     }
 
-    /// Links for the causes `r` names.
-    fn causal_links(&mut self, r: ItemRef) {
-        let causes = self.trace.describe(r).links;
-        for (k, &cause) in causes.iter().enumerate() {
-            if cause == 0 || causes[..k].contains(&cause) {
-                continue; // one link per cause, however often it is named
-            }
-            let mut attrs = Attributes::default();
-            attrs.str("waffle.link", "caused_by");
-            match self.index.get(&cause).copied() {
-                Some(c) if c == r => {}
-                Some(c) => {
-                    let span = self.span_id(c);
-                    self.link(r, span, Some(c), "waffle.cause_event", attrs);
-                }
-                None => {
-                    attrs.flag("waffle.unresolved");
-                    self.link(r, cause, None, "", attrs);
-                }
-            }
-        }
-    }
-
-    /// A link from the span holding `from` to span `to`, which holds `target`; `target_key`
-    /// names the target when it is an event.
-    fn link(
-        &mut self,
-        from: ItemRef,
-        to: u64,
-        target: Option<ItemRef>,
-        target_key: &str,
-        mut attrs: Attributes,
-    ) {
-        let holder = self.span_id(from);
-        if holder == to {
-            return;
-        }
-        if let Some(t @ ItemRef { item: Item::Event(_), .. }) = target {
-            attrs.id(target_key, self.trace.describe(t).id);
-        }
-        if let Item::Event(_) = from.item {
-            attrs.id("waffle.from_event", self.trace.describe(from).id);
-        }
-        let (attributes, dropped_attributes_count) = attrs.done();
-        let link = Link {
-            trace_id: self.trace_id.to_be_bytes().to_vec(),
-            span_id: to.to_be_bytes().to_vec(),
-            attributes,
-            dropped_attributes_count,
-        };
-        self.links.entry(holder).or_default().push(link);
-    }
-
-    /// The span an event is a span event of: its parent, if that is a span of its process.
-    fn carrier(&self, r: ItemRef) -> Option<u64> {
-        let Item::Event(e) = r.item else { return None };
-        let parent = self.trace.thread(r).events[e].parent?;
-        let at = self.index.get(&parent)?;
-        (at.process == r.process && matches!(at.item, Item::Span(_))).then_some(parent)
-    }
-
-    /// The id of the OTLP span that holds an item.
-    fn span_id(&self, r: ItemRef) -> u64 {
-        match r.item {
-            Item::Span(i) => match self.trace.thread(r).spans[i].id {
-                0 => self.stand_ins.get(&(r.process, r.thread, i)).copied().unwrap_or(u64::MAX),
-                id => id,
-            },
-            Item::Event(e) => self.carrier(r).unwrap_or(self.trace.thread(r).events[e].id),
-        }
-    }
-
-    fn resource_spans(&mut self, p: usize) -> ResourceSpans {
-        let trace = self.trace;
-        let process = &trace.processes[p];
-        let mut spans = Vec::new();
-        for t in 0..process.threads.len() {
-            spans.extend(self.thread_spans(p, t));
-        }
-        let (attributes, dropped_attributes_count) = self.resource_attributes(process).done();
+    fn resource_spans(&self, spans: Vec<Span>) -> ResourceSpans {
         ResourceSpans {
-            resource: Some(proto::Resource { attributes, dropped_attributes_count }),
+            resource: Some(self.resource.clone()),
             scope_spans: vec![ScopeSpans {
                 scope: Some(proto::InstrumentationScope { name: SCOPE.into() }),
                 spans,
@@ -243,173 +180,303 @@ impl<'t> Mapping<'t> {
         }
     }
 
-    fn resource_attributes(&self, process: &Process) -> Attributes {
+    fn span(&self, ctx: &Context, s: &OutSpan<'_>) -> Span {
         let mut attrs = Attributes::default();
-        let name = if process.name.is_empty() { "unknown_service" } else { &process.name };
-        attrs.str("service.name", name);
-        attrs.value("process.pid", &Value::U64(process.pid.into()));
-        if !process.host.is_empty() {
-            attrs.str("host.name", &process.host);
-        }
-        for (key, value) in &process.labels {
-            attrs.str(&format!("waffle.{key}"), value);
-        }
-        if process.dropped > 0 {
-            attrs.value("waffle.dropped_records", &Value::U64(process.dropped));
-        }
-        if !process.complete {
-            attrs.flag("waffle.incomplete");
-        }
-        if process.trace_id != 0 && process.trace_id != self.trace_id {
-            attrs.str("waffle.trace_id", &format!("{:032x}", process.trace_id));
-        }
-        attrs
-    }
-
-    /// One thread's spans, and its events that are spans of their own, by start time.
-    fn thread_spans(&mut self, p: usize, t: usize) -> Vec<Span> {
-        let trace = self.trace;
-        let thread = &trace.processes[p].threads[t];
-        let mut spans = Vec::with_capacity(thread.spans.len());
-        // The last span begun at each depth, to give a stand-in's children their parent back.
-        let mut at_depth: Vec<usize> = Vec::new();
-        for (i, s) in thread.spans.iter().enumerate() {
-            let r = ItemRef { process: p, thread: t, item: Item::Span(i) };
-            let depth = s.depth as usize;
-            let above = depth.checked_sub(1).and_then(|d| at_depth.get(d)).copied();
-            let parent = s.parent.or_else(|| {
-                above
-                    .filter(|&a| thread.spans[a].id == 0)
-                    .map(|a| self.span_id(ItemRef { item: Item::Span(a), ..r }))
-            });
-            at_depth.truncate(depth);
-            at_depth.push(i);
-
-            let mut attrs = Attributes::default();
-            attrs.fields(s.fields());
-            self.thread_attributes(&mut attrs, p, t);
-            if s.detached {
-                attrs.flag("waffle.detached");
-            }
-            if !s.ended {
-                attrs.flag("waffle.unfinished");
-            }
-            if s.id == 0 {
-                attrs.flag("waffle.stand_in");
-            }
-            attrs.correlate(&s.callsite.correlate, s.correlation);
-            let id = self.span_id(r);
-            let mut events: Vec<ItemRef> = self.events_on.remove(&id).unwrap_or_default();
-            events.sort_by_key(|&e| (self.trace.describe(e).ts_ns, self.trace.describe(e).id));
-            let events = events.into_iter().map(|e| self.event(e, t)).collect();
-            spans.push(self.span(id, parent, s.name(), (s.start_ns, s.end_ns), attrs, events));
-        }
-        for (e, ev) in thread.events.iter().enumerate() {
-            let r = ItemRef { process: p, thread: t, item: Item::Event(e) };
-            if self.carrier(r).is_some() {
-                continue;
-            }
-            let mut attrs = Attributes::default();
-            attrs.fields(ev.fields());
-            self.thread_attributes(&mut attrs, p, t);
+        attrs.fields(s.fields());
+        thread_attributes(&mut attrs, &ctx.processes[s.process], s.thread);
+        if s.event {
             attrs.flag("waffle.event");
-            attrs.correlate(&ev.callsite.correlate, ev.correlation);
-            spans.push(self.span(ev.id, ev.parent, ev.name(), (ev.ts_ns, ev.ts_ns), attrs, Vec::new()));
         }
-        // Stable: a span and an event at the same time keep their order above.
-        spans.sort_by_key(|s| s.start_time_unix_nano);
-        spans
-    }
-
-    fn span(
-        &mut self,
-        id: u64,
-        parent: Option<u64>,
-        name: &str,
-        (start, end): (u64, u64),
-        attrs: Attributes,
-        events: Vec<proto::Event>,
-    ) -> Span {
+        if s.detached {
+            attrs.flag("waffle.detached");
+        }
+        if !s.ended {
+            attrs.flag("waffle.unfinished");
+        }
+        if s.stand_in {
+            attrs.flag("waffle.stand_in");
+        }
+        attrs.correlate(&s.callsite.correlate, s.correlation);
         let (attributes, dropped_attributes_count) = attrs.done();
+        let mut logs: Vec<&Log> = s.logs.iter().collect();
+        logs.sort_by_key(|l| (l.ts_ns, l.id));
+        let name = &s.callsite.name;
         Span {
-            trace_id: self.trace_id.to_be_bytes().to_vec(),
-            span_id: id.to_be_bytes().to_vec(),
-            parent_span_id: parent.filter(|&p| p != 0).map(|p| p.to_be_bytes().to_vec()).unwrap_or_default(),
-            name: if name.is_empty() { "(unnamed)".into() } else { name.into() },
+            trace_id: self.trace_id.clone(),
+            span_id: s.id.to_be_bytes().to_vec(),
+            parent_span_id: s
+                .parent
+                .or(s.unresolved_parent)
+                .map(|p| p.to_be_bytes().to_vec())
+                .unwrap_or_default(),
+            name: if name.is_empty() { "(unnamed)".into() } else { name.clone() },
             kind: SPAN_KIND_INTERNAL,
-            start_time_unix_nano: start,
-            end_time_unix_nano: end.max(start),
+            start_time_unix_nano: s.start_ns,
+            end_time_unix_nano: s.end_ns,
             attributes,
             dropped_attributes_count,
-            events,
-            links: self.links.remove(&id).unwrap_or_default(),
+            events: logs.into_iter().map(|l| event(ctx, s, l)).collect(),
+            links: s.links.iter().map(|l| self.link(s, l)).collect(),
         }
     }
 
-    /// A span event; `span_thread` is the thread of the span holding it.
-    fn event(&self, r: ItemRef, span_thread: usize) -> proto::Event {
-        let Item::Event(e) = r.item else { unreachable!("only events are span events") };
-        let ev: &Event = &self.trace.thread(r).events[e];
+    fn link(&self, s: &OutSpan<'_>, l: &Link) -> proto::Link {
         let mut attrs = Attributes::default();
-        attrs.fields(ev.fields());
-        attrs.id("waffle.id", ev.id);
-        if !ev.links.is_empty() {
-            let ids: Vec<String> = ev.links.iter().map(|id| format!("{id:016x}")).collect();
-            attrs.str("waffle.caused_by", &ids.join(", "));
+        match l.kind {
+            LinkKind::Cause => attrs.str("waffle.link", "caused_by"),
+            LinkKind::Correlated => {
+                attrs.str("waffle.link", "correlated");
+                // The key and value are those of the item the link is from.
+                let from = l.from_event.and_then(|e| s.logs.iter().find(|log| log.id == e));
+                let (key, value) = match from {
+                    Some(log) => (&log.callsite.correlate, log.correlation),
+                    None => (&s.callsite.correlate, s.correlation),
+                };
+                attrs.correlate(key, value);
+            }
         }
-        attrs.correlate(&ev.callsite.correlate, ev.correlation);
-        if r.thread != span_thread {
-            attrs.value("thread.id", &Value::U64(self.trace.thread(r).tid));
+        if !l.resolved {
+            attrs.flag("waffle.unresolved");
+        }
+        if let Some(target) = l.target_event {
+            attrs.id(
+                if l.kind == LinkKind::Cause { "waffle.cause_event" } else { "waffle.peer_event" },
+                target,
+            );
+        }
+        if let Some(from) = l.from_event {
+            attrs.id("waffle.from_event", from);
         }
         let (attributes, dropped_attributes_count) = attrs.done();
-        proto::Event {
-            time_unix_nano: ev.ts_ns,
-            name: ev.name().into(),
+        proto::Link {
+            trace_id: self.trace_id.clone(),
+            span_id: l.span.to_be_bytes().to_vec(),
             attributes,
             dropped_attributes_count,
         }
     }
+}
 
-    fn thread_attributes(&self, attrs: &mut Attributes, p: usize, t: usize) {
-        let thread = &self.trace.processes[p].threads[t];
-        attrs.value("thread.id", &Value::U64(thread.tid));
-        if !thread.name.is_empty() {
-            attrs.str("thread.name", &thread.name);
-        }
+/// A span event.
+fn event(ctx: &Context, s: &OutSpan<'_>, l: &Log) -> proto::Event {
+    let mut attrs = Attributes::default();
+    attrs.fields(l.fields());
+    attrs.id("waffle.id", l.id);
+    if !l.caused_by.is_empty() {
+        let ids: Vec<String> = l.caused_by.iter().map(|id| format!("{id:016x}")).collect();
+        attrs.str("waffle.caused_by", &ids.join(", "));
+    }
+    attrs.correlate(&l.callsite.correlate, l.correlation);
+    if l.thread != s.thread {
+        attrs.value("thread.id", &Value::U64(ctx.processes[s.process].threads[l.thread].tid));
+    }
+    let (attributes, dropped_attributes_count) = attrs.done();
+    proto::Event {
+        time_unix_nano: l.ts_ns,
+        name: l.callsite.name.clone(),
+        attributes,
+        dropped_attributes_count,
     }
 }
 
-/// The trace id of the export: the first non-zero one recorded, else one hashed from the
-/// trace (FNV-1a, 128 bits), never zero.
-fn trace_id(trace: &Trace) -> u128 {
-    if let Some(id) = trace.processes.iter().map(|p| p.trace_id).find(|&id| id != 0) {
-        return id;
+fn resource_attributes(process: &ProcessInfo, ctx: &Context) -> Attributes {
+    let h = &process.header;
+    let mut attrs = Attributes::default();
+    let name = if h.name.is_empty() { "unknown_service" } else { &h.name };
+    attrs.str("service.name", name);
+    attrs.value("process.pid", &Value::U64(h.pid.into()));
+    if !h.host.is_empty() {
+        attrs.str("host.name", &h.host);
     }
-    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h = (h ^ u128::from(b)).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
-        }
-    };
-    for p in &trace.processes {
-        eat(&p.pid.to_le_bytes());
-        eat(p.name.as_bytes());
-        for th in &p.threads {
-            th.spans.iter().for_each(|s| eat(&s.id.to_le_bytes()));
-            th.events.iter().for_each(|e| eat(&e.id.to_le_bytes()));
-        }
+    for (key, value) in &h.labels {
+        attrs.str(&format!("waffle.{key}"), value);
     }
-    h.max(1)
+    if process.dropped > 0 {
+        attrs.value("waffle.dropped_records", &Value::U64(process.dropped));
+    }
+    if !process.complete {
+        attrs.flag("waffle.incomplete");
+    }
+    if h.trace_id != 0 && h.trace_id != ctx.trace_id {
+        attrs.str("waffle.trace_id", &format!("{:032x}", h.trace_id));
+    }
+    attrs
 }
 
-/// Every span (stand-ins left out) and event of the trace, in order.
-fn items(trace: &Trace) -> impl Iterator<Item = ItemRef> + '_ {
-    trace.processes.iter().enumerate().flat_map(|(p, process)| {
-        process.threads.iter().enumerate().flat_map(move |(t, thread)| {
-            let spans =
-                thread.spans.iter().enumerate().filter(|(_, s)| s.id != 0).map(|(i, _)| Item::Span(i));
-            let events = (0..thread.events.len()).map(Item::Event);
-            spans.chain(events).map(move |item| ItemRef { process: p, thread: t, item })
-        })
-    })
+fn thread_attributes(attrs: &mut Attributes, process: &ProcessInfo, thread: usize) {
+    let thread = &process.threads[thread];
+    attrs.value("thread.id", &Value::U64(thread.tid));
+    if !thread.name.is_empty() {
+        attrs.str("thread.name", &thread.name);
+    }
+}
+
+/// The protobuf request, a `ResourceSpans` (field 1) per piece of a process's spans.
+struct Protobuf<'a> {
+    out: io::BufWriter<&'a mut dyn Write>,
+    build: Builder,
+    /// The current piece's spans, each encoded as `ScopeSpans.spans` (field 2).
+    spans: Vec<u8>,
+    /// Whether the current process has written a piece.
+    written: bool,
+}
+
+impl<'a> Protobuf<'a> {
+    fn new(out: &'a mut dyn Write) -> Self {
+        Protobuf {
+            out: io::BufWriter::new(out),
+            build: Builder::default(),
+            spans: Vec::new(),
+            written: false,
+        }
+    }
+
+    /// Writes the current piece: the resource and scope, and the spans gathered.
+    fn piece(&mut self) -> io::Result<()> {
+        let mut head = self.build.resource_spans(Vec::new());
+        // The spans go inside the scope as they were encoded.
+        let scope = mem::take(&mut head.scope_spans[0]);
+        let scope_len = scope.encoded_len() + self.spans.len();
+        let resource = head.resource.as_ref().map_or(0, |r| prost::encoding::message::encoded_len(1, r));
+        let scope_field =
+            prost::encoding::key_len(2) + prost::encoding::encoded_len_varint(scope_len as u64) + scope_len;
+        let mut buf = Vec::with_capacity(32 + resource);
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut buf);
+        prost::encoding::encode_varint((resource + scope_field) as u64, &mut buf);
+        if let Some(r) = &head.resource {
+            prost::encoding::message::encode(1, r, &mut buf);
+        }
+        prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, &mut buf);
+        prost::encoding::encode_varint(scope_len as u64, &mut buf);
+        scope.encode(&mut buf).expect("a Vec grows");
+        self.out.write_all(&buf)?;
+        self.out.write_all(&self.spans)?;
+        self.spans.clear();
+        self.written = true;
+        Ok(())
+    }
+}
+
+impl SpanWriter for Protobuf<'_> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        self.build.begin_process(ctx, process);
+        self.written = false;
+        Ok(())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        prost::encoding::message::encode(2, &self.build.span(ctx, span), &mut self.spans);
+        if self.spans.len() >= PIECE_BYTES {
+            self.piece()?;
+        }
+        Ok(())
+    }
+
+    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+        if !self.spans.is_empty() || !self.written {
+            self.piece()?;
+        }
+        Ok(())
+    }
+}
+
+/// The OTLP/JSON request, a `ResourceSpans` per process, spans written as they come.
+struct JsonWriter<'a> {
+    out: io::BufWriter<&'a mut dyn Write>,
+    build: Builder,
+    /// Whether a process, and a span of the current process, were written.
+    any_process: bool,
+    any_span: bool,
+}
+
+impl<'a> JsonWriter<'a> {
+    fn new(out: &'a mut dyn Write) -> Self {
+        JsonWriter {
+            out: io::BufWriter::new(out),
+            build: Builder::default(),
+            any_process: false,
+            any_span: false,
+        }
+    }
+
+    fn close(mut self) -> io::Result<()> {
+        self.out.write_all(if self.any_process { b"]}\n" } else { b"{}\n" })?;
+        self.out.flush()
+    }
+}
+
+impl SpanWriter for JsonWriter<'_> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        self.build.begin_process(ctx, process);
+        self.out.write_all(if self.any_process { b"," } else { b"{\"resourceSpans\":[" })?;
+        self.any_process = true;
+        self.any_span = false;
+        // The piece without spans, left open where the spans go.
+        let head = json::resource_spans(&self.build.resource_spans(Vec::new()));
+        let text = serde_json::to_string(&head)?;
+        let open = text.strip_suffix("}]}").expect("a resource and a scope, as rendered");
+        self.out.write_all(open.as_bytes())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        self.out.write_all(if self.any_span { b"," } else { b",\"spans\":[" })?;
+        self.any_span = true;
+        serde_json::to_writer(&mut self.out, &json::span(&self.build.span(ctx, span)))
+            .map_err(io::Error::from)
+    }
+
+    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+        self.out.write_all(if self.any_span { b"]}]}" } else { b"}]}" })
+    }
+}
+
+/// Requests of at most `max` spans, each with the resources and scopes of its spans.
+struct Batcher<F> {
+    build: Builder,
+    max: usize,
+    request: ExportTraceServiceRequest,
+    count: usize,
+    /// Whether the last `ResourceSpans` of `request` is the current process's.
+    open: bool,
+    each: F,
+}
+
+impl<F: FnMut(Batch) -> io::Result<()>> Batcher<F> {
+    fn new(max: usize, each: F) -> Self {
+        let request = ExportTraceServiceRequest::default();
+        Batcher { build: Builder::default(), max: max.max(1), request, count: 0, open: false, each }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.count == 0 {
+            return Ok(());
+        }
+        let body = mem::take(&mut self.request).encode_to_vec();
+        (self.each)(Batch { spans: mem::take(&mut self.count), body })?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl<F: FnMut(Batch) -> io::Result<()>> SpanWriter for Batcher<F> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        self.build.begin_process(ctx, process);
+        self.open = false;
+        Ok(())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        let span = self.build.span(ctx, span);
+        if !self.open {
+            self.request.resource_spans.push(self.build.resource_spans(Vec::new()));
+            self.open = true;
+        }
+        let rs = self.request.resource_spans.last_mut().expect("pushed");
+        rs.scope_spans[0].spans.push(span);
+        self.count += 1;
+        if self.count == self.max {
+            self.flush()?;
+        }
+        Ok(())
+    }
 }

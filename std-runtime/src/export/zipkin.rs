@@ -1,11 +1,12 @@
-//! Zipkin exporter: a [`Trace`] as Zipkin v2 JSON, the list of spans that `POST /api/v2/spans`
-//! takes and Zipkin's UI opens from a file.
+//! Zipkin exporter: `trace.bin` files or a [`Trace`] as Zipkin v2 JSON, the list of spans that
+//! `POST /api/v2/spans` takes and Zipkin's UI opens from a file.
 //!
-//! The mapping (the shared rules for ids, times, events and causes are in [`flat`]):
+//! The mapping (the shared rules for ids, events, causes and order are in [`super::spans`]):
 //! - every span is a Zipkin span with `traceId` (32 lower-hex digits, the same for the whole
 //!   decode), `id` and `parentId` (16 lower-hex digits; `parentId` only when the parent is in
-//!   the trace), `name`, `timestamp` and `duration` in whole µs (`duration` at least 1, as
-//!   Zipkin requires), and no `kind`: waffle's spans are local work, and Zipkin has no
+//!   the trace), `name`, `timestamp` and `duration` in whole µs, floored (the duration is the
+//!   floored end minus the floored start, so a child never pokes out of its parent; at least 1,
+//!   as Zipkin requires), and no `kind`: waffle's spans are local work, and Zipkin has no
 //!   `INTERNAL`;
 //! - `localEndpoint.serviceName` is the process name, lowercased as the server would store it;
 //!   span names keep their case (the server lowercases them, a file opened in the UI does not);
@@ -33,149 +34,235 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::model::{Process, Trace, Value};
-
-pub(super) mod flat;
-
-use flat::{FlatSpan, Log};
+use super::spans::{self, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use crate::model::{Trace, Value};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut out = BufWriter::new(out);
-    out.write_all(b"[")?;
-    let mut first = true;
-    for_each_span(trace, |json| {
-        out.write_all(if first { b"\n" } else { b",\n" })?;
-        first = false;
-        serde_json::to_writer(&mut out, &json).map_err(io::Error::from)
-    })?;
-    out.write_all(b"\n]\n")?;
-    out.flush()
+    let mut w = FileWriter { out: BufWriter::new(out), spans: Spans::default(), first: true };
+    spans::write_trace(trace, &mut w)?;
+    w.close()
 }
 
-/// Calls `each` with every span of `trace` as [`write`] writes it, in the same order, one at a
-/// time, so that a caller can send them in batches without holding the whole document; the
-/// first error stops the walk and is returned.
-pub fn for_each_span<E>(trace: &Trace, mut each: impl FnMut(Json) -> Result<(), E>) -> Result<(), E> {
-    let flat = flat::flatten(trace);
-    let trace_id = format!("{:032x}", flat.trace_id);
-    let processes: Vec<ProcessInfo> =
-        trace.processes.iter().map(|p| ProcessInfo::new(p, flat.trace_id)).collect();
-    for span in &flat.spans {
-        each(span_json(trace, span, &trace_id, &processes[span.process]))?;
+/// Writes the files `export` has scanned to `out` as Zipkin v2 JSON.
+pub(super) fn write_files(
+    export: SpanExport,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut w = FileWriter { out: BufWriter::new(out), spans: Spans::default(), first: true };
+    export.write(&mut w, progress)?;
+    w.close()
+}
+
+/// Calls `each` with every span of the files `export` has scanned, as [`write`] writes them,
+/// one at a time, so that a caller can send them in batches without holding the document;
+/// the first error stops the walk and is returned.
+pub(crate) fn for_each_span(
+    export: SpanExport,
+    progress: &mut dyn FnMut(u64),
+    each: impl FnMut(Json) -> io::Result<()>,
+) -> io::Result<()> {
+    export.write(&mut Each { spans: Spans::default(), each }, progress)
+}
+
+/// As [`for_each_span`], for a model.
+pub(crate) fn for_each_span_of(trace: &Trace, each: impl FnMut(Json) -> io::Result<()>) -> io::Result<()> {
+    spans::write_trace(trace, &mut Each { spans: Spans::default(), each })
+}
+
+/// The JSON array in a file.
+struct FileWriter<W: Write> {
+    out: W,
+    spans: Spans,
+    first: bool,
+}
+
+impl<W: Write> FileWriter<W> {
+    fn close(mut self) -> io::Result<()> {
+        self.out.write_all(if self.first { b"[\n]\n" } else { b"\n]\n" })?;
+        self.out.flush()
     }
-    Ok(())
 }
 
-/// What every span of one process carries.
-struct ProcessInfo {
+impl<W: Write> SpanWriter for FileWriter<W> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        self.spans.begin_process(ctx, process);
+        Ok(())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        self.out.write_all(if self.first { b"[\n" } else { b",\n" })?;
+        self.first = false;
+        serde_json::to_writer(&mut self.out, &self.spans.json(ctx, span)).map_err(io::Error::from)
+    }
+}
+
+/// Each span to a closure.
+struct Each<F> {
+    spans: Spans,
+    each: F,
+}
+
+impl<F: FnMut(Json) -> io::Result<()>> SpanWriter for Each<F> {
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        self.spans.begin_process(ctx, process);
+        Ok(())
+    }
+
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        (self.each)(self.spans.json(ctx, span))
+    }
+}
+
+/// Spans as Zipkin JSON.
+#[derive(Default)]
+struct Spans {
+    trace_id: String,
+    /// The current process's service name and tags.
     service: String,
     tags: Vec<(String, String)>,
 }
 
-impl ProcessInfo {
-    fn new(process: &Process, trace_id: u128) -> ProcessInfo {
-        let mut tags = Vec::new();
-        if !process.host.is_empty() {
-            tags.push(("host.name".to_owned(), process.host.clone()));
+impl Spans {
+    fn begin_process(&mut self, ctx: &Context, process: usize) {
+        let p = &ctx.processes[process];
+        self.trace_id = format!("{:032x}", ctx.trace_id);
+        self.service = service_name(p).to_lowercase();
+        let h = &p.header;
+        self.tags.clear();
+        if !h.host.is_empty() {
+            self.tags.push(("host.name".to_owned(), h.host.clone()));
         }
-        tags.push(("process.pid".to_owned(), process.pid.to_string()));
-        tags.extend(process.labels.iter().cloned());
-        if process.trace_id != trace_id {
-            tags.push(("waffle.trace_id".to_owned(), format!("{:032x}", process.trace_id)));
+        self.tags.push(("process.pid".to_owned(), h.pid.to_string()));
+        self.tags.extend(h.labels.iter().cloned());
+        if h.trace_id != ctx.trace_id {
+            self.tags.push(("waffle.trace_id".to_owned(), format!("{:032x}", h.trace_id)));
         }
-        ProcessInfo { service: service_name(process).to_lowercase(), tags }
     }
+
+    fn json(&self, ctx: &Context, span: &OutSpan<'_>) -> Json {
+        let mut tags = Map::new();
+        let mut tag = |key: &str, value: String| {
+            tags.insert(key.to_owned(), Json::String(value));
+        };
+        for (key, value) in &self.tags {
+            tag(key, value.clone());
+        }
+        let thread = &ctx.processes[span.process].threads[span.thread];
+        tag("thread.id", thread.tid.to_string());
+        if !thread.name.is_empty() {
+            tag("thread.name", thread.name.clone());
+        }
+        for (name, value) in span.fields() {
+            tag(name, value_text(value));
+        }
+        if !span.caused_by.is_empty() {
+            tag("waffle.caused_by", hex_list(span.caused_by));
+        }
+        let unresolved = own_links(span.links).filter(|l| !l.resolved).count();
+        if unresolved > 0 {
+            tag("waffle.unresolved_links", unresolved.to_string());
+        }
+        if let Some(parent) = span.unresolved_parent {
+            tag("waffle.unresolved_parent", format!("{parent:016x}"));
+        }
+        if let Some(c) = correlation(&span.callsite.correlate, span.correlation) {
+            tag("waffle.correlate", c);
+        }
+        if !span.ended {
+            tag("waffle.unfinished", "true".to_owned());
+        }
+        if span.event {
+            tag("waffle.event", "true".to_owned());
+        }
+        let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
+        let mut json = json!({
+            "traceId": self.trace_id,
+            "id": format!("{:016x}", span.id),
+            "name": span.callsite.name,
+            "timestamp": start_us,
+            "duration": (end_us - start_us).max(1),
+            "localEndpoint": { "serviceName": self.service },
+        });
+        let obj = json.as_object_mut().expect("an object");
+        if let Some(parent) = span.parent.filter(|&p| p != span.id) {
+            obj.insert("parentId".to_owned(), Json::String(format!("{parent:016x}")));
+        }
+        if !span.logs.is_empty() {
+            let mut logs: Vec<&Log> = span.logs.iter().collect();
+            logs.sort_by_key(|l| l.ts_ns);
+            // Zipkin keeps one of equal annotations: an event repeated within a µs keeps its
+            // own by its id.
+            let mut seen = HashSet::new();
+            let annotations = logs.into_iter().map(|l| {
+                let mut value = annotation(l);
+                if !seen.insert((us(l.ts_ns), value.clone())) {
+                    let _ = write!(value, " waffle.id={:016x}", l.id);
+                }
+                json!({ "timestamp": us(l.ts_ns), "value": value })
+            });
+            obj.insert("annotations".to_owned(), Json::Array(annotations.collect()));
+        }
+        obj.insert("tags".to_owned(), Json::Object(tags));
+        json
+    }
+}
+
+/// The links of a span itself, not of the events it shows.
+pub(super) fn own_links(links: &[Link]) -> impl Iterator<Item = &Link> {
+    links.iter().filter(|l| l.from_event.is_none())
+}
+
+/// The spans a span follows from: those showing its causes, then the first member of its
+/// correlation group; no repeats.
+pub(super) fn follows(links: &[Link]) -> Vec<u64> {
+    let mut follows: Vec<u64> = Vec::new();
+    for kind in [LinkKind::Cause, LinkKind::Correlated] {
+        for l in own_links(links).filter(|l| l.resolved && l.kind == kind) {
+            if !follows.contains(&l.span) {
+                follows.push(l.span);
+            }
+        }
+    }
+    follows
+}
+
+/// `key=value` of a correlation.
+pub(super) fn correlation(key: &str, value: Option<u64>) -> Option<String> {
+    value.filter(|_| !key.is_empty()).map(|v| format!("{key}={v}"))
+}
+
+/// Nanoseconds to whole microseconds, floored.
+pub(super) fn us(ns: u64) -> u64 {
+    ns / 1000
 }
 
 /// The name a process goes by in Jaeger and Zipkin: its own, or `waffle` when it has none.
-pub(super) fn service_name(process: &Process) -> &str {
-    if process.name.is_empty() {
+pub(super) fn service_name(process: &ProcessInfo) -> &str {
+    if process.header.name.is_empty() {
         "waffle"
     } else {
-        &process.name
+        &process.header.name
     }
-}
-
-fn span_json(trace: &Trace, span: &FlatSpan<'_>, trace_id: &str, process: &ProcessInfo) -> Json {
-    let mut tags = Map::new();
-    let mut tag = |key: &str, value: String| {
-        tags.insert(key.to_owned(), Json::String(value));
-    };
-    for (key, value) in &process.tags {
-        tag(key, value.clone());
-    }
-    let thread = &trace.processes[span.process].threads[span.thread];
-    tag("thread.id", thread.tid.to_string());
-    if !thread.name.is_empty() {
-        tag("thread.name", thread.name.clone());
-    }
-    for (name, value) in span.fields() {
-        tag(name, value_text(value));
-    }
-    if !span.caused_by.is_empty() {
-        tag("waffle.caused_by", hex_list(span.caused_by));
-    }
-    if span.unresolved_links > 0 {
-        tag("waffle.unresolved_links", span.unresolved_links.to_string());
-    }
-    if let Some(parent) = span.unresolved_parent {
-        tag("waffle.unresolved_parent", format!("{parent:016x}"));
-    }
-    if let Some(c) = &span.correlation {
-        tag("waffle.correlate", c.clone());
-    }
-    if span.unfinished {
-        tag("waffle.unfinished", "true".to_owned());
-    }
-    if span.event {
-        tag("waffle.event", "true".to_owned());
-    }
-    let mut json = json!({
-        "traceId": trace_id,
-        "id": format!("{:016x}", span.id),
-        "name": span.name(),
-        "timestamp": span.start_us,
-        "duration": span.duration_us.max(1),
-        "localEndpoint": { "serviceName": process.service },
-    });
-    let obj = json.as_object_mut().expect("an object");
-    if let Some(parent) = span.parent.filter(|&p| p != span.id) {
-        obj.insert("parentId".to_owned(), Json::String(format!("{parent:016x}")));
-    }
-    if !span.logs.is_empty() {
-        // Zipkin keeps one of equal annotations: an event repeated within a µs keeps its own by
-        // its id.
-        let mut seen = HashSet::new();
-        let annotations = span.logs.iter().map(|l| {
-            let mut value = annotation(l);
-            if !seen.insert((l.ts_us, value.clone())) {
-                let _ = write!(value, " waffle.id={:016x}", l.id);
-            }
-            json!({ "timestamp": l.ts_us, "value": value })
-        });
-        obj.insert("annotations".to_owned(), Json::Array(annotations.collect()));
-    }
-    obj.insert("tags".to_owned(), Json::Object(tags));
-    json
 }
 
 /// An event as an annotation's text: `name key=value ...`, strings quoted.
-fn annotation(log: &Log<'_>) -> String {
-    let mut text = log.name().to_owned();
+fn annotation(log: &Log) -> String {
+    let mut text = log.callsite.name.clone();
     for (name, value) in log.fields() {
         let _ = match value {
             Value::Str(s) => write!(text, " {name}={s:?}"),
             v => write!(text, " {name}={}", value_text(v)),
         };
     }
-    if log.is_cause {
+    if log.linked {
         let _ = write!(text, " waffle.id={:016x}", log.id);
     }
     if !log.caused_by.is_empty() {
-        let _ = write!(text, " waffle.caused_by={}", hex_list(log.caused_by));
+        let _ = write!(text, " waffle.caused_by={}", hex_list(&log.caused_by));
     }
-    if let Some(c) = &log.correlation {
+    if let Some(c) = correlation(&log.callsite.correlate, log.correlation) {
         let _ = write!(text, " waffle.correlate={c}");
     }
     text

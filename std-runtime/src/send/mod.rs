@@ -1,4 +1,5 @@
-//! Sending a decoded [`Trace`] to a running backend, as `waffle-decode --send` does:
+//! Sending `trace.bin` files ([`send_files`], streaming) or a decoded [`Trace`] ([`send`]) to a
+//! running backend, as `waffle-decode --send` does:
 //!
 //! - **Zipkin**: `POST /api/v2/spans`, Zipkin v2 JSON (`application/json`), the spans of the
 //!   [Zipkin exporter](crate::export::zipkin), byte for byte as it writes them;
@@ -28,7 +29,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::export::{otlp, zipkin};
+use crate::export::{otlp, zipkin, Files, Format};
 use crate::model::Trace;
 
 mod answer;
@@ -63,6 +64,14 @@ impl Protocol {
         match self {
             Protocol::Zipkin => "/api/v2/spans",
             Protocol::Otlp => "/v1/traces",
+        }
+    }
+
+    /// The format its requests carry.
+    pub fn format(self) -> Format {
+        match self {
+            Protocol::Zipkin => Format::Zipkin,
+            Protocol::Otlp => Format::Otlp,
         }
     }
 
@@ -124,6 +133,13 @@ impl FromStr for Target {
         let url = format!("{scheme}{rest}{path}");
         http::check_url(&url)?;
         Ok(Target { protocol, url })
+    }
+}
+
+impl Target {
+    /// The format to scan files for before sending them here ([`send_files`]).
+    pub fn format(&self) -> Format {
+        self.protocol.format()
     }
 }
 
@@ -205,36 +221,54 @@ impl std::error::Error for SendError {}
 /// Sends every span of `trace` to `target`, in batches, and says what it did (or, boxed, why
 /// it stopped).
 pub fn send(trace: &Trace, target: &Target, options: &Options) -> Result<Report, Box<SendError>> {
+    run(target, options, |protocol, max, each| match protocol {
+        Protocol::Zipkin => zipkin::for_each_span_of(trace, each.zipkin(max)),
+        Protocol::Otlp => otlp::for_each_batch_of(trace, max, |b| each.post(&b.body, b.spans)),
+    })
+}
+
+/// Sends the spans of the files `files` has scanned (for [`Target::format`]) to `target`,
+/// streaming: no more than a batch is held. `progress` is told the bytes read.
+///
+/// # Panics
+/// If `files` was scanned for another format than the target's.
+pub fn send_files(
+    files: Files,
+    target: &Target,
+    options: &Options,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Report, Box<SendError>> {
+    assert_eq!(files.format(), target.format(), "scanned for another format");
+    let export = files.into_spans().expect("span formats stream spans");
+    run(target, options, |protocol, max, each| match protocol {
+        Protocol::Zipkin => zipkin::for_each_span(export, progress, each.zipkin(max)),
+        Protocol::Otlp => otlp::for_each_batch(export, max, progress, |b| each.post(&b.body, b.spans)),
+    })
+}
+
+/// Runs `walk`, which hands batches to the sender as it makes them.
+fn run(
+    target: &Target,
+    options: &Options,
+    walk: impl FnOnce(Protocol, usize, &mut Sender<'_>) -> std::io::Result<()>,
+) -> Result<Report, Box<SendError>> {
     let mut sender = Sender {
         client: http::Client::new(),
         target,
         policy: &options.policy,
         report: Report::default(),
         started: Instant::now(),
+        failed: None,
+        body: Vec::new(),
+        count: 0,
     };
-    let max = options.batch_spans.max(1);
-    let result = match target.protocol {
-        Protocol::Zipkin => {
-            let mut body = Vec::new();
-            let mut count = 0;
-            zipkin::for_each_span(trace, |span| {
-                body.push(if count == 0 { b'[' } else { b',' });
-                serde_json::to_writer(&mut body, &span).expect("JSON values serialise into memory");
-                count += 1;
-                if count == max {
-                    sender.post_zipkin(&mut body, &mut count)?;
-                }
-                Ok(())
-            })
-            .and_then(|()| {
-                if count > 0 {
-                    sender.post_zipkin(&mut body, &mut count)
-                } else {
-                    Ok(())
-                }
-            })
-        }
-        Protocol::Otlp => otlp::protobuf_batches(trace, max).try_for_each(|b| sender.post(&b.body, b.spans)),
+    let walked = walk(target.protocol, options.batch_spans.max(1), &mut sender);
+    let result = match (walked, sender.failed.take()) {
+        (_, Some(failure)) => Err(failure),
+        (Ok(()), None) if sender.count > 0 => sender.post_zipkin_batch(),
+        (Ok(()), None) => Ok(()),
+        // The files could not be read a second time.
+        (Err(e), None) => Err(sender.error(e.to_string(), None, 0, Instant::now())),
     };
     sender.report.elapsed = sender.started.elapsed();
     result.map(|()| sender.report)
@@ -247,20 +281,53 @@ struct Sender<'a> {
     policy: &'a Policy,
     report: Report,
     started: Instant,
+    /// Why the send stopped, when a batch could not be sent.
+    failed: Option<Box<SendError>>,
+    /// Zipkin: the JSON array of the batch being made, and its span count.
+    body: Vec<u8>,
+    count: usize,
 }
 
-impl Sender<'_> {
-    /// Closes the JSON array in `body`, posts it and empties it for the next batch.
-    fn post_zipkin(&mut self, body: &mut Vec<u8>, count: &mut usize) -> Result<(), Box<SendError>> {
-        body.push(b']');
-        self.post(body, *count)?;
-        body.clear();
-        *count = 0;
-        Ok(())
+impl<'a> Sender<'a> {
+    /// Zipkin's spans one at a time, posted `max` to a request.
+    fn zipkin<'s>(
+        &'s mut self,
+        max: usize,
+    ) -> impl FnMut(serde_json::Value) -> std::io::Result<()> + use<'s, 'a> {
+        move |span| {
+            self.body.push(if self.count == 0 { b'[' } else { b',' });
+            serde_json::to_writer(&mut self.body, &span)?;
+            self.count += 1;
+            if self.count == max {
+                self.post_zipkin_batch().map_err(|e| self.stop(e))?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Closes the JSON array of the batch, posts it and starts the next.
+    fn post_zipkin_batch(&mut self) -> Result<(), Box<SendError>> {
+        self.body.push(b']');
+        let body = std::mem::take(&mut self.body);
+        let sent = self.post_once(&body, self.count);
+        (self.body, self.count) = (body, 0);
+        self.body.clear();
+        sent
+    }
+
+    /// Posts one batch, or keeps why it could not be and stops the walk.
+    fn post(&mut self, body: &[u8], spans: usize) -> std::io::Result<()> {
+        self.post_once(body, spans).map_err(|e| self.stop(e))
+    }
+
+    /// Keeps the failure; what stops the walk.
+    fn stop(&mut self, failure: Box<SendError>) -> std::io::Error {
+        self.failed = Some(failure);
+        std::io::Error::other("the send stopped")
     }
 
     /// Posts one batch of `spans` spans, trying again as the policy allows.
-    fn post(&mut self, body: &[u8], spans: usize) -> Result<(), Box<SendError>> {
+    fn post_once(&mut self, body: &[u8], spans: usize) -> Result<(), Box<SendError>> {
         let (target, policy) = (self.target, self.policy);
         let started = Instant::now();
         let mut made = 0;

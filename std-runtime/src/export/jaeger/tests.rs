@@ -1,6 +1,7 @@
 //! Edge cases of the span-list exporters (the golden files cover the ordinary ones): loops of
 //! causes, an empty trace, a trace without a trace id, repeated ids, parents outside the trace.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
@@ -61,7 +62,8 @@ fn json(trace: &Trace, format: Format) -> Json {
     serde_json::from_slice(&out).unwrap()
 }
 
-fn jaeger_refs(trace: &Trace) -> Vec<(String, Vec<(String, String)>)> {
+/// Each span's references, by span id.
+fn jaeger_refs(trace: &Trace) -> HashMap<String, Vec<(String, String)>> {
     let j = json(trace, Format::Jaeger);
     let spans = j["data"][0]["spans"].as_array().unwrap().clone();
     spans
@@ -80,10 +82,24 @@ fn id(n: u64) -> String {
     format!("{n:016x}")
 }
 
+/// Following first references from any span ends (at a root), as Jaeger's UI needs.
+fn assert_tree(refs: &HashMap<String, Vec<(String, String)>>) {
+    for start in refs.keys() {
+        let mut at = start;
+        for _ in 0..=refs.len() {
+            match refs.get(at).and_then(|r| r.first()) {
+                Some((_, up)) => at = up,
+                None => break,
+            }
+        }
+        assert!(refs.get(at).is_none_or(|r| r.is_empty()), "a loop of first references from {start}");
+    }
+}
+
 #[test]
 fn causes_that_loop_never_loop_the_ui_tree() {
-    // 1 and 2 name each other; 3 names 5, and 5, a child of 4, names 3. No first reference may
-    // close a loop; references after the first are free to.
+    // 1 and 2 name each other; 3 names 5, and 5, a child of 4, names 3. A first reference
+    // always points back in time; references after a parent are free.
     let t = trace(
         7,
         vec![
@@ -97,23 +113,27 @@ fn causes_that_loop_never_loop_the_ui_tree() {
     );
     let refs = jaeger_refs(&t);
     let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
-    assert_eq!(refs[0].1, [ff(2)], "the first cause leads");
-    assert_eq!(refs[1].1, [], "following 1 would close the loop 1 → 2 → 1");
-    assert_eq!(refs[2].1, [ff(5)]);
-    assert_eq!(refs[4].1, [("CHILD_OF".to_owned(), id(4)), ff(3)], "after CHILD_OF, any cause is safe");
-    // The tag keeps the dropped cause.
+    assert_eq!(refs[&id(1)], [], "2 is later than 1: following it could close the loop 1 → 2 → 1");
+    assert_eq!(refs[&id(2)], [ff(1)], "the earlier cause leads");
+    assert_eq!(refs[&id(3)], [], "5 is later than 3");
+    assert_eq!(refs[&id(5)], [("CHILD_OF".to_owned(), id(4)), ff(3)], "after CHILD_OF, any cause is safe");
+    assert_tree(&refs);
+    // The tag keeps the cause left out.
     let j = json(&t, Format::Jaeger);
-    let tags = j["data"][0]["spans"][1]["tags"].as_array().unwrap().clone();
-    assert!(tags.iter().any(|t| t["key"] == "waffle.caused_by" && t["value"] == id(1)));
+    let one =
+        j["data"][0]["spans"].as_array().unwrap().iter().find(|s| s["spanID"] == id(1)).unwrap().clone();
+    let tags = one["tags"].as_array().unwrap();
+    assert!(tags.iter().any(|t| t["key"] == "waffle.caused_by" && t["value"] == id(2)));
 }
 
 #[test]
-fn a_later_cause_leads_when_the_first_would_loop() {
-    // 1 hangs under 2 through its cause; 2 names 1, then 3: 3 must lead.
-    let t = trace(7, vec![span(1, None, &[2], 0), span(2, None, &[1, 3], 1), span(3, None, &[], 2)], vec![]);
+fn the_first_earlier_cause_leads() {
+    // 2 names 3 (later) and then 1 (earlier): 1 leads, 3 comes after it.
+    let t = trace(7, vec![span(1, None, &[], 0), span(2, None, &[3, 1], 1), span(3, None, &[], 2)], vec![]);
     let refs = jaeger_refs(&t);
     let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
-    assert_eq!(refs[1].1, [ff(3), ff(1)], "3 leads; 1 comes after, where it cannot loop");
+    assert_eq!(refs[&id(2)], [ff(1), ff(3)]);
+    assert_tree(&refs);
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub(super) fn request(r: &ExportTraceServiceRequest) -> Json {
     Object::default().list("resourceSpans", &r.resource_spans, resource_spans).done()
 }
 
-fn resource_spans(rs: &ResourceSpans) -> Json {
+pub(super) fn resource_spans(rs: &ResourceSpans) -> Json {
     Object::default()
         .opt("resource", rs.resource.as_ref().map(resource))
         .list("scopeSpans", &rs.scope_spans, scope_spans)
@@ -38,7 +38,7 @@ fn scope_spans(ss: &ScopeSpans) -> Json {
     Object::default().opt("scope", scope).list("spans", &ss.spans, span).done()
 }
 
-fn span(s: &Span) -> Json {
+pub(super) fn span(s: &Span) -> Json {
     Object::default()
         .hex("traceId", &s.trace_id)
         .hex("spanId", &s.span_id)

@@ -1,46 +1,66 @@
 //! Chrome trace-event JSON (`.chrome.json`): `{"traceEvents": [...], "displayTimeUnit": "ns"}`,
-//! for chrome://tracing, Perfetto UI's JSON import and other trace viewers.
+//! for chrome://tracing, Perfetto UI's JSON import and other trace viewers, written from
+//! `trace.bin` files or a [`Trace`] as spans end. The rules every format shares (ids, which
+//! item a link resolves to, correlation groups, the order spans come in) are in
+//! [`super::spans`]; every event is an item of its own here, none is a log of its span.
 //!
 //! The mapping:
 //! - each process is a pid, its own unless another input already used it (or it is 0): then a
 //!   fresh one above Linux's largest pid. Tids get the same treatment over the whole
 //!   trace, and a main thread (tid = pid) follows its process. `M` events name processes
 //!   (`process_name`, with the rank when the header has one; `process_labels` with the host and
-//!   labels; `process_sort_index`) and rows (`thread_name`, `thread_sort_index`);
-//! - a span is a complete event (`X`) on its thread's row; `ts` and `dur` are microseconds,
-//!   written with three decimals so that nanoseconds survive. A double cannot hold Unix time in
-//!   nanoseconds, so `ts` counts from the trace's earliest record, whose Unix time in
-//!   nanoseconds is `otherData.waffle_origin_unix_ns` (a string). Fields are
-//!   `args`, with `waffle.id`, `waffle.parent`, `waffle.caused_by` (ids in hex),
-//!   `waffle.correlate` (`key=value`), and `waffle.unfinished`, `waffle.detached`,
-//!   `waffle.stand_in`, `waffle.cut` (its end cut to nest) where they apply. A field named
-//!   like one of these keeps its value. Integers beyond ±(2^53 − 1) and non-finite floats are
-//!   strings, which JavaScript viewers read without loss;
+//!   labels; `process_sort_index`) and rows (`thread_name`, `thread_sort_index`); those of
+//!   processes and threads come first, those of a detached span's row when it ends;
+//! - a span is a complete event (`X`) on its thread's row, written when it ends, so after its
+//!   children; `ts` and `dur` are microseconds, written with three decimals so that nanoseconds
+//!   survive. A double cannot hold Unix time in nanoseconds, so `ts` counts from the trace's
+//!   earliest record, whose Unix time in nanoseconds is `otherData.waffle_origin_unix_ns` (a
+//!   string). Fields are `args`, with `waffle.id`, `waffle.parent`, `waffle.caused_by` (ids in
+//!   hex), `waffle.correlate` (`key=value`), and `waffle.unfinished`, `waffle.detached`,
+//!   `waffle.stand_in`, `waffle.stretched` (its slice stretched to keep its row nested where
+//!   recorded times do not, see `rows`) where they apply. A field named like one of these
+//!   keeps its value. Integers beyond ±(2^53 − 1) and non-finite floats are strings, which
+//!   JavaScript viewers read without loss;
 //! - a detached span (an async span, which may end on another thread) gets a row of its own,
 //!   named after it, so that the thread rows still nest (see `rows`);
 //! - an event is an instant, `"ph": "i"` with thread scope `"s": "t"`, on its thread's row;
 //! - causality is flows, one id per arrow, matched on `(id, cat, name)` with `cat` `waffle`:
 //!   `s` on the cause (it binds to the enclosing slice) and `f` with `"bp": "e"` on the effect
-//!   (binding to its enclosing slice, not the next one). Names tell the relation: `caused_by`
-//!   for each link, `correlated` between consecutive members of a correlation group, and
-//!   `parent` from a parent that is not an enclosing slice on the child's row (a context
-//!   entered on another thread or in another process, a detached span). An event takes part
-//!   through the slice enclosing it; an event that has none and takes part in a flow is a
-//!   zero-length `X` slice instead of an instant, so the flow has a slice to bind to.
+//!   (binding to its enclosing slice, not the next one), written together once both slices
+//!   are, and numbered in the order written (see `flows`). Names tell the relation: `caused_by`
+//!   for each link, `correlated` from the first member of a correlation group to each other
+//!   member, and `parent` from a parent that is not an enclosing slice on the child's row (a
+//!   context entered on another thread or in another process, a detached span's children, a
+//!   detached span's parent: that arrow starts where the detached span began on its thread's
+//!   row, inside the parent, and is written with the detached span). An event takes part
+//!   through the slice enclosing it. An event whose parent does not enclose it on its row (it
+//!   has none, or it is elsewhere) and that takes part in a flow, or that another item names,
+//!   is a zero-length `X` slice instead of an instant, so that the flow has a slice to bind to.
+//!
+//! Memory: files stream through [`super::spans`], and the writer keeps, besides a few numbers
+//! per process and thread, what the children of spans still open tell about them, where each
+//! item that another item names binds, and the arrows waiting for a cause still open: it grows
+//! with open spans and cross-references, never with records.
+//!
+//! Children are written before their parents, so a viewer that takes complete events of one
+//! start time in file order (chrome://tracing, older Perfetto) may nest a span inside a child
+//! begun in the same nanosecond.
 
-use std::collections::{HashMap, HashSet};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::model::{Callsite, Item, ItemRef, Trace, Value};
+use super::spans::{self, Context, LinkKind, OutSpan, SpanExport, SpanWriter};
+use crate::model::{Callsite, Trace, Value};
 
+mod flows;
 mod rows;
 
-use rows::{Entry, Rows};
+use flows::{Flow, Flows};
+use rows::{Point, Rows};
 
-/// Remapped pids and tids start above Linux's `PID_MAX_LIMIT`, so they never look real.
-const FRESH_ID_BASE: i64 = 1 << 22;
+/// How many events a span shows as logs: none, every event is an instant or a slice.
+pub(crate) const LOGS: usize = 0;
 /// The category of every flow.
 const FLOW_CAT: &str = "waffle";
 /// Integers a JavaScript number holds exactly.
@@ -48,165 +68,247 @@ const MAX_SAFE_INT: u64 = (1 << 53) - 1;
 
 /// Writes `trace` as Chrome trace-event JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &to_json(trace))?;
-    out.write_all(b"\n")?;
-    out.flush()
+    let mut w = Writer::new(out);
+    spans::write_trace(trace, &mut w)?;
+    w.finish()
 }
 
-/// `trace` as a Chrome trace-event JSON object.
-pub fn to_json(trace: &Trace) -> Json {
-    let rows = Rows::of(trace);
-    let ids = Ids::assign(trace, &rows);
-    let flows = flows(trace, &rows);
-    let endpoints: HashSet<ItemRef> = flows.iter().flat_map(|f| [f.from, f.to]).collect();
-    let origin = origin(trace);
-    let at = |ns: u64| us(ns.saturating_sub(origin));
-    let mut events = metadata(trace, &rows, &ids);
-    for (k, row) in rows.rows.iter().enumerate() {
-        let (pid, tid) = (ids.pids[row.process], ids.rows[k]);
-        let thread = &trace.processes[row.process].threads[row.thread];
-        for &entry in &row.order {
-            events.push(match entry {
-                Entry::Slice(i) => {
-                    let slice = &row.slices[i];
-                    let s = &thread.spans[slice.span];
-                    let mut args = fields(&s.callsite, &s.fields);
-                    causal_args(&mut args, s.id, s.parent, &s.links, &s.callsite, s.correlation);
-                    let flags = [
-                        ("waffle.unfinished", !s.ended),
-                        ("waffle.detached", s.detached),
-                        ("waffle.stand_in", s.id == 0),
-                        ("waffle.cut", slice.cut),
-                    ];
-                    for (key, _) in flags.iter().filter(|(_, on)| *on) {
-                        args.entry(*key).or_insert(json!(true));
-                    }
-                    let mut e = record("X", &s.callsite, pid, tid, at(slice.start), args);
-                    e["dur"] = us(slice.end - slice.start);
-                    e
-                }
-                Entry::Event(i, enclosing) => {
-                    let e = &thread.events[i];
-                    let mut args = fields(&e.callsite, &e.fields);
-                    causal_args(&mut args, e.id, e.parent, &e.links, &e.callsite, e.correlation);
-                    let r = ItemRef { process: row.process, thread: row.thread, item: Item::Event(i) };
-                    if enclosing.is_none() && endpoints.contains(&r) {
-                        let mut x = record("X", &e.callsite, pid, tid, at(e.ts_ns), args);
-                        x["dur"] = us(0);
-                        x
-                    } else {
-                        let mut instant = record("i", &e.callsite, pid, tid, at(e.ts_ns), args);
-                        instant["s"] = json!("t");
-                        instant
-                    }
-                }
-            });
+/// Writes the files `export` has scanned (with [`LOGS`]) to `out` as Chrome trace-event JSON;
+/// `progress` is told the bytes read.
+#[allow(dead_code)] // until `export::Files` calls it in place of its model-based shim
+pub(crate) fn write_files(
+    export: SpanExport,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut w = Writer::new(out);
+    export.write(&mut w, progress)?;
+    w.finish()
+}
+
+/// The document, written as spans come.
+struct Writer<'a> {
+    out: BufWriter<&'a mut dyn Write>,
+    /// Whether the document and the metadata are written (at the first process).
+    started: bool,
+    /// Trace events written.
+    events: u64,
+    /// The earliest record's time, Unix ns: `ts` 0.
+    origin: u64,
+    rows: Rows,
+    flows: Flows,
+    /// Arrows ready to be written, a reused buffer.
+    ready: Vec<Flow>,
+    /// Flow ids written.
+    flow_ids: u64,
+}
+
+impl<'a> Writer<'a> {
+    fn new(out: &'a mut dyn Write) -> Self {
+        Writer {
+            out: BufWriter::new(out),
+            started: false,
+            events: 0,
+            origin: 0,
+            rows: Rows::default(),
+            flows: Flows::default(),
+            ready: Vec::new(),
+            flow_ids: 0,
         }
     }
-    for (n, f) in flows.iter().enumerate() {
-        for (ph, r) in [("s", f.from), ("f", f.to)] {
-            let (row, _, ts) = rows.binding(trace, r);
-            let mut e = json!({
-                "ph": ph, "id": n + 1, "cat": FLOW_CAT, "name": f.name,
-                "pid": ids.pids[rows.rows[row].process], "tid": ids.rows[row], "ts": at(ts),
-            });
-            if ph == "f" {
-                e["bp"] = json!("e");
+
+    /// Opens the document and names every process and thread.
+    fn start(&mut self, ctx: &Context) -> io::Result<()> {
+        self.started = true;
+        self.origin = ctx.processes.iter().filter_map(|p| p.first_ns).min().unwrap_or(0);
+        self.rows = Rows::new(ctx);
+        self.out.write_all(b"{\"traceEvents\":[")?;
+        for (p, process) in ctx.processes.iter().enumerate() {
+            let h = &process.header;
+            let pid = self.rows.pid(p);
+            let meta = |name: &str, args: Json| json!({ "ph": "M", "name": name, "pid": pid, "args": args });
+            let name = match h.labels.iter().find(|(k, _)| k == "rank") {
+                Some((_, rank)) => format!("{} (rank {rank})", h.name),
+                None => h.name.clone(),
+            };
+            self.event(&meta("process_name", json!({ "name": name })))?;
+            let mut labels = Vec::with_capacity(h.labels.len() + 1);
+            if !h.host.is_empty() {
+                labels.push(format!("host={}", h.host));
             }
-            events.push(e);
+            labels.extend(h.labels.iter().map(|(k, v)| format!("{k}={v}")));
+            if !labels.is_empty() {
+                self.event(&meta("process_labels", json!({ "labels": labels.join(", ") })))?;
+            }
+            self.event(&meta("process_sort_index", json!({ "sort_index": p })))?;
         }
+        for (p, process) in ctx.processes.iter().enumerate() {
+            for (t, thread) in process.threads.iter().enumerate() {
+                let name = match thread.name.as_str() {
+                    "" => format!("thread {}", thread.tid),
+                    name => name.to_owned(),
+                };
+                self.row(self.rows.pid(p), self.rows.thread(p, t), &name, t)?;
+            }
+        }
+        Ok(())
     }
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "otherData": { "waffle_origin_unix_ns": origin.to_string() },
-    })
+
+    /// Names a row.
+    fn row(&mut self, pid: i64, tid: i64, name: &str, sort_index: usize) -> io::Result<()> {
+        self.event(
+            &json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": { "name": name } }),
+        )?;
+        let index = json!({ "sort_index": sort_index });
+        self.event(&json!({ "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": index }))
+    }
+
+    fn event(&mut self, e: &Json) -> io::Result<()> {
+        self.out.write_all(if self.events == 0 { b"\n" } else { b",\n" })?;
+        self.events += 1;
+        serde_json::to_writer(&mut self.out, e).map_err(io::Error::from)
+    }
+
+    /// `ns` as a `ts`.
+    fn at(&self, ns: u64) -> Json {
+        us(ns.saturating_sub(self.origin))
+    }
+
+    /// Writes the arrows that are ready.
+    fn write_flows(&mut self) -> io::Result<()> {
+        let ready = std::mem::take(&mut self.ready);
+        for f in &ready {
+            self.flow_ids += 1;
+            for (ph, p) in [("s", f.from), ("f", f.to)] {
+                let mut e = json!({
+                    "ph": ph, "id": self.flow_ids, "cat": FLOW_CAT, "name": f.name,
+                    "pid": p.pid, "tid": p.tid, "ts": self.at(p.ts),
+                });
+                if ph == "f" {
+                    e["bp"] = json!("e");
+                }
+                self.event(&e)?;
+            }
+        }
+        self.ready = ready;
+        self.ready.clear();
+        Ok(())
+    }
+
+    /// Closes the document; arrows whose cause never turned up go where it was recorded.
+    fn finish(mut self) -> io::Result<()> {
+        if !self.started {
+            self.out.write_all(b"{\"traceEvents\":[")?;
+        }
+        self.ready = std::mem::take(&mut self.flows).rest();
+        self.write_flows()?;
+        write!(
+            self.out,
+            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"waffle_origin_unix_ns\":\"{}\"}}}}\n",
+            self.origin
+        )?;
+        self.out.flush()
+    }
 }
 
-/// The time of the earliest record (0 for an empty trace), Unix ns.
-fn origin(trace: &Trace) -> u64 {
-    let threads = trace.processes.iter().flat_map(|p| &p.threads);
-    let starts =
-        threads.flat_map(|t| t.spans.iter().map(|s| s.start_ns).chain(t.events.iter().map(|e| e.ts_ns)));
-    starts.min().unwrap_or(0)
-}
+impl SpanWriter for Writer<'_> {
+    const LOGS: usize = LOGS;
 
-/// The `M` events naming processes and rows.
-fn metadata(trace: &Trace, rows: &Rows, ids: &Ids) -> Vec<Json> {
-    let mut events = Vec::new();
-    for (p, process) in trace.processes.iter().enumerate() {
-        let pid = ids.pids[p];
-        let meta = |name: &str, args: Json| json!({ "ph": "M", "name": name, "pid": pid, "args": args });
-        let name = match process.label("rank") {
-            Some(rank) => format!("{} (rank {rank})", process.name),
-            None => process.name.clone(),
+    fn begin_process(&mut self, ctx: &Context, _process: usize) -> io::Result<()> {
+        if !self.started {
+            self.start(ctx)?;
+        }
+        Ok(())
+    }
+
+    fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+        let pid = self.rows.pid(s.process);
+        let thread_tid = self.rows.thread(s.process, s.thread);
+        let mut args = Map::new();
+        for (name, v) in s.fields() {
+            args.entry(name).or_insert_with(|| value(v));
+        }
+        causal_args(&mut args, s);
+        let at = if s.event {
+            let enclosed = s.parent.is_some() && s.parent_anchor.is_none();
+            let flows = s.referred || s.parent_anchor.is_some() || s.links.iter().any(|l| l.resolved);
+            let slice = flows && !enclosed;
+            let mut e = record(if slice { "X" } else { "i" }, s.callsite, pid, thread_tid, args);
+            e["ts"] = self.at(s.start_ns);
+            if slice {
+                e["dur"] = us(0);
+            } else {
+                e["s"] = json!("t");
+            }
+            self.event(&e)?;
+            Point { pid, tid: thread_tid, ts: s.start_ns }
+        } else {
+            let tid = if s.detached {
+                let (tid, sort_index) = self.rows.detached(s.process);
+                self.row(pid, tid, &s.callsite.name, sort_index)?;
+                tid
+            } else {
+                thread_tid
+            };
+            let slice = self.rows.slice(s);
+            let flags = [
+                ("waffle.unfinished", !s.ended),
+                ("waffle.detached", s.detached),
+                ("waffle.stand_in", s.stand_in),
+                ("waffle.stretched", slice.stretched),
+            ];
+            for (key, _) in flags.iter().filter(|(_, on)| *on) {
+                args.entry(*key).or_insert(json!(true));
+            }
+            let mut e = record("X", s.callsite, pid, tid, args);
+            e["ts"] = self.at(slice.start);
+            e["dur"] = us(slice.end - slice.start);
+            self.event(&e)?;
+            Point { pid, tid, ts: slice.bind }
         };
-        events.push(meta("process_name", json!({ "name": name })));
-        let mut labels = Vec::with_capacity(process.labels.len() + 1);
-        if !process.host.is_empty() {
-            labels.push(format!("host={}", process.host));
+        // Arrows waiting for this item, then its own: its links, its parent elsewhere.
+        self.flows.written(s.id, at, s.referred, &mut self.ready);
+        for link in s.links.iter().filter(|l| l.resolved) {
+            let name = match link.kind {
+                LinkKind::Cause => "caused_by",
+                LinkKind::Correlated => "correlated",
+            };
+            let recorded = link.anchor.and_then(|a| self.rows.anchored(a));
+            self.flows.add(name, link.span, recorded, at, &mut self.ready);
         }
-        labels.extend(process.labels.iter().map(|(k, v)| format!("{k}={v}")));
-        if !labels.is_empty() {
-            events.push(meta("process_labels", json!({ "labels": labels.join(", ") })));
+        match (s.parent, s.parent_anchor) {
+            (Some(parent), Some(anchor)) => {
+                let recorded = self.rows.anchored(anchor);
+                self.flows.add("parent", parent, recorded, at, &mut self.ready);
+            }
+            // A detached span's parent enclosed its begin on its thread's row.
+            (Some(_), None) if s.detached => {
+                let from = Point { pid, tid: thread_tid, ts: s.start_ns };
+                self.ready.push(Flow { name: "parent", from, to: at });
+            }
+            _ => {}
         }
-        events.push(meta("process_sort_index", json!({ "sort_index": p })));
+        self.write_flows()
     }
-    let mut sort_index: HashMap<usize, usize> = HashMap::new();
-    for (k, row) in rows.rows.iter().enumerate() {
-        let thread = &trace.processes[row.process].threads[row.thread];
-        let name = match row.detached {
-            Some(i) => thread.spans[i].name().to_owned(),
-            None if thread.name.is_empty() => format!("thread {}", thread.tid),
-            None => thread.name.clone(),
-        };
-        let index = sort_index.entry(row.process).or_default();
-        let (pid, tid) = (ids.pids[row.process], ids.rows[k]);
-        events.push(
-            json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": { "name": name } }),
-        );
-        events.push(json!({
-            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": { "sort_index": *index },
-        }));
-        *index += 1;
-    }
-    events
 }
 
-/// A span's or an event's record, before its phase-specific keys.
-fn record(ph: &str, callsite: &Callsite, pid: i64, tid: i64, ts: Json, args: Map<String, Json>) -> Json {
+/// A span's or an event's record, before its time and phase-specific keys.
+fn record(ph: &str, callsite: &Callsite, pid: i64, tid: i64, args: Map<String, Json>) -> Json {
     let cat = if callsite.module.is_empty() { "waffle" } else { &callsite.module };
-    json!({ "ph": ph, "name": callsite.name, "cat": cat, "pid": pid, "tid": tid, "ts": ts, "args": args })
+    json!({ "ph": ph, "name": callsite.name, "cat": cat, "pid": pid, "tid": tid, "args": args })
 }
 
-fn fields(callsite: &Callsite, values: &[Value]) -> Map<String, Json> {
-    let mut args = Map::new();
-    for ((name, _), v) in callsite.fields.iter().zip(values) {
-        args.entry(name.as_str()).or_insert_with(|| value(v));
-    }
-    args
-}
-
-fn causal_args(
-    args: &mut Map<String, Json>,
-    id: u64,
-    parent: Option<u64>,
-    links: &[u64],
-    callsite: &Callsite,
-    correlation: Option<u64>,
-) {
-    if id != 0 {
-        args.entry("waffle.id").or_insert_with(|| json!(format!("{id:016x}")));
-    }
-    if let Some(parent) = parent {
+fn causal_args(args: &mut Map<String, Json>, s: &OutSpan<'_>) {
+    args.entry("waffle.id").or_insert_with(|| json!(format!("{:016x}", s.id)));
+    if let Some(parent) = s.parent.or(s.unresolved_parent) {
         args.entry("waffle.parent").or_insert_with(|| json!(format!("{parent:016x}")));
     }
-    if !links.is_empty() {
-        let ids: Vec<String> = links.iter().map(|id| format!("{id:016x}")).collect();
+    if !s.caused_by.is_empty() {
+        let ids: Vec<String> = s.caused_by.iter().map(|id| format!("{id:016x}")).collect();
         args.entry("waffle.caused_by").or_insert_with(|| json!(ids.join(", ")));
     }
-    if let (Some(value), false) = (correlation, callsite.correlate.is_empty()) {
-        args.entry("waffle.correlate").or_insert_with(|| json!(format!("{}={value}", callsite.correlate)));
+    if let (Some(value), false) = (s.correlation, s.callsite.correlate.is_empty()) {
+        args.entry("waffle.correlate").or_insert_with(|| json!(format!("{}={value}", s.callsite.correlate)));
     }
 }
 
@@ -235,102 +337,5 @@ fn us(ns: u64) -> Json {
     serde_json::Number::from_f64(us).map_or(Json::Null, Json::Number)
 }
 
-/// One arrow: `s` on `from`, `f` on `to`.
-struct Flow {
-    name: &'static str,
-    from: ItemRef,
-    to: ItemRef,
-}
-
-/// The arrows of `trace`: links, then correlation groups, then parents off the child's row,
-/// each in the order of the trace, so the output does not depend on hashing.
-fn flows(trace: &Trace, rows: &Rows) -> Vec<Flow> {
-    let index = trace.index();
-    let mut flows = Vec::new();
-    let items = items(trace);
-    for &r in &items {
-        let links = trace.describe(r).links;
-        for (k, cause) in links.iter().enumerate() {
-            match index.get(cause) {
-                Some(&c) if c != r && !links[..k].contains(cause) => {
-                    flows.push(Flow { name: "caused_by", from: c, to: r })
-                }
-                _ => {}
-            }
-        }
-    }
-    for group in trace.correlations() {
-        for pair in group.members.windows(2) {
-            flows.push(Flow { name: "correlated", from: pair[0], to: pair[1] });
-        }
-    }
-    for &r in &items {
-        let Some(parent) = trace.describe(r).parent else { continue };
-        match index.get(&parent) {
-            Some(&p) if p != r && !rows.encloses(p, r) => flows.push(Flow { name: "parent", from: p, to: r }),
-            _ => {}
-        }
-    }
-    flows
-}
-
-/// Every span (stand-ins left out) and event of the trace, in order.
-fn items(trace: &Trace) -> Vec<ItemRef> {
-    let mut items = Vec::new();
-    for (p, process) in trace.processes.iter().enumerate() {
-        for (t, thread) in process.threads.iter().enumerate() {
-            let spans =
-                thread.spans.iter().enumerate().filter(|(_, s)| s.id != 0).map(|(i, _)| Item::Span(i));
-            let events = (0..thread.events.len()).map(Item::Event);
-            items.extend(spans.chain(events).map(|item| ItemRef { process: p, thread: t, item }));
-        }
-    }
-    items
-}
-
-/// The pid of each process and the tid of each row as written: unique over the trace.
-struct Ids {
-    pids: Vec<i64>,
-    rows: Vec<i64>,
-}
-
-impl Ids {
-    fn assign(trace: &Trace, rows: &Rows) -> Ids {
-        // Pids and tids share one space, as in the kernel: viewers that key threads by tid
-        // alone (Perfetto's importer) must not confuse two processes' threads.
-        let mut used = HashSet::new();
-        let mut next_fresh = FRESH_ID_BASE;
-        let mut claim = |wanted: Option<i64>| -> i64 {
-            let id = match wanted {
-                Some(id) if id > 0 && id <= i64::from(i32::MAX) && !used.contains(&id) => id,
-                _ => loop {
-                    next_fresh += 1;
-                    if !used.contains(&next_fresh) {
-                        break next_fresh;
-                    }
-                },
-            };
-            used.insert(id);
-            id
-        };
-        let pids: Vec<i64> = trace.processes.iter().map(|p| claim(Some(p.pid.into()))).collect();
-        let mut main_taken = vec![false; pids.len()];
-        let rows = rows
-            .rows
-            .iter()
-            .map(|row| {
-                let process = &trace.processes[row.process];
-                let tid = process.threads[row.thread].tid;
-                match row.detached {
-                    Some(_) => claim(None),
-                    None if tid == u64::from(process.pid) && !main_taken[row.process] => {
-                        main_taken[row.process] = true;
-                        pids[row.process]
-                    }
-                    None => claim(i64::try_from(tid).ok()),
-                }
-            })
-            .collect();
-        Ids { pids, rows }
-    }
-}
+#[cfg(test)]
+mod tests;

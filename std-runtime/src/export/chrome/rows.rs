@@ -1,198 +1,214 @@
-//! Where spans and events sit on Chrome's rows (one per `(pid, tid)`), and where a flow binds.
+//! Chrome's rows (one per `(pid, tid)`): their ids, where a span's slice lies on its row, and
+//! where a flow binds to it, learnt as spans end.
 //!
-//! A thread's row holds its spans as complete (`X`) slices and its events as instants. A row's
-//! slices must nest, so they are stacked by time: a span sits in the innermost slice still open
-//! when it begins (one that ended exactly then is closed), and a span that outlives the slice
-//! it sits in (out-of-order input, lost records) is cut at that slice's end and marked. A
-//! detached span, which may end on another thread long after the spans around its begin, gets a
-//! row of its own.
+//! A thread's row holds its spans as complete (`X`) slices and its events as instants. A
+//! detached span, which may end on another thread long after the spans around its begin, gets
+//! a row of its own. A row's slices must nest. Spans come as they end, children before their
+//! parents, and one thread's records go forward in time, so they do. When recorded times say
+//! otherwise (a clock that went back, damaged records, a model built by hand), the slices
+//! written before cannot be cut; the new one is stretched instead, and marked
+//! `waffle.stretched`: to end no earlier than any slice of its row written before it, and to
+//! begin no later than the slices it would otherwise cross among the latest ones (those that
+//! overlap each other up to the row's latest end). That is all a row keeps: the extent of its
+//! latest overlapping slices.
 //!
 //! The binding rule, used here and by the tests: a flow event at time `ts` on a row binds to
 //! the innermost slice with `start <= ts < end`; if there is none, to a zero-length slice at
 //! `ts`. A span's flows are placed at the first time in it that none of its children covers,
-//! so they bind to the span and not to a child begun at the same nanosecond.
+//! so they bind to the span and not to a child begun at the same nanosecond; an event's at its
+//! time. For that, what a span's children on its row (the spans it enclosed on its thread: its
+//! `parent` without a `parent_anchor`) tell is kept while it is open: how far the run of them
+//! from its first child reaches without a gap. Children recorded inside a context entered on
+//! its thread are not counted.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
-use crate::model::{Item, ItemRef, Trace};
+use crate::export::{
+    index::IdMap,
+    spans::{Anchor, Context, OutSpan},
+};
 
-/// One row of the trace: a thread, or a detached span.
-pub(super) struct Row {
-    pub(super) process: usize,
-    /// The thread's index, also for a detached span's row.
-    pub(super) thread: usize,
-    /// For a detached span's row, the span's index in its thread.
-    pub(super) detached: Option<usize>,
-    /// Slices in begin order.
-    pub(super) slices: Vec<Slice>,
-    /// The row's records in output order: slices in begin order, each event after every slice
-    /// begun at or before its time.
-    pub(super) order: Vec<Entry>,
+/// Remapped pids and tids start above Linux's `PID_MAX_LIMIT`, so they never look real.
+const FRESH_ID_BASE: i64 = 1 << 22;
+
+/// Where a flow binds: a row and a time (Unix ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Point {
+    pub(super) pid: i64,
+    pub(super) tid: i64,
+    pub(super) ts: u64,
 }
 
-/// A span on a row, with its nesting.
+/// A span's slice as written, Unix ns.
 pub(super) struct Slice {
-    pub(super) span: usize,
     pub(super) start: u64,
-    /// The end as written: at most the end of the slice it sits in.
     pub(super) end: u64,
-    /// Whether `end` was cut to fit the enclosing slice.
-    pub(super) cut: bool,
-    /// The slice (index in the row) it sits in.
-    pub(super) parent: Option<usize>,
-    children: Vec<usize>,
+    /// Whether it was stretched to keep its row nested.
+    pub(super) stretched: bool,
+    /// Where its flows bind.
+    pub(super) bind: u64,
 }
 
-/// A record of a row.
+/// The run of an open span's children on its row, from its first child: where it begins and
+/// how far it reaches without a gap.
 #[derive(Clone, Copy)]
-pub(super) enum Entry {
-    /// A slice, by index in the row.
-    Slice(usize),
-    /// An event, by index in its thread, and the slice (index in the row) enclosing it.
-    Event(usize, Option<usize>),
+struct Children {
+    first: u64,
+    reach: u64,
+    /// Whether the run has ended (a gap before a later child).
+    broken: bool,
 }
 
-/// Every row of a trace, and where each item is.
+impl Children {
+    fn add(&mut self, start: u64, end: u64) {
+        if !self.broken && start <= self.reach {
+            self.reach = self.reach.max(end);
+        } else {
+            self.broken = true;
+        }
+    }
+}
+
+/// A thread's row.
+struct Row {
+    tid: i64,
+    /// The extent of its latest slices that overlap each other, up to the latest end.
+    latest: Option<(u64, u64)>,
+}
+
+/// The pid of each process and the tid of each row as written, unique over the trace, and the
+/// children of open spans.
+#[derive(Default)]
 pub(super) struct Rows {
-    pub(super) rows: Vec<Row>,
-    /// Span or event → (row, slice of the span or the slice enclosing the event).
-    at: HashMap<ItemRef, (usize, Option<usize>)>,
+    pids: Vec<i64>,
+    /// Per process, each thread's row.
+    threads: Vec<Vec<Row>>,
+    /// Every pid and tid of a process or thread.
+    used: HashSet<i64>,
+    /// The last fresh id handed out.
+    fresh: i64,
+    /// Per process, its rows so far: its threads', then its detached spans' as they end.
+    rows: Vec<usize>,
+    /// Open spans with children written, by id.
+    children: IdMap<u64, Children>,
 }
 
 impl Rows {
-    pub(super) fn of(trace: &Trace) -> Rows {
-        let mut rows = Rows { rows: Vec::new(), at: HashMap::new() };
-        for (p, process) in trace.processes.iter().enumerate() {
-            for t in 0..process.threads.len() {
-                rows.thread_row(trace, p, t);
+    /// The rows of every process and thread of the trace.
+    pub(super) fn new(ctx: &Context) -> Rows {
+        let mut rows = Rows { fresh: FRESH_ID_BASE, ..Rows::default() };
+        // Pids and tids share one space, as in the kernel: viewers that key threads by tid
+        // alone (Perfetto's importer) must not confuse two processes' threads.
+        for p in &ctx.processes {
+            let pid = rows.claim(Some(p.header.pid.into()));
+            rows.pids.push(pid);
+        }
+        for (k, p) in ctx.processes.iter().enumerate() {
+            let mut threads = Vec::with_capacity(p.threads.len());
+            let mut main_taken = false;
+            for t in &p.threads {
+                let tid = if t.tid == u64::from(p.header.pid) && !main_taken {
+                    main_taken = true;
+                    rows.pids[k]
+                } else {
+                    rows.claim(i64::try_from(t.tid).ok())
+                };
+                threads.push(Row { tid, latest: None });
             }
-            for (t, thread) in process.threads.iter().enumerate() {
-                for (i, s) in thread.spans.iter().enumerate().filter(|(_, s)| s.detached) {
-                    let slice = Slice {
-                        span: i,
-                        start: s.start_ns,
-                        end: s.end_ns.max(s.start_ns),
-                        cut: false,
-                        parent: None,
-                        children: Vec::new(),
-                    };
-                    let r = ItemRef { process: p, thread: t, item: Item::Span(i) };
-                    rows.at.insert(r, (rows.rows.len(), Some(0)));
-                    rows.rows.push(Row {
-                        process: p,
-                        thread: t,
-                        detached: Some(i),
-                        slices: vec![slice],
-                        order: vec![Entry::Slice(0)],
-                    });
-                }
-            }
+            rows.rows.push(threads.len());
+            rows.threads.push(threads);
         }
         rows
     }
 
-    fn thread_row(&mut self, trace: &Trace, p: usize, t: usize) {
-        let thread = &trace.processes[p].threads[t];
-        let mut spans: Vec<usize> = (0..thread.spans.len()).filter(|&i| !thread.spans[i].detached).collect();
-        spans.sort_by_key(|&i| thread.spans[i].start_ns);
-        let row_index = self.rows.len();
-        let mut row = Row { process: p, thread: t, detached: None, slices: Vec::new(), order: Vec::new() };
-        let mut open: Vec<usize> = Vec::new();
-        let mut events = thread.events.iter().enumerate().peekable();
-        let mut spans = spans.into_iter().peekable();
+    /// `wanted` if it is a usable id not yet taken, else a fresh one.
+    fn claim(&mut self, wanted: Option<i64>) -> i64 {
+        let id = match wanted {
+            Some(id) if id > 0 && id <= i64::from(i32::MAX) && !self.used.contains(&id) => id,
+            _ => self.next_fresh(),
+        };
+        self.used.insert(id);
+        id
+    }
+
+    fn next_fresh(&mut self) -> i64 {
         loop {
-            let next_span = spans.peek().map(|&i| thread.spans[i].start_ns);
-            let next_event = events.peek().map(|(_, e)| e.ts_ns);
-            match (next_span, next_event) {
-                (Some(s), Some(e)) if s <= e => {}
-                (Some(_), None) => {}
-                (_, Some(ts)) => {
-                    let (e, _) = events.next().expect("peeked");
-                    close(&row.slices, &mut open, ts);
-                    let here = open.last().copied();
-                    row.order.push(Entry::Event(e, here));
-                    self.at
-                        .insert(ItemRef { process: p, thread: t, item: Item::Event(e) }, (row_index, here));
-                    continue;
+            self.fresh += 1;
+            if !self.used.contains(&self.fresh) {
+                return self.fresh;
+            }
+        }
+    }
+
+    pub(super) fn pid(&self, process: usize) -> i64 {
+        self.pids[process]
+    }
+
+    /// The tid of a thread's row.
+    pub(super) fn thread(&self, process: usize, thread: usize) -> i64 {
+        self.threads[process][thread].tid
+    }
+
+    /// A new row for a detached span of `process`: its tid and sort index. Fresh ids are
+    /// claimed after every thread's, so they need not be remembered.
+    pub(super) fn detached(&mut self, process: usize) -> (i64, usize) {
+        let index = self.rows[process];
+        self.rows[process] += 1;
+        (self.next_fresh(), index)
+    }
+
+    /// Where an anchor points on a thread's row; `None` for a detached span's row, whose tid
+    /// is known only while it is written.
+    pub(super) fn anchored(&self, a: Anchor) -> Option<Point> {
+        let (process, thread) = (a.process as usize, a.thread as usize);
+        a.detached.is_none().then(|| Point {
+            pid: self.pid(process),
+            tid: self.thread(process, thread),
+            ts: a.ts_ns,
+        })
+    }
+
+    /// Places a span (not an event) that has ended: its slice, and where its flows bind.
+    pub(super) fn slice(&mut self, s: &OutSpan<'_>) -> Slice {
+        let (mut start, mut end) = (s.start_ns, s.end_ns.max(s.start_ns));
+        let kids = self.children.remove(&s.id);
+        // A detached span's row holds it alone; its children sit on its thread's row.
+        if !s.detached {
+            let row = &mut self.threads[s.process][s.thread];
+            if let Some((first, last)) = row.latest {
+                end = end.max(last);
+                if first < start && start < last {
+                    start = first;
                 }
-                (None, None) => break,
             }
-            let i = spans.next().expect("peeked");
-            let s = &thread.spans[i];
-            close(&row.slices, &mut open, s.start_ns);
-            let parent = open.last().copied();
-            let mut end = s.end_ns.max(s.start_ns);
-            let limit = parent.map_or(u64::MAX, |p| row.slices[p].end);
-            let cut = end > limit;
-            end = end.min(limit);
-            let k = row.slices.len();
-            if let Some(p) = parent {
-                row.slices[p].children.push(k);
+            if start < end {
+                row.latest = match row.latest {
+                    Some((first, last)) if start < last => Some((first.min(start), end)),
+                    _ => Some((start, end)),
+                };
             }
-            row.slices.push(Slice { span: i, start: s.start_ns, end, cut, parent, children: Vec::new() });
-            row.order.push(Entry::Slice(k));
-            open.push(k);
-            self.at.insert(ItemRef { process: p, thread: t, item: Item::Span(i) }, (row_index, Some(k)));
+            if let (Some(parent), None) = (s.parent, s.parent_anchor) {
+                self.children.entry(parent).and_modify(|k| k.add(start, end)).or_insert(Children {
+                    first: start,
+                    reach: end,
+                    broken: false,
+                });
+            }
         }
-        self.rows.push(row);
+        let mut bind = start;
+        if let Some(k) = kids.filter(|k| k.first <= start && start < k.reach && !s.detached) {
+            bind = k.reach;
+        }
+        if bind >= end {
+            bind = start;
+        }
+        let stretched = start < s.start_ns || end > s.end_ns.max(s.start_ns);
+        Slice { start, end, stretched, bind }
     }
 
-    /// The row of an item, the slice a flow to or from it binds to, and the flow's time; `None`
-    /// for an event no slice encloses (it becomes a zero-length slice of its own).
-    pub(super) fn binding(&self, trace: &Trace, r: ItemRef) -> (usize, Option<usize>, u64) {
-        let (row, slice) = self.at[&r];
-        match r.item {
-            Item::Span(_) => {
-                let k = slice.expect("a span has a slice");
-                (row, slice, self.rows[row].gap(k))
-            }
-            Item::Event(e) => (row, slice, trace.thread(r).events[e].ts_ns),
-        }
-    }
-
-    /// Whether span `parent` is a slice that encloses `r` on `r`'s row.
-    pub(super) fn encloses(&self, parent: ItemRef, r: ItemRef) -> bool {
-        let (row, mut at) = self.at[&r];
-        if let Item::Span(_) = r.item {
-            at = at.and_then(|k| self.rows[row].slices[k].parent);
-        }
-        let Some(&(parent_row, Some(parent_slice))) = self.at.get(&parent) else { return false };
-        while let Some(k) = at {
-            if row == parent_row && k == parent_slice {
-                return true;
-            }
-            at = self.rows[row].slices[k].parent;
-        }
-        false
-    }
-}
-
-impl Row {
-    /// The first time in slice `k` that none of its children covers (its start if there is
-    /// none: a zero-length slice, or one filled by its children).
-    fn gap(&self, k: usize) -> u64 {
-        let slice = &self.slices[k];
-        let mut t = slice.start;
-        for &c in &slice.children {
-            let child = &self.slices[c];
-            if child.start > t {
-                break;
-            }
-            if t < child.end {
-                t = child.end;
-            }
-        }
-        if t < slice.end {
-            t
-        } else {
-            slice.start
-        }
-    }
-}
-
-/// Closes the open slices that ended at or before `t`.
-fn close(slices: &[Slice], open: &mut Vec<usize>, t: u64) {
-    while open.last().is_some_and(|&k| slices[k].end <= t) {
-        open.pop();
+    /// Open spans whose children are kept, for tests of the memory held.
+    #[cfg(test)]
+    pub(super) fn open_parents(&self) -> usize {
+        self.children.len()
     }
 }

@@ -75,7 +75,6 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 
 /// Writes the files `export` has scanned (with [`LOGS`]) to `out` as Chrome trace-event JSON;
 /// `progress` is told the bytes read.
-#[allow(dead_code)] // until `export::Files` calls it in place of its model-based shim
 pub(crate) fn write_files(
     export: SpanExport,
     out: &mut dyn Write,

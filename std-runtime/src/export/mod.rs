@@ -120,7 +120,7 @@ impl Files {
     ) -> Result<Files, Error> {
         let scanned = match format {
             Format::Perfetto => Scanned::Perfetto(perfetto::FileExport::scan(paths, progress)?),
-            Format::Chrome => Scanned::Spans(spans::SpanExport::scan(paths, chrome_shim::LOGS, progress)?),
+            Format::Chrome => Scanned::Spans(spans::SpanExport::scan(paths, chrome::LOGS, progress)?),
             _ => Scanned::Spans(spans::SpanExport::scan(paths, spans::LOGS, progress)?),
         };
         Ok(Files { format, scanned })
@@ -156,7 +156,7 @@ impl Files {
             (Scanned::Spans(s), Format::Zipkin) => zipkin::write_files(s, out, progress),
             (Scanned::Spans(s), Format::Otlp) => otlp::write_protobuf_files(s, out, progress),
             (Scanned::Spans(s), Format::OtlpJson) => otlp::write_json_files(s, out, progress),
-            (Scanned::Spans(s), Format::Chrome) => chrome_shim::write_files(s, out, progress),
+            (Scanned::Spans(s), Format::Chrome) => chrome::write_files(s, out, progress),
             (Scanned::Spans(_), Format::Perfetto) => unreachable!("Perfetto is scanned as such"),
         }
     }
@@ -167,19 +167,6 @@ impl Files {
             Scanned::Spans(s) => Some(s),
             Scanned::Perfetto(_) => None,
         }
-    }
-}
-
-// Chrome goes through the model until its streaming writer lands.
-mod chrome_shim {
-    pub(super) const LOGS: usize = 0;
-    pub(super) fn write_files(
-        s: super::spans::SpanExport,
-        out: &mut dyn std::io::Write,
-        _progress: &mut dyn FnMut(u64),
-    ) -> std::io::Result<()> {
-        let decoded = crate::decode::decode_files(s.paths()).map_err(std::io::Error::other)?;
-        super::chrome::write(&decoded.trace, out)
     }
 }
 

@@ -296,11 +296,6 @@ impl SpanExport {
         Ok(SpanExport { paths, files, state, warnings })
     }
 
-    /// The files.
-    pub(crate) fn paths(&self) -> &[PathBuf] {
-        &self.paths
-    }
-
     /// Each file's process, in numbers.
     pub(crate) fn processes(&self) -> Vec<ProcessStats> {
         self.state.ctx.processes.iter().map(ProcessInfo::stats).collect()

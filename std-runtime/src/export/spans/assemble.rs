@@ -126,8 +126,9 @@ impl SpanWriter for NoWrite {
 #[derive(Clone, Copy)]
 enum Parent {
     None,
-    /// The span enclosing it on its thread, by its output id.
-    Known(u64),
+    /// The span enclosing it on its thread when it began, by its output id and slot (which
+    /// tells, when the child ends, whether the span has left the thread since: detached).
+    Known(u64, usize),
     /// A span of this file elsewhere, by its output id.
     Off(u64, Anchor),
     /// An id to look up when the span is written.
@@ -257,15 +258,15 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
 
     /// A parent id as the item records it, against the thread's stack.
     fn parent_of(&mut self, thread: usize, parent: Option<u64>) -> Parent {
-        let top = self.top(thread).map(|(_, o)| (o.raw, o.id));
+        let top = self.top(thread).map(|(slot, o)| (o.raw, o.id, slot));
         match (parent, top) {
-            (Some(p), Some((raw, id))) if raw == p => Parent::Known(id),
+            (Some(p), Some((raw, id, slot))) if raw == p => Parent::Known(id, slot),
             (Some(p), _) => {
                 self.st.refer(p, false);
                 Parent::Lookup(p)
             }
             // A stand-in's children: the decoder cannot name their parent.
-            (None, Some((0, id))) => Parent::Known(id),
+            (None, Some((0, id, slot))) => Parent::Known(id, slot),
             (None, _) => Parent::None,
         }
     }
@@ -280,7 +281,11 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
     fn resolve_parent(&self, parent: Parent) -> (Option<u64>, Option<u64>, Option<Anchor>) {
         match parent {
             Parent::None => (None, None, None),
-            Parent::Known(id) => (Some(id), None, None),
+            Parent::Known(id, slot) => {
+                // Detached after the child began: it no longer encloses the child's row.
+                let moved = self.slots[slot].as_ref().filter(|o| o.id == id && o.detached);
+                (Some(id), None, moved.map(|o| self.anchor(o)))
+            }
             Parent::Off(id, anchor) => (Some(id), None, Some(anchor)),
             Parent::Lookup(id) => match self.open.get(&id) {
                 Some(&slot) => {
@@ -616,7 +621,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             }
             None => {
                 let parent = match host {
-                    Some((slot, false)) => Parent::Known(self.slots[slot].as_ref().expect("open").id),
+                    Some((slot, false)) => Parent::Known(self.slots[slot].as_ref().expect("open").id, slot),
                     Some((slot, true)) => {
                         let o = self.slots[slot].as_ref().expect("open");
                         Parent::Off(o.id, self.anchor(o))

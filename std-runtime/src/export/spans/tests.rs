@@ -115,6 +115,12 @@ fn named<'a>(got: &'a [Got], name: &str) -> &'a Got {
 /// span 1 (0 to 100); thread 1, in its context, records an event at 50 and one at 150 (after
 /// the span ended, yet read while it was open); then thread 0 ends span 1.
 fn interleaved<S: Sink<Span = usize>>(sink: &mut S) {
+    records(sink, false);
+}
+
+/// [`interleaved`]'s file, or (`late_detach`) one where thread 0's span 1 holds a child span 2
+/// and is detached (to follow a future) while the child is open.
+fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
     use crate::decode::{stream::FileEnd, Fields};
     let ns = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 };
     let header = Header {
@@ -143,6 +149,15 @@ fn interleaved<S: Sink<Span = usize>>(sink: &mut S) {
     sink.thread(0, 0);
     sink.thread(1, 1);
     let s1 = sink.span_begin(0, &item(0x1, None, &span_cs, T0));
+    if late_detach {
+        let child_cs = cs("s2", Kind::Span);
+        let s2 = sink.span_begin(0, &item(0x2, Some(0x1), &child_cs, T0 + 10));
+        sink.detach(0, s1, 0x1);
+        sink.span_end(0, s2, T0 + 20, true);
+        sink.detached_end(0, s1, T0 + 100, true);
+        sink.finish(&FileEnd { dropped: 0, complete: true });
+        return;
+    }
     sink.event(1, &item(0x11, Some(0x1), &event_cs, T0 + 50));
     sink.event(1, &item(0x12, Some(0x1), &event_cs, T0 + 150));
     sink.span_end(0, s1, T0 + 100, true);
@@ -225,4 +240,17 @@ fn stand_ins_and_repeats_get_fresh_ids_that_skip_used_ones() {
     let ids: Vec<u64> = got.iter().map(|g| g.id).collect();
     assert_eq!(ids, [0x1, 0x2, 0xffff_ffff_0000_0001, 0xffff_ffff_0000_0002]);
     assert!(got.iter().filter(|g| g.name == "s2").all(|g| g.links[0].span == 0x1));
+}
+
+#[test]
+fn a_span_detached_under_its_child_is_anchored_off_the_row() {
+    let mut state = assemble::State::new(LOGS);
+    records(&mut Assembler::new(&mut state, NoWrite), true);
+    state.seal();
+    let mut c = Collect::default();
+    records(&mut Assembler::new(&mut state, &mut c), true);
+    let child = named(&c.0, "s2");
+    assert_eq!(child.parent, Some(0x1));
+    let anchor = child.parent_anchor.expect("the parent left the thread's row");
+    assert_eq!((anchor.detached, anchor.ts_ns), (Some(0x1), T0));
 }

@@ -1,6 +1,8 @@
-//! Exporting a large trace to Perfetto keeps memory bounded: under a counting allocator, the
-//! peak of live heap while a ~50 MB and a ~200 MB `trace.bin` are streamed into a `.pftrace`
-//! stays under a fixed bound, and the larger file does not need more.
+//! Exporting a large trace keeps memory bounded, in every format: under a counting allocator,
+//! the peak of live heap while a ~50 MB and a ~200 MB `trace.bin` are streamed into a
+//! `.pftrace` stays under a fixed bound, and the larger file does not need more; the same holds
+//! for Jaeger, Zipkin, OTLP (both encodings) and Chrome on ~8 MB and ~32 MB traces (JSON is
+//! slower to write, and their output is thrown away as it is made).
 //!
 //! The traces have causality throughout (links, correlations, contexts entered on other
 //! threads), but few references: what grows with references rather than records is, by design,
@@ -17,7 +19,7 @@ use std::{
     sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
-use waffle_std::export::perfetto::FileExport;
+use waffle_std::export::{Files, Format};
 
 struct Counting;
 
@@ -102,44 +104,65 @@ fn record(path: &Path, mb: u64) -> u64 {
     std::fs::metadata(path).unwrap().len()
 }
 
-/// Streams `path` into a `.pftrace` thrown away; the peak live heap meanwhile, above what was
-/// live before.
-fn peak_of_export(path: &Path) -> (usize, u64) {
+/// Streams `path` in `format` into output thrown away; the peak live heap meanwhile, above
+/// what was live before.
+fn peak_of_export(path: &Path, format: Format) -> (usize, u64) {
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    let export = FileExport::scan(&[path], &mut |_| {}).expect("scan");
-    let spans = export.processes.iter().map(|p| p.spans).sum();
-    export.write(&mut io::sink(), &mut |_| {}).expect("write");
+    let files = Files::scan(&[path], format, &mut |_| {}).expect("scan");
+    let spans = files.processes().iter().map(|p| p.spans).sum();
+    files.write(&mut io::sink(), &mut |_| {}).expect("write");
     (PEAK.load(Ordering::Relaxed) - before, spans)
+}
+
+/// Records traces of `sizes` MB (the second 4 times the first) and exports each in `formats`.
+fn bounded(sizes: [u64; 2], formats: &[Format]) {
+    let dir = std::env::temp_dir().join(format!("waffle-bounded-{}-{}", std::process::id(), sizes[0]));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut peaks = vec![vec![]; formats.len()];
+    for mb in sizes {
+        let path = dir.join(format!("{mb}.bin"));
+        let bytes = record(&path, mb);
+        for (f, &format) in formats.iter().enumerate() {
+            let (peak, spans) = peak_of_export(&path, format);
+            println!(
+                "bounded memory: {:.1} MB trace.bin ({spans} spans) to {}: peak live heap {:.1} MiB",
+                bytes as f64 / 1e6,
+                format.name(),
+                peak as f64 / f64::from(1 << 20)
+            );
+            assert!(spans > mb * 1_000_000 / 40, "the trace was recorded");
+            assert!(
+                peak < BOUND,
+                "{}: {peak} bytes live at the peak for {bytes} bytes of trace",
+                format.name()
+            );
+            peaks[f].push((bytes, peak));
+        }
+        std::fs::remove_file(&path).ok();
+    }
+    for (f, p) in formats.iter().zip(peaks) {
+        let ((small_bytes, small), (big_bytes, big)) = (p[0], p[1]);
+        assert!(big_bytes > 3 * small_bytes);
+        // Four times the records, not more memory (a little slack for buffers that happened to
+        // grow a step further).
+        assert!(
+            big < small + small / 2 + (1 << 20),
+            "{}: peak {small} for {small_bytes} bytes, {big} for {big_bytes}",
+            f.name()
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 #[cfg_attr(debug_assertions, ignore = "heavy: runs in release (scripts/test.sh)")]
 fn exporting_to_perfetto_keeps_memory_bounded() {
-    let dir = std::env::temp_dir().join(format!("waffle-bounded-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut peaks = vec![];
-    for mb in [50, 200] {
-        let path = dir.join(format!("{mb}.bin"));
-        let bytes = record(&path, mb);
-        let (peak, spans) = peak_of_export(&path);
-        println!(
-            "bounded memory: {:.1} MB trace.bin ({spans} spans): peak live heap {:.1} MiB while exporting",
-            bytes as f64 / 1e6,
-            peak as f64 / f64::from(1 << 20)
-        );
-        assert!(spans > mb * 1_000_000 / 40, "the trace was recorded");
-        assert!(peak < BOUND, "{peak} bytes live at the peak for {bytes} bytes of trace");
-        peaks.push((bytes, peak));
-        std::fs::remove_file(&path).ok();
-    }
-    let ((small_bytes, small), (big_bytes, big)) = (peaks[0], peaks[1]);
-    assert!(big_bytes > 3 * small_bytes);
-    // Four times the records, not more memory (a little slack for buffers that happened to
-    // grow a step further).
-    assert!(
-        big < small + small / 2 + (1 << 20),
-        "peak {small} for {small_bytes} bytes, {big} for {big_bytes}"
-    );
-    std::fs::remove_dir_all(&dir).ok();
+    bounded([50, 200], &[Format::Perfetto]);
+}
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "heavy: runs in release (scripts/test.sh)")]
+fn exporting_to_span_formats_keeps_memory_bounded() {
+    bounded([8, 32], &[Format::Jaeger, Format::Zipkin, Format::Otlp, Format::OtlpJson, Format::Chrome]);
 }

@@ -9,9 +9,9 @@
 //!   (`FileExport`, two passes over the file), and its parts: the first pass alone
 //!   (`perfetto_scan`), the second alone (`perfetto_write`), and the decoder into a sink that
 //!   keeps nothing (`decode_only`, what one pass costs before any exporting);
-//! - group `decode_small`, on a 2 MB trace of the same shape: every format, Perfetto again and
-//!   the others through the model (`decode_files`, then `export`). The model's exporters are
-//!   too slow (and, for some, too large in memory) for ten runs of the big trace.
+//! - group `decode_small`, on a 2 MB trace of the same shape: every format, streamed as
+//!   `waffle-decode -o` does (`export::Files`: two passes over the file). The JSON formats are
+//!   too slow for ten runs of the big trace.
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
@@ -143,8 +143,8 @@ fn bench(c: &mut Criterion) {
     for &format in Format::ALL.iter().filter(|&&f| f != Format::Perfetto) {
         group.bench_function(format.name(), |b| {
             b.iter(|| {
-                let decoded = decode::decode_files(&small).expect("decode");
-                export::export(black_box(&decoded.trace), format, &mut io::sink()).expect("export");
+                let files = export::Files::scan(&small, format, &mut |_| {}).expect("scan");
+                black_box(files).write(&mut io::sink(), &mut |_| {}).expect("write");
             })
         });
     }

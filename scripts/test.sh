@@ -39,7 +39,7 @@ export WAFFLE_REQUIRE_MPI=1
 step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI)"
 cargo test --workspace
 
-step "stress: 16 threads x 1,000,000 and x 200,000 spans; 50 and 200 MB exported to Perfetto in bounded memory (release build)"
+step "stress: 16 threads x 1,000,000 and x 200,000 spans; traces exported to every format in bounded memory (release build)"
 cargo test --release -p waffle-std --test stress --test bounded_memory -- --nocapture
 
 step "ThreadSanitizer: the buffer hand-off between producer threads and the collector (nightly)"

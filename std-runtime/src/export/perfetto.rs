@@ -46,12 +46,12 @@ use std::path::{Path, PathBuf};
 use crate::{
     clock::Calibration,
     decode::{
-        stream::{self, Header, Sink},
+        stream::{self, Header},
         ProcessStats,
     },
     error::Error,
     model::Trace,
-    reader::{FrameReader, Warning},
+    reader::Warning,
 };
 
 mod packet;
@@ -121,7 +121,7 @@ impl FileExport {
             let cal = stream::final_calibration(path);
             files.push((cal, std::fs::metadata(path).map(|m| m.len()).ok()));
             scan.next_calibration = cal;
-            warnings.extend(decode_counting(path, &mut scan, progress)?);
+            warnings.extend(super::spans::decode_counting(path, &mut scan, progress)?);
         }
         let plan = Plan::new(scan);
         let processes = plan.stats();
@@ -137,34 +137,9 @@ impl FileExport {
                 return Err(io::Error::other(format!("{}: changed while it was read", path.display())));
             }
             writer.next_calibration = cal;
-            decode_counting(path, &mut writer, progress).map_err(io::Error::other)?;
+            super::spans::decode_counting(path, &mut writer, progress).map_err(io::Error::other)?;
         }
         writer.finish()
-    }
-}
-
-/// Decodes the file at `path` into `sink`, telling `progress` the bytes read.
-fn decode_counting<S: Sink>(
-    path: &Path,
-    sink: &mut S,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Vec<Warning>, Error> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let input = io::BufReader::with_capacity(1 << 20, Counting { inner: file, progress });
-    stream::decode(FrameReader::new(input, path)?, path, sink)
-}
-
-/// A reader that reports how much it read.
-struct Counting<'a, R> {
-    inner: R,
-    progress: &'a mut dyn FnMut(u64),
-}
-
-impl<R: io::Read> io::Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        (self.progress)(n as u64);
-        Ok(n)
     }
 }
 

@@ -210,6 +210,23 @@ fn crc(head: &[u8], payload: &[u8]) -> u32 {
     crc.finalize()
 }
 
+#[inline(never)]
+fn long_varint(buf: &[u8], pos: usize) -> Result<(u64, usize), String> {
+    wire::read_varint(&buf[pos.min(buf.len())..]).map_err(|e| format!("bad varint at byte {pos} ({e:?})"))
+}
+
+#[cold]
+#[inline(never)]
+fn short(buf: &[u8], pos: usize, n: usize) -> String {
+    format!("{n} bytes wanted at byte {pos} but only {} remain", buf.len().saturating_sub(pos))
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_range(v: u64, at: usize) -> String {
+    format!("value {v} at byte {at} is out of range")
+}
+
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -248,24 +265,33 @@ impl<'a> Cursor<'a> {
     /// A varint.
     #[inline]
     pub fn varint(&mut self) -> Result<u64, String> {
-        // Most varints in a trace (tags aside: deltas, callsite ids, small fields) take a byte.
-        if let Some(&b) = self.buf.get(self.pos) {
+        // Most varints in a trace (tags aside: deltas, callsite ids, small fields) take a byte,
+        // most others two or three. (Indexed from the position: slicing the rest first costs
+        // registers the record loop needs.)
+        let p = self.pos;
+        if let Some(&b) = self.buf.get(p) {
             if b < 0x80 {
-                self.pos += 1;
+                self.pos = p + 1;
                 return Ok(u64::from(b));
             }
-        }
-        self.long_varint()
-    }
-
-    fn long_varint(&mut self) -> Result<u64, String> {
-        match wire::read_varint(&self.buf[self.pos.min(self.buf.len())..]) {
-            Ok((v, n)) => {
-                self.pos += n;
-                Ok(v)
+            if let Some(&c) = self.buf.get(p + 1) {
+                if c < 0x80 {
+                    self.pos = p + 2;
+                    return Ok(u64::from(b & 0x7f) | u64::from(c) << 7);
+                }
+                if let Some(&d) = self.buf.get(p + 2) {
+                    if d < 0x80 {
+                        self.pos = p + 3;
+                        return Ok(u64::from(b & 0x7f) | u64::from(c & 0x7f) << 7 | u64::from(d) << 14);
+                    }
+                }
             }
-            Err(e) => Err(format!("bad varint at byte {} ({e:?})", self.pos)),
         }
+        // Out of line, and given the position rather than the cursor, so that the cursor can
+        // stay in registers in the record loop.
+        let (v, n) = long_varint(self.buf, self.pos)?;
+        self.pos += n;
+        Ok(v)
     }
 
     /// A varint that must fit in `u32`.
@@ -273,29 +299,51 @@ impl<'a> Cursor<'a> {
     pub fn varint_u32(&mut self) -> Result<u32, String> {
         let at = self.pos;
         let v = self.varint()?;
-        u32::try_from(v).map_err(|_| format!("value {v} at byte {at} is out of range"))
+        u32::try_from(v).map_err(|_| out_of_range(v, at))
     }
 
     /// `n` raw bytes.
     #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        let Some(end) = end else {
-            return Err(format!(
-                "{n} bytes wanted at byte {} but only {} remain",
-                self.pos,
-                self.buf.len() - self.pos
-            ));
-        };
-        let b = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(b)
+        let p = self.pos;
+        match p.checked_add(n).and_then(|end| self.buf.get(p..end)) {
+            Some(b) => {
+                self.pos = p + n;
+                Ok(b)
+            }
+            None => Err(short(self.buf, self.pos, n)),
+        }
+    }
+
+    /// `N` raw bytes, as an array.
+    #[inline]
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let p = self.pos;
+        match self.buf.get(p..p + N).and_then(|b| b.first_chunk::<N>()) {
+            Some(&b) => {
+                self.pos = p + N;
+                Ok(b)
+            }
+            None => Err(short(self.buf, self.pos, N)),
+        }
     }
 
     /// One byte.
     #[inline]
     pub fn byte(&mut self) -> Result<u8, String> {
-        Ok(self.bytes(1)?[0])
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(short(self.buf, self.pos, 1)),
+        }
+    }
+
+    /// The next byte, if any, without consuming it.
+    #[inline]
+    pub fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
     }
 
     /// A length-prefixed string (invalid UTF-8 is replaced, not rejected).
@@ -304,6 +352,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The bytes of a length-prefixed string, as they are (not checked as UTF-8).
+    #[inline]
     pub fn str_bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| format!("string length {n} is out of range"))?;

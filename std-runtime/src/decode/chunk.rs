@@ -116,7 +116,12 @@ fn parent_of<T>(stack: &[Open<T>], top: Option<u64>) -> Option<u64> {
 }
 
 fn span_id(c: &mut Cursor<'_>) -> Result<u64, String> {
-    Ok(u64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes")))
+    Ok(u64::from_le_bytes(c.array()?))
+}
+
+#[cold]
+fn unknown_callsite(seen: u64, id: u32) -> String {
+    format!("record {seen} names callsite {id}, which the string table does not describe")
 }
 
 impl<T: Copy + Default> Decoder<T> {
@@ -135,10 +140,10 @@ impl<T: Copy + Default> Decoder<T> {
         let dropped = c.varint()?;
         let records = c.varint()?;
         let t = self.thread(stream, generation, sink);
-        let Decoder { threads, sites, callsites, detached, early_ends, top_parent, .. } = self;
+        let Decoder { threads, sites, schemas, callsites, detached, early_ends, top_parent, .. } = self;
         let (sites, top_parent) = (&sites[..], *top_parent);
+        let module_sites = callsites.module(threads[t].module);
         let s = &mut threads[t];
-        let module = s.module;
         // Links after a gap would attach to the wrong item: keep the source only if it is
         // the item just before this chunk's first id.
         if s.source.is_some_and(|id| id.wrapping_add(1) != next_id) {
@@ -201,25 +206,52 @@ impl<T: Copy + Default> Decoder<T> {
                     tag::SPAN_BEGIN | tag::EVENT => {
                         let id = c.varint_u32()?;
                         ts = ts.wrapping_add(unzigzag(c.varint()?) as u64);
-                        let site = callsites.get(module, id).ok_or_else(|| {
-                            format!(
-                                "record {seen} names callsite {id}, which the string table does not describe"
-                            )
-                        })?;
+                        let Some(site) = module_sites.get(id) else {
+                            return Err(unknown_callsite(seen, id));
+                        };
                         s.flush(t, sites, sink);
-                        let p = &mut s.pending;
-                        p.fields.read(&mut c, &sites[site as usize], S::FIELDS)?;
+                        let callsite = &sites[site as usize];
+                        s.pending.fields.read(&mut c, &schemas[site as usize], callsite, S::FIELDS)?;
                         let is_span = record_tag == tag::SPAN_BEGIN;
                         let parent = parent_of(&s.stack, top_parent);
-                        (p.active, p.is_span, p.id, p.parent, p.site, p.ticks) =
-                            (true, is_span, next_id, parent, site, ts);
-                        (p.depth, p.correlation, p.stack_pos) = (s.stack.len() as u32, None, s.stack.len());
-                        p.links.clear();
-                        if is_span {
-                            s.stack.push(Open::Span { id: next_id, start: ts, span: T::default() });
-                        }
+                        let depth = s.stack.len();
                         s.source = Some(next_id);
+                        let id = next_id;
                         next_id = next_id.wrapping_add(1);
+                        seen += 1;
+                        // Links and a correlation follow their item: it waits for them (to the
+                        // next chunk, if it is the last record of this one). Without, it is
+                        // handed over now.
+                        if matches!(c.peek(), Some(tag::LINK_LOCAL | tag::LINK_FULL | tag::CORRELATE) | None)
+                        {
+                            let p = &mut s.pending;
+                            (p.active, p.is_span, p.id, p.parent, p.site, p.ticks) =
+                                (true, is_span, id, parent, site, ts);
+                            (p.depth, p.correlation, p.stack_pos) = (depth as u32, None, depth);
+                            p.links.clear();
+                            if is_span {
+                                s.stack.push(Open::Span { id, start: ts, span: T::default() });
+                            }
+                            continue;
+                        }
+                        let item = Item {
+                            id,
+                            parent,
+                            callsite,
+                            callsite_index: site,
+                            fields: &s.pending.fields,
+                            ticks: ts,
+                            depth: depth as u32,
+                            links: &[],
+                            correlation: None,
+                        };
+                        if is_span {
+                            let span = sink.span_begin(t, &item);
+                            s.stack.push(Open::Span { id, start: ts, span });
+                        } else {
+                            sink.event(t, &item);
+                        }
+                        continue;
                     }
                     tag::SPAN_END => {
                         s.flush(t, sites, sink);

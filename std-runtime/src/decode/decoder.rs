@@ -32,14 +32,11 @@ pub(super) struct Callsites {
 }
 
 impl Callsites {
+    /// The callsites of `module`, for the records of one stream.
     #[inline]
-    pub(super) fn get(&self, module: u32, id: u32) -> Option<u32> {
-        for (m, ids) in &self.dense {
-            if *m == module {
-                return ids.get(id as usize).copied().filter(|&i| i != 0);
-            }
-        }
-        self.sparse.get(&(module, id)).copied()
+    pub(super) fn module(&self, module: u32) -> ModuleSites<'_> {
+        let dense = self.dense.iter().find(|(m, _)| *m == module).map_or(&[][..], |(_, ids)| &ids[..]);
+        ModuleSites { dense, module, all: self }
     }
 
     fn insert(&mut self, module: u32, id: u32, index: u32) {
@@ -59,6 +56,25 @@ impl Callsites {
             ids.resize(id as usize + 1, 0);
         }
         ids[id as usize] = index;
+    }
+}
+
+/// The callsites of one module.
+pub(super) struct ModuleSites<'a> {
+    dense: &'a [u32],
+    module: u32,
+    all: &'a Callsites,
+}
+
+impl ModuleSites<'_> {
+    /// The index of callsite `id`, if the file described it.
+    #[inline]
+    pub(super) fn get(&self, id: u32) -> Option<u32> {
+        match self.dense.get(id as usize) {
+            Some(&i) if i != 0 => Some(i),
+            _ if id < DENSE_CALLSITES => None,
+            _ => self.all.sparse.get(&(self.module, id)).copied(),
+        }
     }
 }
 
@@ -82,6 +98,9 @@ pub(super) struct Decoder<T> {
     pub(super) callsites: Callsites,
     /// Callsites by index; 0 is the stand-ins'.
     pub(super) sites: Vec<Arc<Callsite>>,
+    /// Each callsite's field types, by index like `sites`: read for every record, so kept
+    /// next to each other rather than behind each callsite's pointer.
+    pub(super) schemas: Vec<Box<[FieldType]>>,
     /// Thread index by `(stream, generation)`.
     streams: HashMap<(u32, u32), usize>,
     pub(super) threads: Vec<StreamState<T>>,
@@ -121,6 +140,7 @@ impl<T: Copy + Default> Decoder<T> {
             top_parent,
             callsites: Callsites::default(),
             sites: vec![placeholder],
+            schemas: vec![Box::new([])],
             streams: HashMap::new(),
             threads: Vec::new(),
             detached: BTreeMap::new(),
@@ -214,6 +234,7 @@ impl<T: Copy + Default> Decoder<T> {
             let correlate = c.str()?;
             let cs = Callsite { name, module: module_path, file, line, kind, fields, correlate };
             self.callsites.insert(module, first.saturating_add(i), self.sites.len() as u32);
+            self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
             self.sites.push(Arc::new(cs));
         }
         Ok(())

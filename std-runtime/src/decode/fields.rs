@@ -47,74 +47,72 @@ impl<'a> From<&'a Value> for FieldValue<'a> {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Slot {
-    U64(u64),
-    I64(i64),
-    F64(f64),
-    Bool(bool),
-    /// A range of `Fields::text`.
-    Str(u32, u32),
-}
-
 /// One record's field values, in its callsite's schema order.
+///
+/// Each value is a type and a 64-bit word (the bits of a float, a bool as 0 or 1, a string as
+/// its range of `text`), kept in two arrays: a value is stored as two plain stores, never as an
+/// enum assembled on the stack and copied (which stalls on store forwarding).
 #[derive(Debug, Default)]
 pub struct Fields {
-    slots: Vec<Slot>,
+    types: Vec<FieldType>,
+    words: Vec<u64>,
     text: String,
 }
 
 impl Fields {
     /// No values.
     pub const fn new() -> Fields {
-        Fields { slots: Vec::new(), text: String::new() }
+        Fields { types: Vec::new(), words: Vec::new(), text: String::new() }
     }
 
     /// Forgets the values, keeping the memory.
     pub fn clear(&mut self) {
-        self.slots.clear();
+        self.types.clear();
+        self.words.clear();
         self.text.clear();
     }
 
     /// How many values.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.types.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.types.is_empty()
     }
 
     /// The values in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = FieldValue<'_>> + '_ {
-        self.slots.iter().map(|s| match *s {
-            Slot::U64(v) => FieldValue::U64(v),
-            Slot::I64(v) => FieldValue::I64(v),
-            Slot::F64(v) => FieldValue::F64(v),
-            Slot::Bool(v) => FieldValue::Bool(v),
-            Slot::Str(a, b) => FieldValue::Str(&self.text[a as usize..b as usize]),
+        self.types.iter().zip(&self.words).map(|(&ty, &w)| match ty {
+            FieldType::U64 => FieldValue::U64(w),
+            FieldType::I64 => FieldValue::I64(w as i64),
+            FieldType::F64 => FieldValue::F64(f64::from_bits(w)),
+            FieldType::Bool => FieldValue::Bool(w != 0),
+            _ => FieldValue::Str(&self.text[(w >> 32) as usize..w as u32 as usize]),
         })
     }
 
     /// Appends a value.
     pub fn push(&mut self, v: FieldValue<'_>) {
-        let slot = match v {
-            FieldValue::U64(v) => Slot::U64(v),
-            FieldValue::I64(v) => Slot::I64(v),
-            FieldValue::F64(v) => Slot::F64(v),
-            FieldValue::Bool(v) => Slot::Bool(v),
-            FieldValue::Str(s) => self.push_str(s),
+        let (ty, w) = match v {
+            FieldValue::U64(v) => (FieldType::U64, v),
+            FieldValue::I64(v) => (FieldType::I64, v as u64),
+            FieldValue::F64(v) => (FieldType::F64, v.to_bits()),
+            FieldValue::Bool(v) => (FieldType::Bool, u64::from(v)),
+            FieldValue::Str(s) => (FieldType::Str, self.push_str(s)),
         };
-        self.slots.push(slot);
+        self.types.push(ty);
+        self.words.push(w);
     }
 
-    fn push_str(&mut self, s: &str) -> Slot {
+    /// Appends `s` to the text; its range there, as a word.
+    fn push_str(&mut self, s: &str) -> u64 {
         let start = self.text.len();
         self.text.push_str(s);
         // Field strings are cut to 1 KiB by writers, and a frame holds at most 16 MiB, so the
         // text of one record stays far below 4 GiB.
-        Slot::Str(start as u32, self.text.len() as u32)
+        (start as u64) << 32 | self.text.len() as u64
     }
 
     /// The values as the model keeps them.
@@ -122,44 +120,58 @@ impl Fields {
         self.iter().map(FieldValue::to_value).collect()
     }
 
-    /// Replaces the values with those of a record of `callsite` read from `c`; with `keep`
-    /// false they are only checked and stepped over.
-    pub(crate) fn read(&mut self, c: &mut Cursor<'_>, callsite: &Callsite, keep: bool) -> Result<(), String> {
+    /// Replaces the values with those of a record of `callsite` (whose field types are
+    /// `types`) read from `c`; with `keep` false they are only checked and stepped over.
+    #[inline(always)]
+    pub(crate) fn read(
+        &mut self,
+        c: &mut Cursor<'_>,
+        types: &[FieldType],
+        callsite: &Callsite,
+        keep: bool,
+    ) -> Result<(), String> {
         self.clear();
-        for (name, ty) in &callsite.fields {
-            let ty = match *ty {
-                FieldType::Dynamic => {
-                    let code = c.byte()?;
-                    match FieldType::from_code(code) {
-                        Some(FieldType::Dynamic) | None => {
-                            return Err(format!("field `{name}` has unknown type code {code}"))
-                        }
-                        Some(t) => t,
-                    }
+        if keep {
+            self.types.reserve(types.len());
+            self.words.reserve(types.len());
+        }
+        for (k, &ty) in types.iter().enumerate() {
+            let mut ty = ty;
+            if ty == FieldType::Dynamic {
+                let code = c.byte()?;
+                ty = match FieldType::from_code(code) {
+                    Some(FieldType::Dynamic) | None => return Err(unknown_type(&callsite.fields[k].0, code)),
+                    Some(t) => t,
+                };
+            }
+            let w = if ty == FieldType::U64 {
+                c.varint()?
+            } else if ty == FieldType::F64 {
+                u64::from_le_bytes(c.array()?)
+            } else if ty == FieldType::I64 {
+                unzigzag(c.varint()?) as u64
+            } else if ty == FieldType::Bool {
+                u64::from(c.byte()? != 0)
+            } else {
+                let bytes = c.str_bytes()?;
+                if !keep {
+                    continue;
                 }
-                t => t,
-            };
-            let slot = match ty {
-                FieldType::U64 => Slot::U64(c.varint()?),
-                FieldType::I64 => Slot::I64(unzigzag(c.varint()?)),
-                FieldType::F64 => Slot::F64(f64::from_le_bytes(c.bytes(8)?.try_into().expect("8 bytes"))),
-                FieldType::Bool => Slot::Bool(c.byte()? != 0),
-                FieldType::Str => {
-                    let bytes = c.str_bytes()?;
-                    if !keep {
-                        continue;
-                    }
-                    match std::str::from_utf8(bytes) {
-                        Ok(s) => self.push_str(s),
-                        Err(_) => self.push_str(&String::from_utf8_lossy(bytes)),
-                    }
+                match std::str::from_utf8(bytes) {
+                    Ok(s) => self.push_str(s),
+                    Err(_) => self.push_str(&String::from_utf8_lossy(bytes)),
                 }
-                FieldType::Dynamic => unreachable!("resolved above"),
             };
             if keep {
-                self.slots.push(slot);
+                self.types.push(ty);
+                self.words.push(w);
             }
         }
         Ok(())
     }
+}
+
+#[cold]
+fn unknown_type(name: &str, code: u8) -> String {
+    format!("field `{name}` has unknown type code {code}")
 }

@@ -27,8 +27,14 @@ mod pb {
     }
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Packet {
+        #[prost(message, optional, tag = "6")]
+        pub clocks: Option<ClockSnapshot>,
         #[prost(uint64, optional, tag = "8")]
         pub timestamp: Option<u64>,
+        #[prost(uint32, optional, tag = "58")]
+        pub clock: Option<u32>,
+        #[prost(message, optional, tag = "59")]
+        pub defaults: Option<Defaults>,
         #[prost(uint32, optional, tag = "10")]
         pub seq: Option<u32>,
         #[prost(message, optional, tag = "11")]
@@ -37,6 +43,32 @@ mod pb {
         pub interned: Option<Interned>,
         #[prost(message, optional, tag = "60")]
         pub track: Option<Track>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Defaults {
+        #[prost(message, optional, tag = "11")]
+        pub event: Option<EventDefaults>,
+        #[prost(uint32, optional, tag = "58")]
+        pub clock: Option<u32>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct EventDefaults {
+        #[prost(uint64, optional, tag = "11")]
+        pub track: Option<u64>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ClockSnapshot {
+        #[prost(message, repeated, tag = "1")]
+        pub clocks: Vec<Clock>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Clock {
+        #[prost(uint32, optional, tag = "1")]
+        pub id: Option<u32>,
+        #[prost(uint64, optional, tag = "2")]
+        pub timestamp: Option<u64>,
+        #[prost(bool, optional, tag = "3")]
+        pub incremental: Option<bool>,
     }
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct Track {
@@ -121,7 +153,12 @@ struct Shown {
     /// Flows that break the time-order rules: only garbled input (times gone wrong) may have
     /// them, and then both exports must have the same.
     broken: Vec<String>,
+    /// The earliest and the latest time of a track event, in Unix ns.
+    span: (u64, u64),
 }
+
+/// BOOTTIME, the trace processor's time.
+const BOOTTIME: u32 = 6;
 
 fn shown(bytes: &[u8]) -> Shown {
     let trace = pb::Trace::decode(bytes).expect("a Trace");
@@ -129,10 +166,30 @@ fn shown(bytes: &[u8]) -> Shown {
     let mut arg_names: HashMap<(u32, u64), String> = HashMap::new();
     let mut descriptors: HashMap<u64, pb::Track> = HashMap::new();
     let mut last_ts: HashMap<u32, u64> = HashMap::new();
+    // Per sequence its defaults (clock, track), and per (sequence, clock) from its snapshot:
+    // whether it is incremental, its reading now, and BOOTTIME minus it.
+    let mut defaults: HashMap<u32, (Option<u32>, Option<u64>)> = HashMap::new();
+    let mut clocks: HashMap<(u32, u32), (bool, u64, i128)> = HashMap::new();
     // (track, ts, kind, name, args, flows out, flows in), in file order.
     let mut events = vec![];
     for p in trace.packet {
         let seq = p.seq.expect("a sequence");
+        if let Some(d) = &p.defaults {
+            defaults.insert(seq, (d.clock, d.event.as_ref().and_then(|e| e.track)));
+        }
+        if let Some(snapshot) = &p.clocks {
+            // The trace processor reads nothing else of a packet with a clock snapshot.
+            let boot = snapshot.clocks.iter().find(|c| c.id == Some(BOOTTIME)).expect("BOOTTIME").timestamp;
+            for c in snapshot.clocks.iter().filter(|c| (64..128).contains(&c.id.unwrap())) {
+                let offset = i128::from(boot.unwrap()) - i128::from(c.timestamp.unwrap());
+                clocks.insert(
+                    (seq, c.id.unwrap()),
+                    (c.incremental == Some(true), c.timestamp.unwrap(), offset),
+                );
+            }
+            continue;
+        }
+        let (clock, default_track) = defaults.get(&seq).copied().unwrap_or_default();
         if let Some(i) = p.interned {
             for n in i.names {
                 names.insert((seq, n.iid.unwrap()), n.name.unwrap());
@@ -145,7 +202,16 @@ fn shown(bytes: &[u8]) -> Shown {
             assert!(descriptors.insert(t.uuid.unwrap(), t).is_none(), "a track described twice");
         }
         let Some(ev) = p.event else { continue };
-        let ts = p.timestamp.unwrap();
+        let ts = match p.clock.or(clock) {
+            Some(id) if (64..128).contains(&id) => {
+                let (incremental, now, offset) =
+                    clocks.get_mut(&(seq, id)).expect("the clock's snapshot first");
+                *now = if *incremental { *now + p.timestamp.unwrap() } else { p.timestamp.unwrap() };
+                u64::try_from(i128::from(*now) + *offset).unwrap()
+            }
+            None | Some(BOOTTIME) => p.timestamp.unwrap(),
+            Some(other) => panic!("timestamps on clock {other}"),
+        };
         let last = last_ts.entry(seq).or_default();
         assert!(ts >= *last, "time goes back on sequence {seq}");
         *last = ts;
@@ -167,7 +233,7 @@ fn shown(bytes: &[u8]) -> Shown {
         args.sort();
         let name = ev.name_iid.map(|i| names[&(seq, i)].clone());
         events.push((
-            ev.track.unwrap(),
+            ev.track.or(default_track).expect("a track"),
             ts,
             ev.kind.unwrap(),
             name,
@@ -182,6 +248,8 @@ fn shown(bytes: &[u8]) -> Shown {
     for e in &events {
         first_ts.entry(e.0).or_insert(e.1);
     }
+    let times = events.iter().map(|e| e.1);
+    let span = (times.clone().min().unwrap_or(0), times.max().unwrap_or(0));
     let key = |uuid: u64| -> String {
         let d = &descriptors[&uuid];
         let process = |uuid: u64| {
@@ -246,7 +314,7 @@ fn shown(bytes: &[u8]) -> Shown {
     assert!(uses.values().all(|&n| n >= 2), "a flow id on a single event");
     arrows.sort();
     broken.sort();
-    Shown { tracks, arrows, broken }
+    Shown { tracks, arrows, broken, span }
 }
 
 /// Both exports of `files`, shown; also checks the streamed export's summary and warnings
@@ -264,7 +332,18 @@ fn both(files: &[PathBuf]) -> (Shown, Shown) {
     export.write(&mut streamed, &mut |n| read += n).expect("write the stream");
     let size: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
     assert_eq!(read, 2 * size, "progress counts every byte of both passes");
-    (shown(&streamed), shown(&model))
+    let (streamed, model) = (shown(&streamed), shown(&model));
+    // Times are the model's Unix ns, through the sequences' clocks: the earliest item begins
+    // the trace, and the trace ends with the latest end (or item, if later).
+    let threads = decoded.trace.processes.iter().flat_map(|p| &p.threads);
+    let begins = threads
+        .clone()
+        .flat_map(|t| t.spans.iter().map(|s| s.start_ns).chain(t.events.iter().map(|e| e.ts_ns)));
+    let ends = threads.flat_map(|t| t.spans.iter().map(|s| s.end_ns).chain(t.events.iter().map(|e| e.ts_ns)));
+    if let (Some(first), Some(last)) = (begins.min(), ends.max()) {
+        assert_eq!(model.span, (first, last), "the model's export is on the model's times");
+    }
+    (streamed, model)
 }
 
 fn assert_same(name: &str, files: &[PathBuf]) -> Shown {

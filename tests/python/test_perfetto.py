@@ -4,7 +4,11 @@ The `skeleton` example (4 threads; thread t calls `step(t*1000 + i, 0.01)` for i
 each `step` opens a `stencil` span and records a `converged` event) is traced, decoded with
 `waffle-decode ... -o out.pftrace`, parsed with `perfetto_trace_pb2.Trace` from PyPI `perfetto`,
 and checked against the rules trace_processor applies when it imports track events:
-sequence flags, per-sequence interning, track descriptors, and slice nesting per track.
+sequence flags, per-sequence interning, sequence defaults (a track event without a track is on
+its sequence's default track), clocks (a timestamp is on the packet's clock, else its
+sequence's default clock; a sequence-scoped clock, id 64 to 127, is known from a clock
+snapshot on that sequence, and an incremental one adds each timestamp to its last value),
+track descriptors, and slice nesting per track.
 
 The `causal_pair` example (two sessions of one process, `a.bin` and `b.bin`, see its docs) is
 decoded into one trace and its causality checked as trace_processor turns flow ids into arrows:
@@ -20,6 +24,7 @@ Environment:
 
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +35,9 @@ from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TracePacket
 REPO = Path(__file__).resolve().parents[2]
 CLEARED = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+BOOTTIME = 6  # BuiltinClock.BUILTIN_CLOCK_BOOTTIME: trace_processor's trace time by default
 THREADS, STEPS = 4, 1000
+RUN_WINDOW = None  # (before, after) the skeleton ran, in Unix ns
 
 
 @dataclass
@@ -100,7 +107,7 @@ def parse(data):
     order, the slices and instants that carry flow ids."""
     trace = Trace.FromString(data)
     assert trace.packet, "no packets"
-    sequences = {}  # id -> {"names": {}, "annotation_names": {}, "ts": last timestamp}
+    sequences = {}  # id -> {"names": {}, "annotation_names": {}, "ts": last timestamp, "clocks": {}, ...}
     descriptors = {}
     events = []  # (track uuid, ts, type, name, args, where), in file order
     for n, p in enumerate(trace.packet):
@@ -113,10 +120,34 @@ def parse(data):
         if seq is None:
             assert flags == CLEARED | NEEDS, f"{where}: first packet on {seq_id} has flags {flags}"
             assert p.first_packet_on_sequence, f"{where}: first packet lacks first_packet_on_sequence"
-            seq = sequences[seq_id] = {"names": {}, "annotation_names": {}, "ts": 0}
+            seq = sequences[seq_id] = {"names": {}, "annotation_names": {}, "ts": 0, "clocks": {},
+                                       "clock": None, "track": None}
         else:
             assert not p.first_packet_on_sequence, f"{where}: second first packet on {seq_id}"
             assert not flags & CLEARED, f"{where}: incremental state cleared again on {seq_id}"
+        if p.HasField("trace_packet_defaults"):
+            # Read after the flags: with SEQ_INCREMENTAL_STATE_CLEARED in the same packet, the
+            # defaults belong to the state that starts there.
+            d = p.trace_packet_defaults
+            seq["clock"] = d.timestamp_clock_id if d.HasField("timestamp_clock_id") else None
+            te = d.track_event_defaults
+            seq["track"] = te.track_uuid if d.HasField("track_event_defaults") and te.HasField("track_uuid") else None
+        if p.HasField("clock_snapshot"):
+            # trace_processor reads a clock snapshot and nothing else of its packet.
+            others = [f.name for f, _ in p.ListFields()
+                      if f.name not in ("clock_snapshot", "trusted_packet_sequence_id")]
+            assert not others, f"{where}: a clock snapshot shares its packet with {others}"
+            readings = {c.clock_id: c for c in p.clock_snapshot.clocks}
+            assert BOOTTIME in readings, f"{where}: a snapshot that does not reach BOOTTIME"
+            boot = readings[BOOTTIME].timestamp
+            for clock_id, c in readings.items():
+                if 64 <= clock_id < 128:
+                    unit = c.unit_multiplier_ns or 1
+                    seq["clocks"][clock_id] = {"incremental": c.is_incremental, "unit": unit,
+                                               "now": c.timestamp * unit, "offset": boot - c.timestamp * unit}
+                else:
+                    assert not c.is_incremental, f"{where}: only a sequence's own clock may be incremental"
+            continue
         if p.HasField("interned_data"):
             assert flags & NEEDS, f"{where}: interned data without NEEDS_INCREMENTAL_STATE"
             for table, entries in [("names", p.interned_data.event_names),
@@ -132,9 +163,10 @@ def parse(data):
         if p.HasField("track_event"):
             ev = p.track_event
             assert p.HasField("timestamp"), f"{where}: track event without timestamp"
+            ts = resolve_time(p, seq, where)
             # Ties keep file order only if each sequence's time never goes back.
-            assert p.timestamp >= seq["ts"], f"{where}: time goes back on sequence {seq_id}"
-            seq["ts"] = p.timestamp
+            assert ts >= seq["ts"], f"{where}: time goes back on sequence {seq_id}"
+            seq["ts"] = ts
             uses_iids = ev.HasField("name_iid") or any(a.HasField("name_iid") for a in ev.debug_annotations)
             if uses_iids:
                 assert flags & NEEDS, f"{where}: uses iids without NEEDS_INCREMENTAL_STATE"
@@ -146,7 +178,9 @@ def parse(data):
             args = dict(annotation(a, seq["annotation_names"], where) for a in ev.debug_annotations)
             assert len(args) == len(ev.debug_annotations), f"{where}: duplicate annotation names"
             flows = (list(ev.flow_ids), list(ev.terminating_flow_ids))
-            events.append((ev.track_uuid, p.timestamp, ev.type, name, args, flows, where))
+            track = ev.track_uuid if ev.HasField("track_uuid") else seq["track"]
+            assert track is not None, f"{where}: track event without a track, and no default"
+            events.append((track, ts, ev.type, name, args, flows, where))
 
     processes = {u: d for u, d in descriptors.items() if d.HasField("process")}
     assert len({d.process.pid for d in processes.values()}) == len(processes), "pids not unique"
@@ -191,6 +225,23 @@ def parse(data):
     for uuid, stack in stacks.items():
         assert not stack, f"track {uuid}: {[s.name for s in stack]} never end"
     return tracks, flowing
+
+
+def resolve_time(p, seq, where):
+    """A packet's timestamp in trace time (BOOTTIME; Unix ns in waffle's traces), as
+    trace_processor converts it: on the packet's clock, else on its sequence's default clock,
+    else already BOOTTIME."""
+    clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else seq["clock"]
+    if clock is None or clock == BOOTTIME:
+        return p.timestamp
+    assert 64 <= clock < 128, f"{where}: timestamps on global clock {clock}"
+    c = seq["clocks"].get(clock)
+    assert c is not None, f"{where}: clock {clock} used before its snapshot on the sequence"
+    if c["incremental"]:
+        c["now"] += p.timestamp * c["unit"]
+    else:
+        c["now"] = p.timestamp * c["unit"]
+    return c["now"] + c["offset"]
 
 
 def flow_arrows(flowing):
@@ -239,7 +290,10 @@ def pftrace(tmp_path_factory):
             pytest.fail(f"{b} not found: build with `cargo build --workspace --examples` "
                         "or set WAFFLE_BIN_DIR")
     tmp = tmp_path_factory.mktemp("perfetto")
+    global RUN_WINDOW
+    before = time.time_ns()
     run(skeleton, tmp / "trace.bin")
+    RUN_WINDOW = (before, time.time_ns())
     run(decode, tmp / "trace.bin", "-o", tmp / "out.pftrace")
     return (tmp / "out.pftrace").read_bytes()
 
@@ -251,6 +305,21 @@ def tracks(pftrace):
 
 def test_import_rules(pftrace):
     read(pftrace)
+
+
+def test_times_are_when_it_ran(tracks):
+    """Every slice and instant lands inside the wall-clock window of the run, in Unix ns: the
+    sequences' incremental clocks resolve to absolute times."""
+    if RUN_WINDOW is None:
+        pytest.skip("an existing .pftrace (WAFFLE_PFTRACE): its run's window is not known")
+    start, end = RUN_WINDOW
+    slices = [s for t in tracks.values() for s in t.slices]
+    instants = [i for t in tracks.values() for s in t.slices for i in s.all_instants()]
+    assert slices and instants
+    for x in slices + instants:
+        assert start <= x.ts <= end, (x.name, x.ts, RUN_WINDOW)
+    for s in slices:
+        assert start <= s.ts <= s.end <= end, (s.name, s.ts, s.end, RUN_WINDOW)
 
 
 def test_one_process_with_its_threads(tracks):

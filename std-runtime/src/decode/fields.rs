@@ -93,6 +93,14 @@ impl Fields {
         })
     }
 
+    /// The values as they are kept: each one's type (never `Dynamic`), its word (the value, a
+    /// float's bits, a bool as 0 or 1, or a string's range of the text: start << 32 | end),
+    /// and the strings' text.
+    #[inline]
+    pub(crate) fn raw(&self) -> (&[FieldType], &[u64], &str) {
+        (&self.types, &self.words, &self.text)
+    }
+
     /// Appends a value.
     pub fn push(&mut self, v: FieldValue<'_>) {
         let (ty, w) = match v {

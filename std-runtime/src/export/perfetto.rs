@@ -6,7 +6,12 @@
 //!   `rank N (pid P)` when the header has a `rank` label; its host and labels become
 //!   `process_labels`. All processes share the model's time base, Unix nanoseconds;
 //! - each thread is a thread track parented to its process track, with its own
-//!   `trusted_packet_sequence_id`;
+//!   `trusted_packet_sequence_id`. The sequence's first packet sets its defaults: its track
+//!   events are on the thread track unless they name another, and its timestamps are on a
+//!   clock of its own (id 64), incremental: each packet gives the time since the sequence's
+//!   previous packet, a byte or two instead of nine. A clock snapshot (the sequence's second
+//!   packet) says that this clock reads 0 when BOOTTIME reads 0, so that times land where
+//!   absolute ones would;
 //! - a span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` on its thread's track, an event a
 //!   `TYPE_INSTANT`; fields are debug annotations, and a span that never ended gets
 //!   `waffle.unfinished = true` and ends where the decoder ends it;
@@ -32,7 +37,12 @@
 //!   stream's order (begins and ends nest there) with times clamped to never go backwards; a
 //!   span that never ended says so on its end (`waffle.unfinished`), which the trace processor
 //!   adds to the slice's arguments;
-//! - flow ids are unique over the trace and written unpacked, as proto2 has them.
+//! - flow ids are unique over the trace and written unpacked, as proto2 has them;
+//! - a sequence's defaults are set in its first packet, where its incremental state is cleared
+//!   (they belong to that state); its clock (ids 64 to 127 are a sequence's own, and only those
+//!   may be incremental) is known from a clock snapshot on the sequence, written before any
+//!   timestamp on it, alone in its packet (the trace processor reads nothing else of a packet
+//!   with a snapshot), and reaching BOOTTIME, the trace's time.
 //!
 //! One writer serves files and models, in two passes over the records (see `plan`): the first
 //! learns what refers to what, the second writes packets as records arrive. From files
@@ -64,13 +74,17 @@ use plan::{Plan, Scan};
 use proto::TracePacket;
 use writer::Writer;
 
+/// The sequence-scoped clock a sequence's timestamps are on (64 to 127 are the sequence's own).
+const SEQUENCE_CLOCK: u32 = 64;
+/// `BuiltinClock.BOOTTIME`, the trace processor's default trace time.
+const BOOTTIME: u32 = 6;
 const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 const TYPE_SLICE_BEGIN: i32 = 1;
 const TYPE_SLICE_END: i32 = 2;
 const TYPE_INSTANT: i32 = 3;
 /// Track uuids count up from here ("WAFF"), away from the small numbers other tools use and
-/// still a 5-byte varint (every track event names its track).
+/// still a 5-byte varint (descriptors and the track events of detached spans name them).
 const UUID_BASE: u64 = 0x5741_4646;
 /// Remapped pids and tids start above Linux's `PID_MAX_LIMIT`, so they never look real.
 const FRESH_ID_BASE: i64 = 1 << 22;
@@ -149,6 +163,31 @@ fn first_packet(seq_id: u32) -> TracePacket {
         trusted_packet_sequence_id: Some(seq_id),
         sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE),
         first_packet_on_sequence: Some(true),
+        ..Default::default()
+    }
+}
+
+/// A thread sequence's defaults: its clock and its track.
+fn defaults(track: u64) -> proto::TracePacketDefaults {
+    proto::TracePacketDefaults {
+        timestamp_clock_id: Some(SEQUENCE_CLOCK),
+        track_event_defaults: Some(proto::TrackEventDefaults { track_uuid: Some(track) }),
+    }
+}
+
+/// Sequence `seq_id`'s clock: incremental, and at 0 when BOOTTIME (the trace's time, Unix ns
+/// here) is at 0. (The trace processor reads a clock snapshot and nothing else of its packet.)
+fn clock_snapshot(seq_id: u32) -> TracePacket {
+    let clock = |id, incremental: bool| proto::Clock {
+        clock_id: Some(id),
+        timestamp: Some(0),
+        is_incremental: incremental.then_some(true),
+    };
+    TracePacket {
+        trusted_packet_sequence_id: Some(seq_id),
+        clock_snapshot: Some(proto::ClockSnapshot {
+            clocks: vec![clock(SEQUENCE_CLOCK, true), clock(BOOTTIME, false)],
+        }),
         ..Default::default()
     }
 }

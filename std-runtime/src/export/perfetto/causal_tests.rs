@@ -1,7 +1,7 @@
 //! Unit tests of causality in the Perfetto exporter: flows between slices, and detached spans
 //! on tracks of their own, checked the way trace_processor reads them.
 
-use super::tests::{self, callsite, span, TraceProto};
+use super::tests::{self, callsite, span};
 use super::*;
 use crate::model::{Callsite, Event, Process, Span, Thread};
 use prost::Message;
@@ -89,7 +89,7 @@ fn seen(trace: &Trace) -> (Vec<TrackDescriptor>, Vec<Seen>) {
     let mut bytes = Vec::new();
     write(trace, &mut bytes).unwrap();
     let (mut names, mut tracks, mut events) = (HashMap::new(), vec![], vec![]);
-    for p in TraceProto::decode(bytes.as_slice()).unwrap().packet {
+    for p in tests::resolved(proto::Trace::decode(bytes.as_slice()).unwrap().packet) {
         let seq = p.trusted_packet_sequence_id.unwrap();
         if let Some(d) = p.interned_data {
             let entries =
@@ -241,13 +241,13 @@ fn detached_spans_get_their_own_tracks_and_threads_still_nest() {
 #[test]
 fn flow_ids_are_written_unpacked() {
     let mut packets = packet::Packets::with_capacity(0);
-    packets.begin(7, 1);
-    packets.end(TYPE_INSTANT, None, 5, &[1, 2], &[3]);
+    packets.begin(7, packet::Tag::new(10 << 3, 1));
+    packets.end(TYPE_INSTANT, packet::Tag::NONE, Some(5), &[1, 2], &[3]);
     let bytes = packets.bytes().to_vec();
     // Field 47, wire type 1 (fixed64): key 47 << 3 | 1 = 0x179, varint f9 02; field 48: 81 03.
     let keys = |key: [u8; 2]| bytes.windows(2).filter(|w| *w == key).count();
     assert_eq!((keys([0xf9, 0x02]), keys([0x81, 0x03])), (2, 1));
-    let trace = tests::TraceProto::decode(bytes.as_slice()).unwrap();
+    let trace = proto::Trace::decode(bytes.as_slice()).unwrap();
     let event = trace.packet[0].track_event.as_ref().unwrap();
     assert_eq!((&event.flow_ids[..], &event.terminating_flow_ids[..]), (&[1, 2][..], &[3][..]));
     // The messages the tests decode with read them the same way.

@@ -7,17 +7,23 @@
 //! reserved as a two-byte varint and filled in afterwards, as Perfetto's own protozero writer
 //! does: `0x85 0x00` is a valid (if not minimal) varint for 5, which every protobuf parser
 //! reads. Contents of 16 KiB or more (long strings) move up to make room for a longer length.
+//! A slice end on its thread's track has a known size, so its lengths are written first.
+//!
+//! What every packet of a sequence repeats (its sequence id, and per callsite the interned
+//! name's and field names' iids) is encoded once as a [`Tag`] and copied with one store.
 //!
 //! Field numbers are Perfetto's (see `../shared/formats/NOTES.md` and `proto.rs`); the unit
-//! tests decode these bytes with the prost messages of `proto.rs`.
+//! tests decode these bytes with the prost messages of `proto.rs`, and `benches/` compares
+//! this encoder with prost's on the same packets.
 
-use crate::decode::FieldValue;
+use crate::decode::{FieldValue, Fields};
+use waffle::wire::FieldType;
 
 /// `Trace.packet`, length-delimited: the first byte of every packet.
 pub(super) const TRACE_PACKET_KEY: u8 = 1 << 3 | 2;
 
 /// Field keys (`number << 3 | wire type`; varint 0, 64-bit 1, length-delimited 2).
-mod key {
+pub(super) mod key {
     /// `TracePacket`.
     pub const TIMESTAMP: u8 = 8 << 3;
     pub const SEQUENCE_ID: u8 = 10 << 3;
@@ -84,6 +90,41 @@ fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
 }
 
+/// A varint field encoded once (its key, then its value), to be copied into packets with one
+/// 8-byte store: the sequence id every packet carries, the iid of an interned name. Values
+/// are below 2^49 (sequence ids are 32-bit, iids count the names of a sequence).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Tag {
+    bytes: u64,
+    len: u8,
+}
+
+impl Tag {
+    /// Not defined yet.
+    pub(super) const NONE: Tag = Tag { bytes: 0, len: 0 };
+
+    /// Field `key` with varint value `v` (below 2^49).
+    pub(super) fn new(key: u8, v: u64) -> Tag {
+        assert!(v < 1 << 49, "a tag's value fits in 7 varint bytes");
+        let (low, _, n) = encoded(v);
+        // Only its own bytes: the rest are zero (annotation heads add the value's key there).
+        let bytes = (u64::from(key) | low << 8) & (u64::MAX >> (8 * (7 - n)));
+        Tag { bytes, len: 1 + n as u8 }
+    }
+
+    /// Whether it is defined.
+    #[inline(always)]
+    pub(super) fn is_some(self) -> bool {
+        self.len != 0
+    }
+
+    /// The bytes it takes.
+    #[inline(always)]
+    fn len(self) -> usize {
+        usize::from(self.len)
+    }
+}
+
 /// Writes into a slice of the buffer with its position in a local, so that the compiler keeps
 /// it in a register (a byte pushed onto a `Vec` may alias the vector's length, which is then
 /// stored and loaded again around every byte).
@@ -123,16 +164,98 @@ impl Put<'_> {
         self.p += n;
     }
 
+    /// A tag: one store of 8 bytes, of which it keeps its own.
+    #[inline(always)]
+    fn tag(&mut self, t: Tag) {
+        self.b[self.p..self.p + 8].copy_from_slice(&t.bytes.to_le_bytes());
+        self.p += t.len();
+    }
+
     /// A length-delimited field's key and a two-byte length to fill in: where that is.
     #[inline(always)]
     fn open(&mut self, key: u8) -> usize {
         self.bytes([key, 0x80, 0x00]);
         self.p - 2
     }
+
+    /// Fills in the length reserved at `at` with what was written since; false if it does not
+    /// fit in two bytes (then the caller moves the contents).
+    #[inline(always)]
+    fn close(&mut self, at: usize) -> bool {
+        let len = self.p - at - 2;
+        self.b[at] = len as u8 | 0x80;
+        self.b[at + 1] = (len >> 7) as u8;
+        len < 1 << 14
+    }
+
+    /// A debug annotation named by an iid's tag (key [`key::ANNOTATION_NAME_IID`]) whose
+    /// value is a number or a bool of type `ty`, as [`Fields`] keeps it in a word.
+    #[inline(always)]
+    fn scalar_annotation(&mut self, name: Tag, ty: FieldType, w: u64) {
+        // The value's key, by type code: bool, u64 and i64 (as two's complement, which is
+        // what the word holds) are varints; a double is its 8 bytes.
+        const KEYS: [u8; 8] =
+            [0, key::UINT_VALUE, key::INT_VALUE, key::DOUBLE_VALUE, key::BOOL_VALUE, 0, 0, 0];
+        let (low, high, n) = if ty == FieldType::F64 {
+            (w, 0, 8)
+        } else if w < 0x80 {
+            (w, 0, 1)
+        } else {
+            encoded(w)
+        };
+        let key = KEYS[ty as usize & 7];
+        if name.len() <= 5 {
+            // Key, length, name and the value's key: one store.
+            let head = u64::from(key::DEBUG_ANNOTATIONS)
+                | ((name.len() + 1 + n) as u64) << 8
+                | name.bytes << 16
+                | u64::from(key) << (8 * (2 + name.len()));
+            self.b[self.p..self.p + 8].copy_from_slice(&head.to_le_bytes());
+            self.p += 3 + name.len();
+        } else {
+            self.bytes([key::DEBUG_ANNOTATIONS, (name.len() + 1 + n) as u8]);
+            self.tag(name);
+            self.byte(key);
+        }
+        self.words(low, high, n);
+    }
+
+    /// A debug annotation named by an iid's tag whose value is a string.
+    #[inline(always)]
+    fn str_annotation(&mut self, name: Tag, s: &str) {
+        self.byte(key::DEBUG_ANNOTATIONS);
+        self.varint((name.len() + 1 + varint_len(s.len() as u64) + s.len()) as u64);
+        self.tag(name);
+        self.byte(key::STRING_VALUE);
+        self.varint(s.len() as u64);
+        self.b[self.p..self.p + s.len()].copy_from_slice(s.as_bytes());
+        self.p += s.len();
+    }
+
+    /// `fields` as debug annotations, named by `names` (one per value).
+    #[inline(always)]
+    fn fields(&mut self, names: &[Tag], fields: &Fields) {
+        let (types, words, text) = fields.raw();
+        for ((&name, &ty), &w) in names.iter().zip(types).zip(words) {
+            if ty == FieldType::Str {
+                self.str_annotation(name, &text[(w >> 32) as usize..w as u32 as usize]);
+            } else {
+                self.scalar_annotation(name, ty, w);
+            }
+        }
+    }
 }
 
-/// The most bytes one field of fixed size takes: key, and a 10-byte varint or 8 bytes.
-const FIELD: usize = 12;
+/// The room the annotations of `fields` take, at most.
+#[inline(always)]
+fn fields_room(fields: &Fields) -> usize {
+    let (types, _, text) = fields.raw();
+    // Key, length, name, value key, and a varint, a double or a string's length.
+    types.len() * 40 + text.len()
+}
+
+/// The room one field of fixed size is given: key and a 10-byte varint, or a [`Tag`]'s store.
+const FIELD: usize = 16;
 
 /// Packets being written into one buffer, one track event at a time.
 pub(super) struct Packets {
@@ -144,9 +267,6 @@ pub(super) struct Packets {
     packet_at: usize,
     event_at: usize,
     uses_iids: bool,
-    /// The last track uuid written, and its varint: most packets go to the track of the packet
-    /// before.
-    track: (u64, u64, u16, usize),
 }
 
 impl Packets {
@@ -159,7 +279,6 @@ impl Packets {
             packet_at: 0,
             event_at: 0,
             uses_iids: false,
-            track: (0, 0, 0, 0),
         }
     }
 
@@ -195,37 +314,37 @@ impl Packets {
         self.buf.resize(len, 0);
     }
 
-    /// Starts a packet on sequence `seq` at `ts` holding a track event.
+    /// Starts a packet of sequence `seq` (its id's [`Tag`]) holding a track event, `delta`
+    /// after the sequence's previous packet on its incremental clock.
     #[inline]
-    pub(super) fn begin(&mut self, ts: u64, seq: u32) {
+    pub(super) fn begin(&mut self, delta: u64, seq: Tag) {
         let used = self.used;
-        let mut w = Put { b: self.room(3 * FIELD), p: 0 };
+        let mut w = Put { b: self.room(4 * FIELD), p: 0 };
         let packet_at = w.open(TRACE_PACKET_KEY);
         w.byte(key::TIMESTAMP);
-        w.varint(ts);
-        w.byte(key::SEQUENCE_ID);
-        w.varint(u64::from(seq));
+        w.varint(delta);
+        w.tag(seq);
         let event_at = w.open(key::TRACK_EVENT);
         let p = w.p;
         (self.packet_at, self.event_at) = (used + packet_at, used + event_at);
         self.used += p;
-        self.interned.clear();
         self.uses_iids = false;
     }
 
-    /// Defines event name `iid` in this packet.
+    /// Defines event name `iid` in the packet being written (or the next one).
     pub(super) fn intern_name(&mut self, iid: u64, name: &str) {
         intern(&mut self.interned, key::EVENT_NAMES, iid, name);
     }
 
-    /// Defines annotation name `iid` in this packet.
+    /// Defines annotation name `iid` in the packet being written (or the next one).
     pub(super) fn intern_annotation(&mut self, iid: u64, name: &str) {
         intern(&mut self.interned, key::ANNOTATION_NAMES, iid, name);
     }
 
-    /// A debug annotation with an interned name.
+    /// A debug annotation with an interned name: `name` is its iid's tag (key
+    /// [`key::ANNOTATION_NAME_IID`]).
     #[inline]
-    pub(super) fn annotation(&mut self, name_iid: u64, value: FieldValue<'_>) {
+    pub(super) fn annotation(&mut self, name: Tag, value: FieldValue<'_>) {
         self.uses_iids = true;
         let extra = match value {
             FieldValue::Str(s) => s.len(),
@@ -241,9 +360,8 @@ impl Packets {
         };
         let mut w = Put { b: self.room(4 * FIELD + extra), p: 0 };
         w.byte(key::DEBUG_ANNOTATIONS);
-        w.varint((1 + varint_len(name_iid) + value_len) as u64);
-        w.byte(key::ANNOTATION_NAME_IID);
-        w.varint(name_iid);
+        w.varint((name.len() + value_len) as u64);
+        w.tag(name);
         match value {
             FieldValue::Bool(v) => w.bytes([key::BOOL_VALUE, u8::from(v)]),
             FieldValue::U64(v) => {
@@ -268,25 +386,89 @@ impl Packets {
         self.used += w.p;
     }
 
-    /// Ends the packet: the rest of the `TrackEvent` (type, name, track, flows), then the names
-    /// it defines, and the flag saying it needs the sequence's interned state if it uses any.
-    /// Flow ids are written unpacked, as proto2 has them and trace_processor reads them.
+    /// `fields` as debug annotations, named by `names` (one per value).
     #[inline]
-    pub(super) fn end(&mut self, kind: i32, name_iid: Option<u64>, track: u64, out: &[u64], into: &[u64]) {
-        if self.track.0 != track || self.track.3 == 0 {
-            let (low, high, n) = encoded(track);
-            self.track = (track, low, high, n);
+    pub(super) fn fields(&mut self, names: &[Tag], fields: &Fields) {
+        if names.is_empty() {
+            return;
         }
-        self.uses_iids |= name_iid.is_some();
-        let (_, low, high, n) = self.track;
-        let mut w = Put { b: self.room(3 * FIELD + 10 * (out.len() + into.len())), p: 0 };
+        self.uses_iids = true;
+        let mut w = Put { b: self.room(fields_room(fields) + FIELD), p: 0 };
+        w.fields(names, fields);
+        self.used += w.p;
+    }
+
+    /// A whole packet of sequence `seq` holding a track event without flows: `delta` after
+    /// the sequence's previous packet, of type `kind`, named by `name` (an iid's tag, key
+    /// [`key::NAME_IID`]), with `fields` as annotations named by `names`, on `track` unless
+    /// it is the sequence's default. The commonest packet, written in one go.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn event(
+        &mut self,
+        delta: u64,
+        seq: Tag,
+        kind: i32,
+        name: Tag,
+        track: Option<u64>,
+        names: &[Tag],
+        fields: &Fields,
+    ) {
+        let used = self.used;
+        let interned = self.interned.len();
+        self.room(fields_room(fields) + interned + 8 * FIELD);
+        let mut w = Put { b: &mut self.buf[used..], p: 0 };
+        let packet_at = w.open(TRACE_PACKET_KEY);
+        w.byte(key::TIMESTAMP);
+        w.varint(delta);
+        w.tag(seq);
+        let event_at = w.open(key::TRACK_EVENT);
+        w.fields(names, fields);
         w.bytes([key::TYPE, kind as u8]);
-        if let Some(iid) = name_iid {
-            w.byte(key::NAME_IID);
-            w.varint(iid);
+        w.tag(name);
+        if let Some(track) = track {
+            w.byte(key::TRACK_UUID);
+            w.varint(track);
         }
-        w.byte(key::TRACK_UUID);
-        w.words(low, high, n);
+        let event_end = w.p;
+        let short = w.close(event_at);
+        if interned > 0 {
+            w.byte(key::INTERNED_DATA);
+            w.varint(interned as u64);
+            w.b[w.p..w.p + interned].copy_from_slice(&self.interned);
+            w.p += interned;
+            self.interned.clear();
+        }
+        if name.is_some() || !names.is_empty() {
+            w.bytes([key::SEQUENCE_FLAGS, NEEDS_INCREMENTAL_STATE]);
+        }
+        let short = w.close(packet_at) && short;
+        self.used = used + w.p;
+        if !short {
+            // Long strings: lengths of more than two bytes, contents moved up.
+            let len = event_end - event_at - 2;
+            if len >= 1 << 14 {
+                self.close_long(used + event_at, len);
+            }
+            self.close(used + packet_at);
+        }
+    }
+
+    /// Ends the packet: the rest of the `TrackEvent` (type, name, the track unless it is the
+    /// sequence's default, flows), then the names it defines, and the flag saying it needs the
+    /// sequence's interned state if it uses any. `name` is the name iid's tag (key
+    /// [`key::NAME_IID`]), if any. Flow ids are written unpacked, as proto2 has them and
+    /// trace_processor reads them.
+    #[inline]
+    pub(super) fn end(&mut self, kind: i32, name: Tag, track: Option<u64>, out: &[u64], into: &[u64]) {
+        self.uses_iids |= name.is_some();
+        let mut w = Put { b: self.room(4 * FIELD + 10 * (out.len() + into.len())), p: 0 };
+        w.bytes([key::TYPE, kind as u8]);
+        w.tag(name);
+        if let Some(track) = track {
+            w.byte(key::TRACK_UUID);
+            w.varint(track);
+        }
         for id in out {
             w.bytes(key::FLOW_IDS);
             w.bytes(id.to_le_bytes());
@@ -306,6 +488,7 @@ impl Packets {
             let (used, interned) = (self.used + p, &self.interned);
             self.buf[used..used + n].copy_from_slice(interned);
             self.used = used + n;
+            self.interned.clear();
         }
         if self.uses_iids {
             let mut w = Put { b: self.room(2), p: 0 };
@@ -313,6 +496,20 @@ impl Packets {
             self.used += 2;
         }
         self.close(self.packet_at);
+    }
+
+    /// A whole packet holding a slice end on the sequence's default track, with nothing else:
+    /// the commonest packet, whose lengths are known before it is written.
+    #[inline(always)]
+    pub(super) fn slice_end(&mut self, delta: u64, seq: Tag) {
+        let mut w = Put { b: self.room(4 * FIELD), p: 0 };
+        // Packet: timestamp, sequence id, and the 4-byte track event.
+        let len = 1 + varint_len(delta) + seq.len() + 4;
+        w.bytes([TRACE_PACKET_KEY, len as u8, key::TIMESTAMP]);
+        w.varint(delta);
+        w.tag(seq);
+        w.bytes([key::TRACK_EVENT, 2, key::TYPE, super::TYPE_SLICE_END as u8]);
+        self.used += w.p;
     }
 
     /// Ends the contents whose length is reserved at `at`: fills it in.
@@ -323,15 +520,20 @@ impl Packets {
             self.buf[at] = len as u8 | 0x80;
             self.buf[at + 1] = (len >> 7) as u8;
         } else {
-            // Longer than two bytes say: the contents move up.
-            let mut length = Vec::with_capacity(5);
-            varint(&mut length, len as u64);
-            let n = length.len();
-            self.room(n - 2);
-            self.buf.copy_within(at + 2..self.used, at + n);
-            self.buf[at..at + n].copy_from_slice(&length);
-            self.used += n - 2;
+            self.close_long(at, len);
         }
+    }
+
+    /// Contents longer than two length bytes say: they move up.
+    #[cold]
+    fn close_long(&mut self, at: usize, len: usize) {
+        let mut length = Vec::with_capacity(5);
+        varint(&mut length, len as u64);
+        let n = length.len();
+        self.room(n - 2);
+        self.buf.copy_within(at + 2..self.used, at + n);
+        self.buf[at..at + n].copy_from_slice(&length);
+        self.used += n - 2;
     }
 }
 
@@ -372,6 +574,14 @@ mod tests {
             w.varint(v);
             let p = w.p;
             assert_eq!(&packets.buf[..p], &theirs[1..], "{v}");
+            // A tag: the key, then the same varint.
+            if v < 1 << 49 {
+                let mut w = Put { b: packets.room(2 * FIELD), p: 0 };
+                w.tag(Tag::new(0x50, v));
+                let p = w.p;
+                theirs[0] = 0x50;
+                assert_eq!(&packets.buf[..p], &theirs[..], "{v}");
+            }
         }
     }
 

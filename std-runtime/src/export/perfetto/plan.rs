@@ -15,10 +15,10 @@
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
 //! numbered from a base; the n-th item to reference it in the second pass takes base + n.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use super::FRESH_ID_BASE;
-use crate::export::index::{IdHash, IdMap, Keys};
+use crate::export::index::Keys;
 use crate::{
     clock::{Calibration, Converter},
     decode::{
@@ -90,14 +90,22 @@ pub(super) struct Scan {
     cal: Option<Converter>,
     threads: Vec<ThreadScan>,
     runs: Vec<(u64, u64)>,
-    refs: IdMap<u64, Refs>,
+    /// Ordered maps, not hash maps: an id or a group is most often first met right after the
+    /// one before it in its thread, near the last insertion (the hash of a new key lands at
+    /// random in a large table and misses the cache); and their order is the plan's.
+    refs: BTreeMap<u64, Refs>,
     keys: Keys,
-    groups: IdMap<(u32, u64), Group>,
+    groups: BTreeMap<(u32, u64), Group>,
+    /// Links counted and not yet in `refs`: (id, links), the latest first.
+    hot: [(u64, u32); 2],
+    /// The current process's spans and events so far.
+    spans: u64,
+    events: u64,
 }
 
 impl Scan {
+    #[inline(always)]
     fn item(&mut self, t: usize, r: &Item<'_>, is_span: bool) {
-        let p = self.processes.len() - 1;
         let th = &mut self.threads[t];
         if r.id != 0 {
             match &mut th.run {
@@ -108,35 +116,81 @@ impl Scan {
                 }
             }
         }
+        // Most often the parent is the span just below, on the thread's track.
         let mut parent_on_stack = false;
         if let Some(parent) = r.parent {
-            match th.stack.iter_mut().rev().find(|e| e.id == parent) {
-                Some(e) => (e.kids, parent_on_stack) = (e.kids.saturating_add(1), true),
-                None => {
-                    let refs = self.refs.entry(parent).or_default();
-                    refs.children = refs.children.saturating_add(1);
-                }
+            match th.stack.last_mut() {
+                Some(e) if e.id == parent => (e.kids, parent_on_stack) = (e.kids.saturating_add(1), true),
+                _ => parent_on_stack = self.parent_elsewhere(t, parent),
             }
         }
+        if !r.links.is_empty() || r.correlation.is_some() {
+            self.causes(t, r);
+        }
+        if is_span {
+            let parent = r.parent.unwrap_or(0);
+            self.threads[t].stack.push(Entry { id: r.id, kids: 0, parent, parent_on_stack });
+        }
+    }
+
+    /// A parent that is not the innermost open span: further down the stack (true), or not
+    /// on the thread's track.
+    #[cold]
+    fn parent_elsewhere(&mut self, t: usize, parent: u64) -> bool {
+        match self.threads[t].stack.iter_mut().rev().find(|e| e.id == parent) {
+            Some(e) => {
+                e.kids = e.kids.saturating_add(1);
+                true
+            }
+            None => {
+                let refs = self.refs.entry(parent).or_default();
+                refs.children = refs.children.saturating_add(1);
+                false
+            }
+        }
+    }
+
+    /// `r`'s links and correlation.
+    #[cold]
+    fn causes(&mut self, t: usize, r: &Item<'_>) {
         for (k, &cause) in r.links.iter().enumerate() {
             if cause != r.id && !r.links[..k].contains(&cause) {
-                let refs = self.refs.entry(cause).or_default();
-                refs.links = refs.links.saturating_add(1);
+                self.link(cause);
             }
         }
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
                 let cal = self.cal.expect("the header comes first");
-                let member = (cal.to_unix_ns(r.ticks), p, t, r.id);
+                let member = (cal.to_unix_ns(r.ticks), self.processes.len() - 1, t, r.id);
                 let key = self.keys.number(r.callsite_index, key, true).expect("added");
                 let group = self.groups.entry((key, value)).or_insert(Group { members: 0, last: member });
                 group.members = group.members.saturating_add(1);
                 group.last = group.last.max(member);
             }
         }
-        if is_span {
-            let parent = r.parent.unwrap_or(0);
-            th.stack.push(Entry { id: r.id, kids: 0, parent, parent_on_stack });
+    }
+
+    /// One more item links to `cause`. The two causes linked last keep their counts here
+    /// until others push them out: a cause that many items name (a run's origin, say) is then
+    /// looked up in the map once in a while, not once per link.
+    fn link(&mut self, cause: u64) {
+        match &mut self.hot {
+            [(id, n), _] if *id == cause => *n = n.saturating_add(1),
+            [a, b] if b.0 == cause => {
+                b.1 = b.1.saturating_add(1);
+                std::mem::swap(a, b);
+            }
+            [a, b] => {
+                let (id, n) = std::mem::replace(b, std::mem::replace(a, (cause, 1)));
+                self.count_links(id, n);
+            }
+        }
+    }
+
+    fn count_links(&mut self, id: u64, n: u32) {
+        if n > 0 {
+            let refs = self.refs.entry(id).or_default();
+            refs.links = refs.links.saturating_add(n);
         }
     }
 
@@ -174,16 +228,19 @@ impl Sink for Scan {
         name.clone_into(&mut t.name);
     }
 
+    #[inline(always)]
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
         self.item(thread, span, true);
-        self.process().spans += 1;
+        self.spans += 1;
     }
 
+    #[inline(always)]
     fn event(&mut self, thread: usize, event: &Item<'_>) {
         self.item(thread, event, false);
-        self.process().events += 1;
+        self.events += 1;
     }
 
+    #[inline(always)]
     fn span_end(&mut self, thread: usize, _span: (), _ticks: u64, _ended: bool) {
         self.threads[thread].stack.pop();
     }
@@ -216,7 +273,9 @@ impl Sink for Scan {
     fn finish(&mut self, end: &FileEnd) {
         let runs = self.threads.iter_mut().filter_map(|t| t.run.take());
         self.runs.extend(runs);
+        let (spans, events) = (std::mem::take(&mut self.spans), std::mem::take(&mut self.events));
         let p = self.processes.last_mut().expect("the header comes first");
+        (p.spans, p.events) = (spans, events);
         let thread_drops = p.threads.iter().fold(0u64, |sum, t| sum.saturating_add(t.dropped));
         (p.dropped, p.complete) = (thread_drops.max(end.dropped), end.complete);
     }
@@ -239,8 +298,10 @@ pub(super) struct Target {
     pub(super) written: bool,
 }
 
-/// A correlation group of two or more: its flow, and its last member, which ends the flow.
+/// A correlation group of two or more, by key number and value: its flow, and its last
+/// member, which ends the flow.
 pub(super) struct GroupPlan {
+    pub(super) key: (u32, u64),
     pub(super) flow: u64,
     pub(super) last: Member,
 }
@@ -252,14 +313,25 @@ pub(super) struct Plan {
     pub(super) tids: Vec<Vec<i64>>,
     /// Referenced items, by id.
     pub(super) targets: Vec<Target>,
+    /// Their ids, in the same order: searched (8 bytes an entry, where a whole target takes
+    /// a cache line).
+    pub(super) ids: Vec<u64>,
+    /// Targets found by [`target`](Plan::target)'s search, by id: (id, index).
+    found: [(u64, usize); 8],
     /// Correlation keys, numbered as `groups` knows them.
     pub(super) keys: Keys,
-    /// Groups of two or more, by key number and value.
-    pub(super) groups: IdMap<(u32, u64), GroupPlan>,
+    /// Groups of two or more, sorted by key number and value (a thread's values mostly grow,
+    /// so the writer finds them near the last one it found, where a hash map would miss the
+    /// cache on every one).
+    pub(super) groups: Vec<GroupPlan>,
 }
 
 impl Plan {
     pub(super) fn new(scan: Scan) -> Plan {
+        let mut scan = scan;
+        for (id, n) in std::mem::take(&mut scan.hot) {
+            scan.count_links(id, n);
+        }
         let Scan { processes, mut runs, refs, mut keys, groups, .. } = scan;
         runs.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
@@ -292,35 +364,53 @@ impl Plan {
                 })
             })
             .collect();
-        targets.sort_unstable_by_key(|t| t.id);
-        // Flow ids: from 1, in id order, then the groups in key and value order, so that the
-        // output does not depend on hashing.
+        // Flow ids: from 1, in id order, then the groups in key name and value order.
         let mut next = 1u64;
         for t in &mut targets {
             (t.link_base, t.child_base) = (next, next + u64::from(t.links));
             next += u64::from(t.links) + u64::from(t.children);
         }
+        // The groups come in key number and value order: each key's flows start where those
+        // of the keys before it by name end.
+        let mut groups: Vec<GroupPlan> = groups
+            .into_iter()
+            .filter(|(_, g)| g.members > 1)
+            .map(|(key, g)| GroupPlan { key, flow: 0, last: g.last })
+            .collect();
         let mut names: Vec<(&str, u32)> = keys.numbers.iter().map(|(k, &n)| (k.as_str(), n)).collect();
         names.sort_unstable();
-        let mut rank = vec![0; names.len()];
-        for (r, (_, n)) in names.iter().enumerate() {
-            rank[*n as usize] = r;
+        let mut base = vec![0u64; names.len()];
+        groups.iter().for_each(|g| base[g.key.0 as usize] += 1);
+        for &(_, n) in &names {
+            (base[n as usize], next) = (next, next + base[n as usize]);
         }
-        let mut sorted: Vec<_> = groups.into_iter().filter(|(_, g)| g.members > 1).collect();
-        sorted.sort_unstable_by_key(|&((key, value), _)| (rank[key as usize], value));
-        let mut groups = IdMap::with_capacity_and_hasher(sorted.len(), IdHash::default());
-        for (key, g) in sorted {
-            groups.insert(key, GroupPlan { flow: next, last: g.last });
-            next += 1;
+        for g in &mut groups {
+            g.flow = base[g.key.0 as usize];
+            base[g.key.0 as usize] += 1;
         }
         keys.next_process();
         let (pids, tids) = assign_ids(&processes);
-        Plan { processes, pids, tids, targets, keys, groups }
+        let ids = targets.iter().map(|t| t.id).collect();
+        Plan { processes, pids, tids, targets, ids, found: [(0, usize::MAX); 8], keys, groups }
     }
 
-    /// The index of the referenced item `id`, if it is one.
-    pub(super) fn target(&self, id: u64) -> Option<usize> {
-        self.targets.binary_search_by_key(&id, |t| t.id).ok()
+    /// The index of the referenced item `id`, if it is one; looked for first just before
+    /// `near` (a link's cause is most often a recent item of the same thread), then among the
+    /// last found (or an item many refer to).
+    pub(super) fn target(&mut self, id: u64, near: usize) -> Option<usize> {
+        let ids = &self.ids;
+        let from = near.saturating_sub(4).min(ids.len());
+        let to = near.saturating_add(1).min(ids.len());
+        if let Some(k) = ids[from..to].iter().position(|&x| x == id) {
+            return Some(from + k);
+        }
+        let memo = &mut self.found[id as usize % self.found.len()];
+        if memo.0 == id && ids.get(memo.1) == Some(&id) {
+            return Some(memo.1);
+        }
+        let i = ids.binary_search(&id).ok()?;
+        *memo = (id, i);
+        Some(i)
     }
 
     /// The numbers of each process.

@@ -1,8 +1,20 @@
 //! Perfetto's messages, with only the fields waffle writes (numbers from perfetto's protos).
 
+/// `Trace`: a `.pftrace` file.
+#[cfg(test)]
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Trace {
+    #[prost(message, repeated, tag = "1")]
+    pub packet: Vec<TracePacket>,
+}
+
 /// `TracePacket`. The one-of `data` is flattened into optional fields: same bytes.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TracePacket {
+    #[prost(message, optional, tag = "6")]
+    pub clock_snapshot: Option<ClockSnapshot>,
+    /// On the clock the sequence's defaults name: the time since the sequence's previous
+    /// packet (waffle's sequences use an incremental clock).
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
     #[prost(uint32, optional, tag = "10")]
@@ -15,10 +27,48 @@ pub struct TracePacket {
     pub sequence_flags: Option<u32>,
     #[prost(bool, optional, tag = "42")]
     pub previous_packet_dropped: Option<bool>,
+    #[prost(uint32, optional, tag = "58")]
+    pub timestamp_clock_id: Option<u32>,
+    #[prost(message, optional, tag = "59")]
+    pub trace_packet_defaults: Option<TracePacketDefaults>,
     #[prost(message, optional, tag = "60")]
     pub track_descriptor: Option<TrackDescriptor>,
     #[prost(bool, optional, tag = "87")]
     pub first_packet_on_sequence: Option<bool>,
+}
+
+/// What the packets of a sequence leave out: their clock, and their track events' track.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TracePacketDefaults {
+    #[prost(message, optional, tag = "11")]
+    pub track_event_defaults: Option<TrackEventDefaults>,
+    #[prost(uint32, optional, tag = "58")]
+    pub timestamp_clock_id: Option<u32>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TrackEventDefaults {
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
+}
+
+/// Readings of clocks taken at one instant: how a sequence's clock maps to a global one.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClockSnapshot {
+    #[prost(message, repeated, tag = "1")]
+    pub clocks: Vec<Clock>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Clock {
+    /// A `BuiltinClock`, or 64 to 127 for a clock of the packet's sequence.
+    #[prost(uint32, optional, tag = "1")]
+    pub clock_id: Option<u32>,
+    #[prost(uint64, optional, tag = "2")]
+    pub timestamp: Option<u64>,
+    /// Whether the clock's packets give the time since the sequence's previous packet.
+    #[prost(bool, optional, tag = "3")]
+    pub is_incremental: Option<bool>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -2,11 +2,14 @@
 //!
 //! Interned names are indexed by callsite (the decoder numbers a process's callsites), so no
 //! record hashes a string: an event name and its field names are defined in the first packet
-//! of the sequence that uses them.
+//! of the sequence that uses them, and their iids are kept encoded, ready to copy.
 
 use std::{cmp::Reverse, collections::BinaryHeap};
 
-use super::{packet::Packets, CAUSED_BY, CORRELATE, ID, UNFINISHED, UNRESOLVED};
+use super::{
+    packet::{key, Packets, Tag},
+    CAUSED_BY, CORRELATE, ID, UNFINISHED, UNRESOLVED,
+};
 use crate::decode::Item;
 
 /// Annotation names every sequence may use, besides field names.
@@ -31,41 +34,58 @@ impl Special {
     }
 }
 
+/// A callsite's names on a sequence.
+#[derive(Clone, Copy)]
+struct Site {
+    /// Its event name's iid as `TrackEvent.name_iid` (none until defined).
+    name: Tag,
+    /// Where its field names' iids start in `Seq::field_names` (`u32::MAX`: not yet).
+    fields: u32,
+}
+
 /// One thread's packet sequence.
 pub(super) struct Seq {
     pub(super) id: u32,
-    /// The thread track.
-    pub(super) track: u64,
-    /// The time of the sequence's last packet: packets never go back in time.
+    /// The sequence id as every packet carries it.
+    pub(super) key: Tag,
+    /// The time of the sequence's last packet, where its incremental clock stands: packets
+    /// never go back in time.
     pub(super) last_ts: u64,
     /// Ids of the slices open on the thread track, innermost last.
     pub(super) open: Vec<u64>,
     /// Where the thread's ids are in the plan's targets: a thread's ids grow, so this only
     /// moves forward (it is searched again if they do not).
     pub(super) cursor: usize,
-    /// Event-name iid by callsite index (0: not defined yet).
-    names: Vec<u64>,
-    /// Where each callsite's field-name iids start in `field_iids` (`u32::MAX`: not yet).
-    fields_at: Vec<u32>,
-    field_iids: Vec<u64>,
-    specials: [u64; 5],
+    /// The last id looked for among the targets, and the first target at or after it: ids
+    /// between the two are not targets.
+    pub(super) looked: u64,
+    pub(super) next_target: u64,
+    /// The same for the plan's correlation groups (a key's values mostly grow too).
+    pub(super) group_cursor: usize,
+    /// By callsite index.
+    sites: Vec<Site>,
+    /// Field-name iids as `DebugAnnotation.name_iid`, each callsite's in a run.
+    field_names: Vec<Tag>,
+    specials: [Tag; 5],
     next_iid: u64,
     /// Ends of detached spans begun here, waiting for the sequence's time: (ns, track, ended).
     pub(super) ends: BinaryHeap<Reverse<(u64, u64, bool)>>,
 }
 
 impl Seq {
-    pub(super) fn new(id: u32, track: u64) -> Seq {
+    pub(super) fn new(id: u32) -> Seq {
         Seq {
             id,
-            track,
+            key: Tag::new(key::SEQUENCE_ID, id.into()),
             last_ts: 0,
             open: Vec::new(),
             cursor: 0,
-            names: Vec::new(),
-            fields_at: Vec::new(),
-            field_iids: Vec::new(),
-            specials: [0; 5],
+            looked: 0,
+            next_target: 0,
+            group_cursor: 0,
+            sites: Vec::new(),
+            field_names: Vec::new(),
+            specials: [Tag::NONE; 5],
             next_iid: 0,
             ends: BinaryHeap::new(),
         }
@@ -76,43 +96,56 @@ impl Seq {
         self.next_iid
     }
 
-    /// Writes `r`'s field values as annotations into `ev`; returns the iid of its name. The
-    /// names are defined in `ev` if this is their first use on the sequence.
-    #[inline]
-    pub(super) fn callsite(&mut self, r: &Item<'_>, ev: &mut Packets) -> u64 {
+    /// The iid of `r`'s name (as `TrackEvent.name_iid`) and those of its field names (as
+    /// `DebugAnnotation.name_iid`), one per value; the names are defined in `ev`'s packet if
+    /// this is their first use on the sequence.
+    #[inline(always)]
+    pub(super) fn names(&mut self, r: &Item<'_>, ev: &mut Packets) -> (Tag, &[Tag]) {
         let c = r.callsite_index as usize;
-        if self.names.len() <= c {
-            self.names.resize(c + 1, 0);
-            self.fields_at.resize(c + 1, u32::MAX);
+        if c >= self.sites.len() || !self.sites[c].name.is_some() {
+            self.define_name(r, ev);
         }
-        if self.names[c] == 0 {
-            self.names[c] = self.fresh();
-            ev.intern_name(self.names[c], &r.callsite.name);
+        let site = self.sites[c];
+        if r.fields.is_empty() {
+            return (site.name, &[]);
         }
-        if self.fields_at[c] == u32::MAX && !r.fields.is_empty() {
-            self.fields_at[c] = self.field_iids.len() as u32;
-            for (name, _) in &r.callsite.fields {
-                let iid = self.fresh();
-                self.field_iids.push(iid);
-                ev.intern_annotation(iid, name);
-            }
+        if site.fields == u32::MAX {
+            self.define_fields(r, ev);
         }
-        let at = self.fields_at[c] as usize;
+        let at = self.sites[c].fields as usize;
         let n = r.fields.len().min(r.callsite.fields.len());
-        for (k, value) in r.fields.iter().take(n).enumerate() {
-            ev.annotation(self.field_iids[at + k], value);
-        }
-        self.names[c]
+        (site.name, &self.field_names[at..at + n])
     }
 
-    /// The iid of a special annotation name, defined in `ev` if this is its first use.
-    pub(super) fn special(&mut self, which: Special, ev: &mut Packets) -> u64 {
-        let iid = &mut self.specials[which as usize];
-        if *iid == 0 {
-            self.next_iid += 1;
-            *iid = self.next_iid;
-            ev.intern_annotation(*iid, which.name());
+    #[cold]
+    fn define_name(&mut self, r: &Item<'_>, ev: &mut Packets) {
+        let c = r.callsite_index as usize;
+        if self.sites.len() <= c {
+            self.sites.resize(c + 1, Site { name: Tag::NONE, fields: u32::MAX });
         }
-        *iid
+        let iid = self.fresh();
+        self.sites[c].name = Tag::new(key::NAME_IID, iid);
+        ev.intern_name(iid, &r.callsite.name);
+    }
+
+    #[cold]
+    fn define_fields(&mut self, r: &Item<'_>, ev: &mut Packets) {
+        self.sites[r.callsite_index as usize].fields = self.field_names.len() as u32;
+        for (name, _) in &r.callsite.fields {
+            let iid = self.fresh();
+            self.field_names.push(Tag::new(key::ANNOTATION_NAME_IID, iid));
+            ev.intern_annotation(iid, name);
+        }
+    }
+
+    /// The iid of a special annotation name (as `DebugAnnotation.name_iid`), defined in `ev`
+    /// if this is its first use.
+    pub(super) fn special(&mut self, which: Special, ev: &mut Packets) -> Tag {
+        if !self.specials[which as usize].is_some() {
+            let iid = self.fresh();
+            self.specials[which as usize] = Tag::new(key::ANNOTATION_NAME_IID, iid);
+            ev.intern_annotation(iid, which.name());
+        }
+        self.specials[which as usize]
     }
 }

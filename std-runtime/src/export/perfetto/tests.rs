@@ -8,13 +8,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use waffle::{callsite::Kind, wire::FieldType};
 
-/// `Trace`, to read the output back with our own structs.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(super) struct TraceProto {
-    #[prost(message, repeated, tag = "1")]
-    pub(super) packet: Vec<TracePacket>,
-}
-
 pub(super) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
     let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
     let (module, file) = ("m".into(), "m.rs".into());
@@ -46,7 +39,7 @@ pub(super) fn span(
 
 /// Two ranks with the same pid and tids; nesting with ties at 100, 150 and 200; an event
 /// with every value type; an unfinished span on a thread that dropped records.
-fn sample() -> Trace {
+pub(super) fn sample() -> Trace {
     let outer = callsite("outer", Kind::Span, &["n"]);
     let inner = callsite("inner", Kind::Span, &[]);
     let ev = callsite("ev", Kind::Event, &["u", "i", "f", "b", "s"]);
@@ -97,10 +90,96 @@ fn sample() -> Trace {
     Trace { processes: vec![process("0", 0), process("1", 100)] }
 }
 
-fn packets() -> Vec<TracePacket> {
+/// The packets as written.
+fn raw_packets() -> Vec<TracePacket> {
     let mut bytes = Vec::new();
     write(&sample(), &mut bytes).unwrap();
-    TraceProto::decode(bytes.as_slice()).unwrap().packet
+    proto::Trace::decode(bytes.as_slice()).unwrap().packet
+}
+
+/// The packets as written, with what they leave to their sequence filled in.
+fn packets() -> Vec<TracePacket> {
+    resolved(raw_packets())
+}
+
+/// `packets` as the trace processor reads them: each track event gets its sequence's default
+/// track if it names none, and each timestamp becomes an absolute time (BOOTTIME, Unix ns
+/// here) through its clock: the packet's, else its sequence's default, else BOOTTIME. A
+/// sequence's clock (64 to 127) is known from a clock snapshot on that sequence that also
+/// reads BOOTTIME; if incremental, each packet's timestamp adds to the clock's last value.
+pub(super) fn resolved(packets: Vec<TracePacket>) -> Vec<TracePacket> {
+    // Per sequence: defaults (clock, track); per (sequence, clock): (incremental, value now,
+    // BOOTTIME minus the clock at the snapshot).
+    let mut defaults: HashMap<u32, (Option<u32>, Option<u64>)> = HashMap::new();
+    let mut clocks: HashMap<(u32, u32), (bool, u64, i128)> = HashMap::new();
+    let mut out = Vec::with_capacity(packets.len());
+    for mut p in packets {
+        let seq = p.trusted_packet_sequence_id.expect("every packet is on a sequence");
+        if let Some(d) = &p.trace_packet_defaults {
+            let track = d.track_event_defaults.as_ref().and_then(|t| t.track_uuid);
+            defaults.insert(seq, (d.timestamp_clock_id, track));
+        }
+        if let Some(snapshot) = &p.clock_snapshot {
+            let reading = |id| snapshot.clocks.iter().find(|c| c.clock_id == Some(id));
+            let boot = reading(BOOTTIME).expect("a snapshot reads BOOTTIME").timestamp.unwrap();
+            for c in &snapshot.clocks {
+                let id = c.clock_id.unwrap();
+                if (64..128).contains(&id) {
+                    let at = c.timestamp.unwrap();
+                    let offset = i128::from(boot) - i128::from(at);
+                    clocks.insert((seq, id), (c.is_incremental == Some(true), at, offset));
+                }
+            }
+            out.push(p);
+            continue;
+        }
+        let (clock, track) = defaults.get(&seq).copied().unwrap_or_default();
+        if let Some(ts) = p.timestamp {
+            match p.timestamp_clock_id.or(clock) {
+                Some(id) if (64..128).contains(&id) => {
+                    let (incremental, now, offset) = clocks.get_mut(&(seq, id)).expect("a snapshot first");
+                    *now = if *incremental { *now + ts } else { ts };
+                    p.timestamp = Some(u64::try_from(i128::from(*now) + *offset).unwrap());
+                }
+                Some(id) => assert_eq!(id, BOOTTIME, "only BOOTTIME among global clocks"),
+                None => {}
+            }
+        }
+        if let Some(ev) = &mut p.track_event {
+            ev.track_uuid = ev.track_uuid.or(track);
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn packets_leave_their_track_and_time_to_their_sequence() {
+    let packets = raw_packets();
+    let events: Vec<_> = packets.iter().filter(|p| p.track_event.is_some()).collect();
+    // Every thread sequence starts with its defaults and its clock.
+    for p in packets.iter().filter(|p| p.track_descriptor.as_ref().is_some_and(|d| d.thread.is_some())) {
+        let d = p.trace_packet_defaults.as_ref().expect("a thread's sequence has defaults");
+        let track = d.track_event_defaults.as_ref().unwrap().track_uuid;
+        assert_eq!(track, p.track_descriptor.as_ref().unwrap().uuid, "the thread's track");
+        assert_eq!(d.timestamp_clock_id, Some(64));
+        let seq = p.trusted_packet_sequence_id;
+        let snapshot =
+            packets.iter().find(|q| q.trusted_packet_sequence_id == seq && q.clock_snapshot.is_some());
+        let clocks = &snapshot.expect("a clock snapshot").clock_snapshot.as_ref().unwrap().clocks;
+        let readings: Vec<_> =
+            clocks.iter().map(|c| (c.clock_id.unwrap(), c.timestamp.unwrap(), c.is_incremental)).collect();
+        assert_eq!(readings, [(64, 0, Some(true)), (BOOTTIME, 0, None)]);
+    }
+    // Events on their thread's track name none; times are small steps after the first.
+    assert!(events.iter().all(|p| p.track_event.as_ref().unwrap().track_uuid.is_none()));
+    let mut seen = HashSet::new();
+    for p in events {
+        let (seq, ts) = (p.trusted_packet_sequence_id.unwrap(), p.timestamp.unwrap());
+        if !seen.insert(seq) {
+            assert!(ts <= 250, "a step of the sequence's clock: {ts}");
+        }
+    }
 }
 
 #[test]

@@ -2,22 +2,24 @@
 //!
 //! Each thread is one sequence with its own interning tables, indexed by callsite so that no
 //! record hashes a string; a span's begin and end nest because the records come in their
-//! stream's order. A detached span (known from the [`Plan`]) gets a track of its own when it
-//! begins; its end waits on its thread's sequence until that sequence's time passes it, so the
-//! sequence's time never goes back. Flow ids come from the plan: an item that others refer to
-//! starts its flows, each referrer takes the next one.
+//! stream's order. Every sequence starts with defaults (its thread track, its incremental
+//! clock), so a packet carries neither its track nor an absolute time: its timestamp is the
+//! time since the sequence's previous packet. A detached span (known from the [`Plan`]) gets a
+//! track of its own when it begins, which its packets name; its end waits on its thread's
+//! sequence until that sequence's time passes it, so the sequence's time never goes back. Flow
+//! ids come from the plan: an item that others refer to starts its flows, each referrer takes
+//! the next one.
 
 use std::{
     cmp::Reverse,
-    fmt::Write as _,
     io::{self, Write},
 };
 
 use prost::Message;
 
 use super::{
-    first_packet,
-    packet::{Packets, TRACE_PACKET_KEY},
+    clock_snapshot, first_packet,
+    packet::{Packets, Tag, TRACE_PACKET_KEY},
     plan::{Plan, ProcessPlan},
     process_track, proto,
     sequence::{Seq, Special},
@@ -111,61 +113,104 @@ impl<'o> Writer<'o> {
         self.next_uuid
     }
 
-    /// Time `ticks` on sequence `t`, after writing the detached ends that come before it: as
-    /// converted, and as written (never before the sequence's last packet).
-    fn time(&mut self, t: usize, ticks: u64) -> (u64, u64) {
+    /// Time `ticks` on sequence `t` in Unix ns, after writing the detached ends that come
+    /// before it.
+    #[inline(always)]
+    fn time(&mut self, t: usize, ticks: u64) -> u64 {
         let ts = self.cal.to_unix_ns(ticks);
+        if !self.seqs[t].ends.is_empty() {
+            self.ends_before(t, ts);
+        }
+        ts
+    }
+
+    /// Writes the detached ends of sequence `t` that come before `ts`.
+    #[cold]
+    fn ends_before(&mut self, t: usize, ts: u64) {
         while let Some(&Reverse((end, track, ended))) = self.seqs[t].ends.peek() {
             if end >= ts.max(self.seqs[t].last_ts) {
                 break;
             }
             self.seqs[t].ends.pop();
-            self.end_packet(t, end, track, ended);
+            self.end_packet(t, end, Some(track), ended);
         }
-        let seq = &mut self.seqs[t];
-        seq.last_ts = seq.last_ts.max(ts);
-        (ts, seq.last_ts)
     }
 
-    fn end_packet(&mut self, t: usize, ts: u64, track: u64, ended: bool) {
+    /// A slice end at `ts` on sequence `t`: on `track`, or on the thread's track if `None`.
+    #[cold]
+    fn end_packet(&mut self, t: usize, ts: u64, track: Option<u64>, ended: bool) {
         let seq = &mut self.seqs[t];
-        seq.last_ts = seq.last_ts.max(ts);
-        self.ev.begin(seq.last_ts, seq.id);
-        if !ended {
-            let iid = seq.special(Special::Unfinished, &mut self.ev);
-            self.ev.annotation(iid, FieldValue::Bool(true));
+        let delta = seq.advance(ts);
+        if ended && track.is_none() {
+            self.ev.slice_end(delta, seq.key);
+        } else {
+            self.ev.begin(delta, seq.key);
+            if !ended {
+                let iid = seq.special(Special::Unfinished, &mut self.ev);
+                self.ev.annotation(iid, FieldValue::Bool(true));
+            }
+            self.ev.end(TYPE_SLICE_END, Tag::NONE, track, &[], &[]);
         }
-        self.ev.end(TYPE_SLICE_END, None, track, &[], &[]);
         self.drain(false);
     }
 
     /// Whether `id` is a referenced item of thread `t`, and which.
+    #[inline(always)]
     fn target(&mut self, t: usize, id: u64) -> Option<usize> {
-        let (targets, seq) = (&self.plan.targets, &mut self.seqs[t]);
-        if id == 0 || targets.is_empty() {
+        let (ids, seq) = (&self.plan.ids, &mut self.seqs[t]);
+        // Between the last id looked for and the next target: not one (most items).
+        if (seq.looked..seq.next_target).contains(&id) || id == 0 {
             return None;
         }
-        let mut i = seq.cursor.min(targets.len());
-        if i > 0 && targets[i - 1].id >= id {
-            i = targets.partition_point(|x| x.id < id);
-        }
-        while i < targets.len() && targets[i].id < id {
-            i += 1;
-        }
-        seq.cursor = i;
-        (i < targets.len() && targets[i].id == id).then_some(i)
+        let i = seek(ids, seq.cursor, |&x| x < id);
+        (seq.cursor, seq.looked, seq.next_target) = (i, id, ids.get(i).copied().unwrap_or(u64::MAX));
+        (seq.next_target == id).then_some(i)
     }
 
-    /// Writes a span's begin or an event on `track`.
-    fn item(&mut self, t: usize, r: &Item<'_>, kind: i32, track: u64, detached: bool, target: Option<usize>) {
-        let (at_ns, ts) = self.time(t, r.ticks);
+    /// Writes a span's begin or an event on `track` (`None`: the thread's).
+    #[inline(always)]
+    fn item(&mut self, t: usize, r: &Item<'_>, kind: i32, track: Option<u64>, target: Option<usize>) {
+        let at_ns = self.time(t, r.ticks);
+        let seq = &mut self.seqs[t];
+        let delta = seq.advance(at_ns);
+        let parent_elsewhere = match r.parent {
+            Some(parent) => track.is_some() || seq.open.last() != Some(&parent),
+            None => false,
+        };
+        let key = seq.key;
+        let (name, names) = seq.names(r, &mut self.ev);
+        if target.is_some() || !r.links.is_empty() || parent_elsewhere || r.correlation.is_some() {
+            // Causes and effects: rare, and written out of line.
+            self.ev.begin(delta, key);
+            self.ev.fields(names, r.fields);
+            self.causal(t, r, at_ns, kind, name, track, target);
+        } else {
+            self.ev.event(delta, key, kind, name, track, names, r.fields);
+        }
+        self.drain(false);
+    }
+
+    /// Ends the packet of `r` begun by the caller: its causal annotations, then the rest of
+    /// its event with its flows (gathered in `self.causal`).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn causal(
+        &mut self,
+        t: usize,
+        r: &Item<'_>,
+        at_ns: u64,
+        kind: i32,
+        name: Tag,
+        track: Option<u64>,
+        target: Option<usize>,
+    ) {
+        let detached = track.is_some();
         let Writer { plan, seqs, ev, causal, process, .. } = self;
         let seq = &mut seqs[t];
         let (out, into) = (&mut causal.out, &mut causal.into);
         out.clear();
         into.clear();
-        ev.begin(ts, seq.id);
-        let name = seq.callsite(r, ev);
         // Causes: this item starts the flows of those that refer to it.
         let mut is_cause = false;
         if let Some(i) = target {
@@ -179,7 +224,7 @@ impl<'o> Writer<'o> {
         }
         if is_cause {
             causal.text.clear();
-            let _ = write!(causal.text, "{:016x}", r.id);
+            hex(&mut causal.text, r.id);
             let iid = seq.special(Special::Id, ev);
             ev.annotation(iid, FieldValue::Str(&causal.text));
         }
@@ -189,7 +234,7 @@ impl<'o> Writer<'o> {
             if cause == r.id || r.links[..k].contains(&cause) {
                 continue;
             }
-            match plan.target(cause).map(|i| &mut plan.targets[i]) {
+            match plan.target(cause, seq.cursor).map(|i| &mut plan.targets[i]) {
                 Some(tg) if tg.links_met < tg.links => {
                     into.push(tg.link_base + u64::from(tg.links_met));
                     tg.links_met += 1;
@@ -200,8 +245,11 @@ impl<'o> Writer<'o> {
         }
         if !r.links.is_empty() {
             causal.text.clear();
-            for (k, id) in r.links.iter().enumerate() {
-                let _ = write!(causal.text, "{}{id:016x}", if k == 0 { "" } else { ", " });
+            for (k, &id) in r.links.iter().enumerate() {
+                if k > 0 {
+                    causal.text.push_str(", ");
+                }
+                hex(&mut causal.text, id);
             }
             let iid = seq.special(Special::CausedBy, ev);
             ev.annotation(iid, FieldValue::Str(&causal.text));
@@ -214,7 +262,7 @@ impl<'o> Writer<'o> {
         if let Some(parent) = r.parent {
             let inside = !detached && seq.open.iter().rev().any(|&o| o == parent);
             if !inside {
-                if let Some(tg) = plan.target(parent).map(|i| &mut plan.targets[i]) {
+                if let Some(tg) = plan.target(parent, seq.cursor).map(|i| &mut plan.targets[i]) {
                     if tg.children_met < tg.children {
                         into.push(tg.child_base + u64::from(tg.children_met));
                         tg.children_met += 1;
@@ -226,23 +274,78 @@ impl<'o> Writer<'o> {
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
                 causal.text.clear();
-                let _ = write!(causal.text, "{key}={value}");
+                causal.text.push_str(key);
+                causal.text.push('=');
+                decimal(&mut causal.text, value);
                 let iid = seq.special(Special::Correlate, ev);
                 ev.annotation(iid, FieldValue::Str(&causal.text));
-                let key = plan.keys.number(r.callsite_index, key, false);
-                if let Some(g) = key.and_then(|key| plan.groups.get(&(key, value))) {
-                    // The plan ordered members by their time as converted, not as written.
-                    let member = (at_ns, *process, t, r.id);
-                    if member == g.last {
-                        into.push(g.flow)
-                    } else {
-                        out.push(g.flow)
+                if let Some(key) = plan.keys.number(r.callsite_index, key, false) {
+                    let groups = &plan.groups;
+                    let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
+                    seq.group_cursor = i;
+                    if let Some(g) = groups.get(i).filter(|g| g.key == (key, value)) {
+                        // The plan ordered members by their time as converted, not as written.
+                        let member = (at_ns, *process, t, r.id);
+                        if member == g.last {
+                            into.push(g.flow)
+                        } else {
+                            out.push(g.flow)
+                        }
                     }
                 }
             }
         }
-        ev.end(kind, Some(name), track, out, into);
-        self.drain(false);
+        ev.end(kind, name, track, out, into);
+    }
+}
+
+/// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
+fn hex(text: &mut String, id: u64) {
+    let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
+    text.push_str(std::str::from_utf8(&digits).expect("hex digits"));
+}
+
+/// Appends `v` in decimal (`{v}`).
+fn decimal(text: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[19 - n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    text.push_str(std::str::from_utf8(&digits[20 - n..]).expect("decimal digits"));
+}
+
+/// The first index of sorted `items` at which `before` is false, looked for from `from`
+/// onwards first (where the previous search of an ascending series ended).
+#[inline]
+fn seek<T>(items: &[T], from: usize, before: impl Fn(&T) -> bool) -> usize {
+    let mut i = from.min(items.len());
+    if i > 0 && !before(&items[i - 1]) {
+        return items.partition_point(before);
+    }
+    // A few steps forward, then a search of the rest.
+    for _ in 0..4 {
+        if i == items.len() || !before(&items[i]) {
+            return i;
+        }
+        i += 1;
+    }
+    i + items[i..].partition_point(before)
+}
+
+impl Seq {
+    /// Moves the sequence's clock to `ts` (never back): by how much.
+    #[inline]
+    fn advance(&mut self, ts: u64) -> u64 {
+        let ts = ts.max(self.last_ts);
+        let delta = ts - self.last_ts;
+        self.last_ts = ts;
+        delta
     }
 }
 
@@ -251,7 +354,7 @@ impl Sink for Writer<'_> {
     type Span = u64;
 
     /// Writes the process's track and its threads' tracks, each thread's as the first packet
-    /// of its sequence.
+    /// of its sequence (with the sequence's defaults), then each sequence's clock.
     fn process(&mut self, header: &Header) {
         self.process = self.process.wrapping_add(1);
         let p = self.process;
@@ -280,8 +383,10 @@ impl Sink for Writer<'_> {
                 }),
                 ..Default::default()
             });
+            packet.trace_packet_defaults = Some(super::defaults(track));
             self.message(&packet);
-            self.seqs.push(Seq::new(id, track));
+            self.message(&clock_snapshot(id));
+            self.seqs.push(Seq::new(id));
         }
     }
 
@@ -293,16 +398,15 @@ impl Sink for Writer<'_> {
 
     fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
 
+    #[inline(always)]
     fn span_begin(&mut self, t: usize, r: &Item<'_>) -> u64 {
         if t >= self.seqs.len() {
             return 0;
         }
         let target = self.target(t, r.id);
-        let detached = target.is_some_and(|i| self.plan.targets[i].detached);
-        if !detached {
+        if !target.is_some_and(|i| self.plan.targets[i].detached) {
+            self.item(t, r, TYPE_SLICE_BEGIN, None, target);
             self.seqs[t].open.push(r.id);
-            let track = self.seqs[t].track;
-            self.item(t, r, TYPE_SLICE_BEGIN, track, false, target);
             return 0;
         }
         let track = self.uuid();
@@ -317,19 +421,20 @@ impl Sink for Writer<'_> {
             ..Default::default()
         };
         self.message(&packet);
-        self.item(t, r, TYPE_SLICE_BEGIN, track, true, target);
+        self.item(t, r, TYPE_SLICE_BEGIN, Some(track), target);
         track
     }
 
+    #[inline(always)]
     fn event(&mut self, t: usize, r: &Item<'_>) {
         if t >= self.seqs.len() {
             return;
         }
         let target = self.target(t, r.id);
-        let track = self.seqs[t].track;
-        self.item(t, r, TYPE_INSTANT, track, false, target);
+        self.item(t, r, TYPE_INSTANT, None, target);
     }
 
+    #[inline(always)]
     fn span_end(&mut self, t: usize, span: u64, ticks: u64, ended: bool) {
         if t >= self.seqs.len() {
             return;
@@ -339,10 +444,15 @@ impl Sink for Writer<'_> {
             // different records. It still ends on its own track.
             return self.detached_end(t, span, ticks, ended);
         }
-        let (_, ts) = self.time(t, ticks);
-        self.seqs[t].open.pop();
-        let track = self.seqs[t].track;
-        self.end_packet(t, ts, track, ended);
+        let ts = self.time(t, ticks);
+        let seq = &mut self.seqs[t];
+        seq.open.pop();
+        if ended {
+            self.ev.slice_end(seq.advance(ts), seq.key);
+            self.drain(false);
+        } else {
+            self.end_packet(t, ts, None, false);
+        }
     }
 
     fn detach(&mut self, t: usize, span: u64, id: u64) {
@@ -351,8 +461,8 @@ impl Sink for Writer<'_> {
         // leaves the thread, rather than never.
         if span == 0 && t < self.seqs.len() && self.seqs[t].open.last() == Some(&id) {
             self.seqs[t].open.pop();
-            let (ts, track) = (self.seqs[t].last_ts, self.seqs[t].track);
-            self.end_packet(t, ts, track, false);
+            let ts = self.seqs[t].last_ts;
+            self.end_packet(t, ts, None, false);
         }
     }
 
@@ -367,7 +477,7 @@ impl Sink for Writer<'_> {
     fn finish(&mut self, _end: &FileEnd) {
         for t in 0..self.seqs.len() {
             while let Some(Reverse((ts, track, ended))) = self.seqs[t].ends.pop() {
-                self.end_packet(t, ts, track, ended);
+                self.end_packet(t, ts, Some(track), ended);
             }
         }
     }

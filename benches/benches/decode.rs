@@ -13,9 +13,13 @@
 //!   `waffle-decode -o` does (`export::Files`: two passes over the file). The JSON formats are
 //!   too slow for ten runs of the big trace.
 //!
+//! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
+//!   the same packets (the track events of the small trace's `.pftrace`), in the same run.
+//!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
-//! keeps them there (for `perf`). See README.md, "Decode and export".
+//! keeps them there (for `perf`) and uses them again on the next run if they are there. See
+//! README.md, "Decode and export".
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::{
@@ -27,7 +31,11 @@ use std::{
 use waffle::EventId;
 use waffle_std::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
-    export::{self, perfetto::FileExport, Format},
+    export::{
+        self,
+        perfetto::{encoding, FileExport},
+        Format,
+    },
 };
 
 /// Records about `mb` MB of trace into `path`: each of 4 threads runs steps of an outer span
@@ -116,8 +124,16 @@ fn bench(c: &mut Criterion) {
     let (big, small) = ([dir.join("trace.bin")], [dir.join("small.bin")]);
     // `cargo test --benches` runs each bench once, unoptimised: small traces then.
     let testing = !std::env::args().any(|a| a == "--bench");
-    let big_bytes = record(&big[0], env_mb("WAFFLE_DECODE_BENCH_MB", if testing { 1 } else { 64 }));
-    let small_bytes = record(&small[0], env_mb("WAFFLE_DECODE_BENCH_SMALL_MB", if testing { 1 } else { 2 }));
+    let kept = |path: &Path| keep && !testing && std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    let traces = |path: &Path, mb| match std::fs::metadata(path) {
+        Ok(m) if kept(path) => {
+            eprintln!("decode bench: {} kept from a previous run ({} bytes)", path.display(), m.len());
+            m.len()
+        }
+        _ => record(path, mb),
+    };
+    let big_bytes = traces(&big[0], env_mb("WAFFLE_DECODE_BENCH_MB", if testing { 1 } else { 64 }));
+    let small_bytes = traces(&small[0], env_mb("WAFFLE_DECODE_BENCH_SMALL_MB", if testing { 1 } else { 2 }));
 
     let mut group = c.benchmark_group("decode");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
@@ -148,6 +164,19 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    group.finish();
+
+    // The same packets through both encoders: what the exporter does against what prost does.
+    let mut pftrace = Vec::new();
+    FileExport::scan(&small, &mut |_| {}).expect("scan").write(&mut pftrace, &mut |_| {}).expect("write");
+    let sample = encoding::Sample::new(&pftrace).expect("the .pftrace reads back");
+    let mut group = c.benchmark_group("perfetto_encode");
+    group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group.throughput(Throughput::Elements(sample.len() as u64));
+    let mut out = Vec::with_capacity(pftrace.len());
+    group.bench_function("prost", |b| b.iter(|| sample.prost(black_box(&mut out))));
+    let mut buffer = encoding::Buffer::new();
+    group.bench_function("hand", |b| b.iter(|| sample.hand(black_box(&mut buffer))));
     group.finish();
     if !keep {
         std::fs::remove_dir_all(&dir).ok();

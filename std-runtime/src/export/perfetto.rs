@@ -64,6 +64,8 @@ use crate::{
     reader::Warning,
 };
 
+#[doc(hidden)]
+pub mod encoding;
 mod packet;
 mod plan;
 mod proto;

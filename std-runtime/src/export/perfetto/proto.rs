@@ -1,7 +1,6 @@
 //! Perfetto's messages, with only the fields waffle writes (numbers from perfetto's protos).
 
 /// `Trace`: a `.pftrace` file.
-#[cfg(test)]
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Trace {
     #[prost(message, repeated, tag = "1")]

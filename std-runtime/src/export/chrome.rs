@@ -119,7 +119,7 @@ impl<'a> Writer<'a> {
     /// Opens the document and names every process and thread.
     fn start(&mut self, ctx: &Context) -> io::Result<()> {
         self.started = true;
-        self.origin = ctx.processes.iter().filter_map(|p| p.first_ns).min().unwrap_or(0);
+        self.origin = ctx.first_ns.iter().flatten().min().copied().unwrap_or(0);
         self.rows = Rows::new(ctx);
         self.out.write_all(b"{\"traceEvents\":[")?;
         for (p, process) in ctx.processes.iter().enumerate() {

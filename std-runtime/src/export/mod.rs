@@ -16,6 +16,7 @@ use crate::{decode::ProcessStats, error::Error, model::Trace, reader::Warning};
 mod file;
 mod index;
 mod layout;
+mod process;
 mod replay;
 pub(crate) mod spans;
 pub use file::write_file;

@@ -88,8 +88,6 @@ const TYPE_INSTANT: i32 = 3;
 /// Track uuids count up from here ("WAFF"), away from the small numbers other tools use and
 /// still a 5-byte varint (descriptors and the track events of detached spans name them).
 const UUID_BASE: u64 = 0x5741_4646;
-/// Remapped pids and tids start above Linux's `PID_MAX_LIMIT`, so they never look real.
-const FRESH_ID_BASE: i64 = 1 << 22;
 /// The annotation marking a span whose end was never recorded.
 const UNFINISHED: &str = "waffle.unfinished";
 /// Annotations that spell out causality: the linked ids, the links left unresolved, the

@@ -43,7 +43,7 @@ use std::{
 use crate::{
     clock::Calibration,
     decode::{
-        stream::{self, Header, Sink},
+        stream::{self, Sink},
         ProcessStats,
     },
     error::Error,
@@ -54,58 +54,17 @@ use crate::{
 mod assemble;
 mod ids;
 
+pub(crate) use super::process::ProcessInfo;
 use assemble::{Assembler, NoWrite, State};
 
 /// What the first pass learnt about the whole trace, for writers to look up.
 pub(crate) struct Context {
     /// Processes, in input order.
     pub(crate) processes: Vec<ProcessInfo>,
+    /// Per process, its earliest span begin or event, Unix ns.
+    pub(crate) first_ns: Vec<Option<u64>>,
     /// The trace id every span is written under.
     pub(crate) trace_id: u128,
-}
-
-/// One process (one file).
-pub(crate) struct ProcessInfo {
-    /// Its header.
-    pub(crate) header: Header,
-    /// Its threads, in the order they appeared.
-    pub(crate) threads: Vec<ThreadInfo>,
-    /// Spans (stand-ins included) and events.
-    pub(crate) spans: u64,
-    pub(crate) events: u64,
-    /// Records the producer dropped.
-    pub(crate) dropped: u64,
-    /// Whether the file ended with a clean-shutdown frame.
-    pub(crate) complete: bool,
-    /// Its earliest span begin or event, Unix ns.
-    pub(crate) first_ns: Option<u64>,
-}
-
-impl ProcessInfo {
-    /// The process in numbers.
-    pub(crate) fn stats(&self) -> ProcessStats {
-        ProcessStats {
-            source: self.header.source.clone(),
-            pid: self.header.pid,
-            name: self.header.name.clone(),
-            threads: self.threads.len(),
-            spans: self.spans,
-            events: self.events,
-            dropped: self.dropped,
-            complete: self.complete,
-        }
-    }
-}
-
-/// One thread.
-#[derive(Default)]
-pub(crate) struct ThreadInfo {
-    /// OS thread id.
-    pub(crate) tid: u64,
-    /// Thread name ("" if unnamed).
-    pub(crate) name: String,
-    /// Records dropped on it.
-    pub(crate) dropped: u64,
 }
 
 /// A finished span, as a format writes it.

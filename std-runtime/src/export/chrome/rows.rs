@@ -21,15 +21,11 @@
 //! from its first child reaches without a gap. Children recorded inside a context entered on
 //! its thread are not counted.
 
-use std::collections::HashSet;
-
 use crate::export::{
     index::IdMap,
+    process::{Assigned, OsIds},
     spans::{Anchor, Context, OutSpan},
 };
-
-/// Remapped pids and tids start above Linux's `PID_MAX_LIMIT`, so they never look real.
-const FRESH_ID_BASE: i64 = 1 << 22;
 
 /// Where a flow binds: a row and a time (Unix ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,10 +79,8 @@ pub(super) struct Rows {
     pids: Vec<i64>,
     /// Per process, each thread's row.
     threads: Vec<Vec<Row>>,
-    /// Every pid and tid of a process or thread.
-    used: HashSet<i64>,
-    /// The last fresh id handed out.
-    fresh: i64,
+    /// Every pid and tid handed out, for fresh ones for detached spans' rows.
+    ids: OsIds,
     /// Per process, its rows so far: its threads', then its detached spans' as they end.
     rows: Vec<usize>,
     /// Open spans with children written, by id.
@@ -96,48 +90,11 @@ pub(super) struct Rows {
 impl Rows {
     /// The rows of every process and thread of the trace.
     pub(super) fn new(ctx: &Context) -> Rows {
-        let mut rows = Rows { fresh: FRESH_ID_BASE, ..Rows::default() };
-        // Pids and tids share one space, as in the kernel: viewers that key threads by tid
-        // alone (Perfetto's importer) must not confuse two processes' threads.
-        for p in &ctx.processes {
-            let pid = rows.claim(Some(p.header.pid.into()));
-            rows.pids.push(pid);
-        }
-        for (k, p) in ctx.processes.iter().enumerate() {
-            let mut threads = Vec::with_capacity(p.threads.len());
-            let mut main_taken = false;
-            for t in &p.threads {
-                let tid = if t.tid == u64::from(p.header.pid) && !main_taken {
-                    main_taken = true;
-                    rows.pids[k]
-                } else {
-                    rows.claim(i64::try_from(t.tid).ok())
-                };
-                threads.push(Row { tid, latest: None });
-            }
-            rows.rows.push(threads.len());
-            rows.threads.push(threads);
-        }
-        rows
-    }
-
-    /// `wanted` if it is a usable id not yet taken, else a fresh one.
-    fn claim(&mut self, wanted: Option<i64>) -> i64 {
-        let id = match wanted {
-            Some(id) if id > 0 && id <= i64::from(i32::MAX) && !self.used.contains(&id) => id,
-            _ => self.next_fresh(),
-        };
-        self.used.insert(id);
-        id
-    }
-
-    fn next_fresh(&mut self) -> i64 {
-        loop {
-            self.fresh += 1;
-            if !self.used.contains(&self.fresh) {
-                return self.fresh;
-            }
-        }
+        let (ids, Assigned { pids, tids }) = OsIds::assign(&ctx.processes);
+        let threads: Vec<Vec<Row>> =
+            tids.into_iter().map(|t| t.into_iter().map(|tid| Row { tid, latest: None }).collect()).collect();
+        let rows = threads.iter().map(Vec::len).collect();
+        Rows { pids, threads, ids, rows, children: IdMap::default() }
     }
 
     pub(super) fn pid(&self, process: usize) -> i64 {
@@ -149,12 +106,11 @@ impl Rows {
         self.threads[process][thread].tid
     }
 
-    /// A new row for a detached span of `process`: its tid and sort index. Fresh ids are
-    /// claimed after every thread's, so they need not be remembered.
+    /// A new row for a detached span of `process`: its tid and sort index.
     pub(super) fn detached(&mut self, process: usize) -> (i64, usize) {
         let index = self.rows[process];
         self.rows[process] += 1;
-        (self.next_fresh(), index)
+        (self.ids.fresh(), index)
     }
 
     /// Where an anchor points on a thread's row; `None` for a detached span's row, whose tid

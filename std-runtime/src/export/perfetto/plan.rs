@@ -15,10 +15,12 @@
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
 //! numbered from a base; the n-th item to reference it in the second pass takes base + n.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-use super::FRESH_ID_BASE;
-use crate::export::index::Keys;
+use crate::export::{
+    index::Keys,
+    process::{Assigned, OsIds, ProcessInfo},
+};
 use crate::{
     clock::{Calibration, Converter},
     decode::{
@@ -26,23 +28,6 @@ use crate::{
         ProcessStats,
     },
 };
-
-/// What the pass learns of one process.
-pub(super) struct ProcessPlan {
-    pub(super) header: Header,
-    pub(super) threads: Vec<ThreadPlan>,
-    pub(super) spans: u64,
-    pub(super) events: u64,
-    pub(super) dropped: u64,
-    pub(super) complete: bool,
-}
-
-/// One thread's track: its OS id and name, and whether it lost records.
-pub(super) struct ThreadPlan {
-    pub(super) tid: u64,
-    pub(super) name: String,
-    pub(super) dropped: u64,
-}
 
 /// How an id is referred to.
 #[derive(Default)]
@@ -84,7 +69,7 @@ pub(super) type Member = (u64, usize, usize, u64);
 /// The first pass over the records.
 #[derive(Default)]
 pub(super) struct Scan {
-    processes: Vec<ProcessPlan>,
+    processes: Vec<ProcessInfo>,
     /// The calibration of the next file (its last CLOCK frame's), when known in advance.
     pub(super) next_calibration: Option<Calibration>,
     cal: Option<Converter>,
@@ -194,7 +179,7 @@ impl Scan {
         }
     }
 
-    fn process(&mut self) -> &mut ProcessPlan {
+    fn process(&mut self) -> &mut ProcessInfo {
         self.processes.last_mut().expect("the header comes first")
     }
 }
@@ -207,25 +192,16 @@ impl Sink for Scan {
         self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
         self.threads.clear();
         self.keys.next_process();
-        self.processes.push(ProcessPlan {
-            header: header.clone(),
-            threads: Vec::new(),
-            spans: 0,
-            events: 0,
-            dropped: 0,
-            complete: false,
-        });
+        self.processes.push(ProcessInfo::new(header));
     }
 
     fn thread(&mut self, _thread: usize, _stream: u32) {
         self.threads.push(ThreadScan::default());
-        self.process().threads.push(ThreadPlan { tid: 0, name: String::new(), dropped: 0 });
+        self.process().thread();
     }
 
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
-        let t = &mut self.process().threads[thread];
-        t.tid = tid;
-        name.clone_into(&mut t.name);
+        self.process().thread_named(thread, tid, name);
     }
 
     #[inline(always)]
@@ -266,8 +242,7 @@ impl Sink for Scan {
     fn detached_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
 
     fn dropped(&mut self, thread: usize, records: u64) {
-        let t = &mut self.process().threads[thread];
-        t.dropped = t.dropped.saturating_add(records);
+        self.process().dropped(thread, records);
     }
 
     fn finish(&mut self, end: &FileEnd) {
@@ -276,8 +251,7 @@ impl Sink for Scan {
         let (spans, events) = (std::mem::take(&mut self.spans), std::mem::take(&mut self.events));
         let p = self.processes.last_mut().expect("the header comes first");
         (p.spans, p.events) = (spans, events);
-        let thread_drops = p.threads.iter().fold(0u64, |sum, t| sum.saturating_add(t.dropped));
-        (p.dropped, p.complete) = (thread_drops.max(end.dropped), end.complete);
+        p.finish(end);
     }
 }
 
@@ -308,7 +282,7 @@ pub(super) struct GroupPlan {
 
 /// What the writer knows before it starts.
 pub(super) struct Plan {
-    pub(super) processes: Vec<ProcessPlan>,
+    pub(super) processes: Vec<ProcessInfo>,
     pub(super) pids: Vec<i32>,
     pub(super) tids: Vec<Vec<i64>>,
     /// Referenced items, by id.
@@ -389,7 +363,9 @@ impl Plan {
             base[g.key.0 as usize] += 1;
         }
         keys.next_process();
-        let (pids, tids) = assign_ids(&processes);
+        let (_, Assigned { pids, tids }) = OsIds::assign(&processes);
+        // `OsIds` hands out ids up to i32::MAX or fresh ones just above 2^22.
+        let pids = pids.into_iter().map(|p| i32::try_from(p).unwrap_or(i32::MAX)).collect();
         let ids = targets.iter().map(|t| t.id).collect();
         Plan { processes, pids, tids, targets, ids, found: [(0, usize::MAX); 8], keys, groups }
     }
@@ -415,60 +391,6 @@ impl Plan {
 
     /// The numbers of each process.
     pub(super) fn stats(&self) -> Vec<ProcessStats> {
-        self.processes
-            .iter()
-            .map(|p| ProcessStats {
-                source: p.header.source.clone(),
-                pid: p.header.pid,
-                name: p.header.name.clone(),
-                threads: p.threads.len(),
-                spans: p.spans,
-                events: p.events,
-                dropped: p.dropped,
-                complete: p.complete,
-            })
-            .collect()
+        self.processes.iter().map(ProcessInfo::stats).collect()
     }
-}
-
-/// The pid of each process and the tid of each thread as written: unique over the trace.
-fn assign_ids(processes: &[ProcessPlan]) -> (Vec<i32>, Vec<Vec<i64>>) {
-    // Pids and tids share one space, as they do in the kernel: a tid equal to another
-    // process's pid would make the trace processor think it is that process's main thread.
-    let mut used = HashSet::new();
-    let mut next_fresh = FRESH_ID_BASE;
-    let mut claim = |wanted: Option<i64>, used: &mut HashSet<i64>| -> i64 {
-        let id = match wanted {
-            Some(id) if id > 0 && id <= i64::from(i32::MAX) && !used.contains(&id) => id,
-            _ => loop {
-                next_fresh += 1;
-                if !used.contains(&next_fresh) {
-                    break next_fresh;
-                }
-            },
-        };
-        used.insert(id);
-        id
-    };
-    let pids: Vec<i64> = processes.iter().map(|p| claim(Some(p.header.pid.into()), &mut used)).collect();
-    let tids = processes
-        .iter()
-        .zip(&pids)
-        .map(|(process, &pid)| {
-            let mut main_taken = false;
-            let mut tids = Vec::with_capacity(process.threads.len());
-            for thread in &process.threads {
-                if thread.tid == u64::from(process.header.pid) && !main_taken {
-                    main_taken = true;
-                    tids.push(pid);
-                } else {
-                    tids.push(claim(i64::try_from(thread.tid).ok(), &mut used));
-                }
-            }
-            tids
-        })
-        .collect();
-    // `claim` only hands out ids up to i32::MAX or fresh ones just above 2^22.
-    let pids = pids.into_iter().map(|p| i32::try_from(p).unwrap_or(i32::MAX)).collect();
-    (pids, tids)
 }

@@ -20,7 +20,7 @@ use prost::Message;
 use super::{
     clock_snapshot, first_packet,
     packet::{Packets, Tag, TRACE_PACKET_KEY},
-    plan::{Plan, ProcessPlan},
+    plan::Plan,
     process_track, proto,
     sequence::{Seq, Special},
     TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
@@ -363,7 +363,7 @@ impl Sink for Writer<'_> {
         self.process_track = self.uuid();
         self.next_seq += 1;
         let mut packet = first_packet(self.next_seq);
-        let plan: &ProcessPlan = &self.plan.processes[p];
+        let plan: &crate::export::process::ProcessInfo = &self.plan.processes[p];
         packet.track_descriptor = Some(process_track(&plan.header, self.plan.pids[p], self.process_track));
         self.message(&packet);
         self.seqs.clear();

@@ -7,7 +7,7 @@ use std::{io, mem, sync::Arc};
 
 use super::{
     ids::{Ids, Run},
-    Anchor, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanWriter, ThreadInfo,
+    Anchor, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanWriter,
 };
 use crate::{
     clock::{Calibration, Converter},
@@ -66,7 +66,7 @@ pub(super) struct State {
 impl State {
     pub(super) fn new(logs: usize) -> State {
         State {
-            ctx: Context { processes: Vec::new(), trace_id: 0 },
+            ctx: Context { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0 },
             next_calibration: None,
             logs,
             ids: Ids::default(),
@@ -91,7 +91,7 @@ impl State {
             }
         }
         self.groups.retain(|_, g| g.members > 1);
-        self.ctx.trace_id = trace_id(&self.ctx.processes);
+        self.ctx.trace_id = trace_id(&self.ctx);
         self.sealed = true;
         self.processes_seen = 0;
     }
@@ -204,6 +204,12 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
 
     fn info(&mut self) -> &mut ProcessInfo {
         &mut self.st.ctx.processes[self.process]
+    }
+
+    /// An item of the process at `ns`: the earliest so far?
+    fn first_seen(&mut self, ns: u64) {
+        let first = &mut self.st.ctx.first_ns[self.process];
+        *first = Some(first.map_or(ns, |f| f.min(ns)));
     }
 
     fn ns(&self, ticks: u64) -> u64 {
@@ -491,15 +497,8 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
         self.process = self.st.processes_seen;
         self.st.processes_seen += 1;
         if !self.st.sealed {
-            self.st.ctx.processes.push(ProcessInfo {
-                header: header.clone(),
-                threads: Vec::new(),
-                spans: 0,
-                events: 0,
-                dropped: 0,
-                complete: false,
-                first_ns: None,
-            });
+            self.st.ctx.processes.push(ProcessInfo::new(header));
+            self.st.ctx.first_ns.push(None);
         } else if let Err(e) = self.writer.begin_process(&self.st.ctx, self.process) {
             self.error = Some(e);
         }
@@ -508,24 +507,21 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
     fn thread(&mut self, _thread: usize, _stream: u32) {
         self.threads.push(ThreadState { stack: Vec::new(), run: Run::default(), last: Last::None });
         if !self.st.sealed {
-            self.info().threads.push(ThreadInfo::default());
+            self.info().thread();
         }
     }
 
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
         if !self.st.sealed {
-            let t = &mut self.info().threads[thread];
-            t.tid = tid;
-            name.clone_into(&mut t.name);
+            self.info().thread_named(thread, tid, name);
         }
     }
 
     fn span_begin(&mut self, thread: usize, r: &Item<'_>) -> usize {
         let start_ns = self.ns(r.ticks);
         if !self.st.sealed {
-            let info = self.info();
-            info.spans += 1;
-            info.first_ns = Some(info.first_ns.map_or(start_ns, |f| f.min(start_ns)));
+            self.info().spans += 1;
+            self.first_seen(start_ns);
         }
         self.refer_item(thread, r, start_ns);
         let (id, fresh, owns) = self.id_of(thread, r.id);
@@ -575,9 +571,8 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
     fn event(&mut self, thread: usize, r: &Item<'_>) {
         let ts_ns = self.ns(r.ticks);
         if !self.st.sealed {
-            let info = self.info();
-            info.events += 1;
-            info.first_ns = Some(info.first_ns.map_or(ts_ns, |f| f.min(ts_ns)));
+            self.info().events += 1;
+            self.first_seen(ts_ns);
         }
         self.refer_item(thread, r, ts_ns);
         let (id, fresh, owns) = self.id_of(thread, r.id);
@@ -690,8 +685,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
 
     fn dropped(&mut self, thread: usize, records: u64) {
         if !self.st.sealed {
-            let t = &mut self.info().threads[thread];
-            t.dropped = t.dropped.saturating_add(records);
+            self.info().dropped(thread, records);
         }
     }
 
@@ -701,9 +695,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
         }
         self.threads.clear();
         if !self.st.sealed {
-            let info = self.info();
-            let thread_drops = info.threads.iter().fold(0u64, |sum, t| sum.saturating_add(t.dropped));
-            (info.dropped, info.complete) = (thread_drops.max(end.dropped), end.complete);
+            self.info().finish(end);
         } else if self.error.is_none() {
             if let Err(e) = self.writer.end_process(&self.st.ctx, self.process) {
                 self.error = Some(e);
@@ -727,14 +719,14 @@ impl<W: SpanWriter> SpanWriter for &mut W {
 }
 
 /// The trace id of the first process that has one; else one derived from the processes.
-fn trace_id(processes: &[ProcessInfo]) -> u128 {
-    if let Some(id) = processes.iter().map(|p| p.header.trace_id).find(|&id| id != 0) {
+fn trace_id(ctx: &Context) -> u128 {
+    if let Some(id) = ctx.processes.iter().map(|p| p.header.trace_id).find(|&id| id != 0) {
         return id;
     }
     let mut h = 0x5741_4646_u64; // "WAFF"
-    for p in processes {
+    for (p, first) in ctx.processes.iter().zip(&ctx.first_ns) {
         h = splitmix(h ^ u64::from(p.header.pid));
-        h = splitmix(h ^ p.first_ns.unwrap_or(0));
+        h = splitmix(h ^ first.unwrap_or(0));
     }
     ((u128::from(splitmix(h)) << 64) | u128::from(splitmix(!h))).max(1)
 }

@@ -121,7 +121,10 @@ fn interleaved<S: Sink<Span = usize>>(sink: &mut S) {
 /// [`interleaved`]'s file, or (`late_detach`) one where thread 0's span 1 holds a child span 2
 /// and is detached (to follow a future) while the child is open.
 fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
-    use crate::decode::{stream::FileEnd, Fields};
+    use crate::decode::{
+        stream::{FileEnd, Header},
+        Fields,
+    };
     let ns = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 };
     let header = Header {
         source: "x.bin".into(),

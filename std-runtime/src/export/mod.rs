@@ -14,6 +14,8 @@ use std::path::Path;
 use crate::{decode::ProcessStats, error::Error, model::Trace, reader::Warning};
 
 mod file;
+#[cfg(test)]
+mod fixtures;
 mod index;
 mod layout;
 mod process;

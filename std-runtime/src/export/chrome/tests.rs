@@ -2,9 +2,10 @@
 //! Python consumer test applies it), nesting, events as instants or slices, detached rows, and
 //! what the writer holds once a trace is written.
 
+use crate::export::fixtures::{self, thread};
 use std::sync::Arc;
 
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::callsite::Kind;
 
 use super::*;
 use crate::model::{Event, Process, Span, Thread};
@@ -12,15 +13,7 @@ use crate::model::{Event, Process, Span, Thread};
 const T0: u64 = 1_700_000_000_000_000_000;
 
 fn cs(name: &str, kind: Kind) -> Arc<Callsite> {
-    Arc::new(Callsite {
-        name: name.into(),
-        module: String::new(),
-        file: String::new(),
-        line: 0,
-        kind,
-        fields: vec![("n".into(), FieldType::U64)],
-        correlate: String::new(),
-    })
+    fixtures::callsite(name, kind, &["n"])
 }
 
 fn span(name: &str, id: u64, parent: Option<u64>, start: u64, end: u64) -> Span {
@@ -49,10 +42,6 @@ fn event(name: &str, id: u64, parent: Option<u64>, ts: u64, links: &[u64]) -> Ev
         fields: vec![Value::U64(id)],
         ts_ns: T0 + ts,
     }
-}
-
-fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
-    Thread { stream: 0, tid, name: format!("t{tid}"), spans, events, dropped: 0 }
 }
 
 fn trace(threads: Vec<Thread>) -> Trace {

@@ -1,25 +1,18 @@
 //! Edge cases of the span-list exporters (the golden files cover the ordinary ones): loops of
 //! causes, an empty trace, a trace without a trace id, repeated ids, parents outside the trace.
 
+use crate::export::fixtures;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::callsite::Kind;
 
 use crate::export::{export, Format};
 use crate::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
 
 fn callsite(name: &str, kind: Kind) -> Arc<Callsite> {
-    Arc::new(Callsite {
-        name: name.into(),
-        module: String::new(),
-        file: String::new(),
-        line: 0,
-        kind,
-        fields: vec![("n".into(), FieldType::U64)],
-        correlate: String::new(),
-    })
+    fixtures::callsite(name, kind, &["n"])
 }
 
 fn span(id: u64, parent: Option<u64>, links: &[u64], start_us: u64) -> Span {

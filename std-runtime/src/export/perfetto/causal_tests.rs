@@ -1,9 +1,10 @@
 //! Unit tests of causality in the Perfetto exporter: flows between slices, and detached spans
 //! on tracks of their own, checked the way trace_processor reads them.
 
-use super::tests::{self, callsite, span};
+use super::tests::{self, span};
 use super::*;
-use crate::model::{Callsite, Event, Process, Span, Thread};
+use crate::export::fixtures::{callsite, thread};
+use crate::model::{Callsite, Event, Process, Thread};
 use prost::Message;
 use proto::{AnnotationValue, TrackDescriptor, TrackEvent};
 use std::collections::{HashMap, HashSet};
@@ -29,10 +30,6 @@ fn process(name: &str, threads: Vec<Thread>) -> Process {
         dropped: 0,
         complete: true,
     }
-}
-
-fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
-    Thread { stream: tid as u32, tid, name: format!("t{tid}"), spans, events, dropped: 0 }
 }
 
 /// Causality across two processes:

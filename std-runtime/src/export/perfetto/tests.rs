@@ -1,18 +1,13 @@
 //! Unit tests of the Perfetto exporter: its output decoded with our own message structs.
 
 use super::*;
+use crate::export::fixtures::callsite;
 use crate::model::{Callsite, Event, Process, Span, Thread, Value};
 use prost::Message;
 use proto::AnnotationValue;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use waffle::{callsite::Kind, wire::FieldType};
-
-pub(super) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
-    let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
-    let (module, file) = ("m".into(), "m.rs".into());
-    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate: String::new() })
-}
+use waffle::callsite::Kind;
 
 pub(super) fn span(
     id: u64,

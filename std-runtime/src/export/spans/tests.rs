@@ -1,9 +1,10 @@
 //! The stream of spans on hand-built traces: where events go, how links and parents resolve
 //! across threads and processes, stand-ins, repeated ids, and the cap on logs.
 
+use crate::export::fixtures::{self, thread};
 use std::sync::Arc;
 
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::callsite::Kind;
 
 use super::*;
 use crate::model::{Event, Process, Span, Thread};
@@ -11,15 +12,7 @@ use crate::model::{Event, Process, Span, Thread};
 const T0: u64 = 1_700_000_000_000_000_000;
 
 fn cs(name: &str, kind: Kind) -> Arc<Callsite> {
-    Arc::new(Callsite {
-        name: name.into(),
-        module: String::new(),
-        file: String::new(),
-        line: 0,
-        kind,
-        fields: vec![("n".into(), FieldType::U64)],
-        correlate: String::new(),
-    })
+    fixtures::callsite(name, kind, &["n"])
 }
 
 fn span(id: u64, parent: Option<u64>, depth: u32, start: u64, end: u64) -> Span {
@@ -48,10 +41,6 @@ fn event(id: u64, parent: Option<u64>, ts: u64, links: &[u64]) -> Event {
         fields: vec![Value::U64(id)],
         ts_ns: T0 + ts,
     }
-}
-
-fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
-    Thread { stream: 0, tid, name: String::new(), spans, events, dropped: 0 }
 }
 
 fn process(pid: u32, threads: Vec<Thread>) -> Process {

@@ -50,7 +50,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::{self, Context, LinkKind, OutSpan, SpanExport, SpanWriter};
+use super::spans::{Context, LinkKind, OutSpan, Source, SpanWriter};
 use crate::model::{Callsite, Trace, Value};
 
 mod flows;
@@ -68,20 +68,14 @@ const MAX_SAFE_INT: u64 = (1 << 53) - 1;
 
 /// Writes `trace` as Chrome trace-event JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer::new(out);
-    spans::write_trace(trace, &mut w)?;
-    w.finish()
+    write_from(Source::Trace(trace), out)
 }
 
-/// Writes the files `export` has scanned (with [`LOGS`]) to `out` as Chrome trace-event JSON;
-/// `progress` is told the bytes read.
-pub(crate) fn write_files(
-    export: SpanExport,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
+/// Writes the spans of `source` (files scanned with [`LOGS`]) to `out` as Chrome trace-event
+/// JSON.
+pub(crate) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer::new(out);
-    export.write(&mut w, progress)?;
+    source.write(&mut w)?;
     w.finish()
 }
 

@@ -30,7 +30,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::{self, Context, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use super::spans::{Context, Log, OutSpan, ProcessInfo, Source, SpanWriter};
 use super::zipkin::{correlation, follows, hex_list, own_links, service_name, us};
 use crate::model::{Trace, Value};
 
@@ -39,19 +39,13 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Writes `trace` to `out` as Jaeger JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer { out: BufWriter::new(out), first: true, any: false, processes: Map::new() };
-    spans::write_trace(trace, &mut w)?;
-    w.close()
+    write_from(Source::Trace(trace), out)
 }
 
-/// Writes the files `export` has scanned to `out` as Jaeger JSON.
-pub(super) fn write_files(
-    export: SpanExport,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
+/// Writes the spans of `source` to `out` as Jaeger JSON.
+pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer { out: BufWriter::new(out), first: true, any: false, processes: Map::new() };
-    export.write(&mut w, progress)?;
+    source.write(&mut w)?;
     w.close()
 }
 

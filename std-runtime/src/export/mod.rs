@@ -155,12 +155,17 @@ impl Files {
     pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
         match (self.scanned, self.format) {
             (Scanned::Perfetto(p), _) => p.write(out, progress),
-            (Scanned::Spans(s), Format::Jaeger) => jaeger::write_files(s, out, progress),
-            (Scanned::Spans(s), Format::Zipkin) => zipkin::write_files(s, out, progress),
-            (Scanned::Spans(s), Format::Otlp) => otlp::write_protobuf_files(s, out, progress),
-            (Scanned::Spans(s), Format::OtlpJson) => otlp::write_json_files(s, out, progress),
-            (Scanned::Spans(s), Format::Chrome) => chrome::write_files(s, out, progress),
-            (Scanned::Spans(_), Format::Perfetto) => unreachable!("Perfetto is scanned as such"),
+            (Scanned::Spans(s), format) => {
+                let source = spans::Source::Files(Box::new(s), progress);
+                match format {
+                    Format::Jaeger => jaeger::write_from(source, out),
+                    Format::Zipkin => zipkin::write_from(source, out),
+                    Format::Otlp => otlp::write_protobuf_from(source, out),
+                    Format::OtlpJson => otlp::write_json_from(source, out),
+                    Format::Chrome => chrome::write_from(source, out),
+                    Format::Perfetto => unreachable!("Perfetto is scanned as such"),
+                }
+            }
         }
     }
 

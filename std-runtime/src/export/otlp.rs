@@ -44,7 +44,7 @@ use std::mem;
 use prost::Message;
 use serde_json::Value as Json;
 
-use super::spans::{self, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use super::spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
 mod attributes;
@@ -72,37 +72,25 @@ pub struct Batch {
 
 /// Writes `trace` as a protobuf `ExportTraceServiceRequest`.
 pub fn write_protobuf(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Protobuf::new(out);
-    spans::write_trace(trace, &mut w)?;
-    w.out.flush()
+    write_protobuf_from(Source::Trace(trace), out)
 }
 
-/// Writes the files `export` has scanned as a protobuf `ExportTraceServiceRequest`.
-pub(super) fn write_protobuf_files(
-    export: SpanExport,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
+/// Writes the spans of `source` as a protobuf `ExportTraceServiceRequest`.
+pub(super) fn write_protobuf_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Protobuf::new(out);
-    export.write(&mut w, progress)?;
+    source.write(&mut w)?;
     w.out.flush()
 }
 
 /// Writes `trace` as an OTLP/JSON `ExportTraceServiceRequest`, on one line.
 pub fn write_json(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = JsonWriter::new(out);
-    spans::write_trace(trace, &mut w)?;
-    w.close()
+    write_json_from(Source::Trace(trace), out)
 }
 
-/// Writes the files `export` has scanned as an OTLP/JSON `ExportTraceServiceRequest`.
-pub(super) fn write_json_files(
-    export: SpanExport,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
+/// Writes the spans of `source` as an OTLP/JSON `ExportTraceServiceRequest`, on one line.
+pub(super) fn write_json_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = JsonWriter::new(out);
-    export.write(&mut w, progress)?;
+    source.write(&mut w)?;
     w.close()
 }
 
@@ -124,7 +112,7 @@ pub fn protobuf_to_json(bytes: &[u8]) -> Result<Json, prost::DecodeError> {
 /// with the resource and scope of its spans. A trace without spans gives no batch.
 pub fn protobuf_batches(trace: &Trace, max_spans: usize) -> Vec<Batch> {
     let mut batches = Vec::new();
-    for_each_batch_of(trace, max_spans, |b| {
+    for_each_batch(Source::Trace(trace), max_spans, |b| {
         batches.push(b);
         Ok(())
     })
@@ -132,27 +120,15 @@ pub fn protobuf_batches(trace: &Trace, max_spans: usize) -> Vec<Batch> {
     batches
 }
 
-/// Calls `each` with the spans of `trace` in batches of at most `max_spans`, as
+/// Calls `each` with the spans of `source` in batches of at most `max_spans`, as
 /// [`protobuf_batches`] cuts them.
-pub(crate) fn for_each_batch_of(
-    trace: &Trace,
-    max_spans: usize,
-    each: impl FnMut(Batch) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut w = Batcher::new(max_spans, each);
-    spans::write_trace(trace, &mut w)?;
-    w.flush()
-}
-
-/// As [`for_each_batch_of`], for the files `export` has scanned.
 pub(crate) fn for_each_batch(
-    export: SpanExport,
+    source: Source<'_>,
     max_spans: usize,
-    progress: &mut dyn FnMut(u64),
     each: impl FnMut(Batch) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut w = Batcher::new(max_spans, each);
-    export.write(&mut w, progress)?;
+    source.write(&mut w)?;
     w.flush()
 }
 

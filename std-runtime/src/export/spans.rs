@@ -281,6 +281,24 @@ impl SpanExport {
     }
 }
 
+/// Where spans come from: a model in memory, or files the first pass has read.
+pub(crate) enum Source<'a> {
+    /// A decoded trace, played back as records.
+    Trace(&'a Trace),
+    /// Scanned files, read again; the progress callback is told the bytes read.
+    Files(Box<SpanExport>, &'a mut dyn FnMut(u64)),
+}
+
+impl Source<'_> {
+    /// Hands every span to `writer`.
+    pub(crate) fn write<W: SpanWriter>(self, writer: &mut W) -> io::Result<()> {
+        match self {
+            Source::Trace(trace) => write_trace(trace, writer),
+            Source::Files(export, progress) => export.write(writer, progress),
+        }
+    }
+}
+
 /// Hands every span of `trace` to `writer`, by the same rules as files.
 pub(crate) fn write_trace<W: SpanWriter>(trace: &Trace, writer: &mut W) -> io::Result<()> {
     let mut state = State::new(W::LOGS);

@@ -34,41 +34,26 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::{self, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanExport, SpanWriter};
+use super::spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
+    write_from(Source::Trace(trace), out)
+}
+
+/// Writes the spans of `source` to `out` as Zipkin v2 JSON.
+pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = FileWriter { out: BufWriter::new(out), spans: Spans::default(), first: true };
-    spans::write_trace(trace, &mut w)?;
+    source.write(&mut w)?;
     w.close()
 }
 
-/// Writes the files `export` has scanned to `out` as Zipkin v2 JSON.
-pub(super) fn write_files(
-    export: SpanExport,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> io::Result<()> {
-    let mut w = FileWriter { out: BufWriter::new(out), spans: Spans::default(), first: true };
-    export.write(&mut w, progress)?;
-    w.close()
-}
-
-/// Calls `each` with every span of the files `export` has scanned, as [`write`] writes them,
-/// one at a time, so that a caller can send them in batches without holding the document;
-/// the first error stops the walk and is returned.
-pub(crate) fn for_each_span(
-    export: SpanExport,
-    progress: &mut dyn FnMut(u64),
-    each: impl FnMut(Json) -> io::Result<()>,
-) -> io::Result<()> {
-    export.write(&mut Each { spans: Spans::default(), each }, progress)
-}
-
-/// As [`for_each_span`], for a model.
-pub(crate) fn for_each_span_of(trace: &Trace, each: impl FnMut(Json) -> io::Result<()>) -> io::Result<()> {
-    spans::write_trace(trace, &mut Each { spans: Spans::default(), each })
+/// Calls `each` with every span of `source`, as [`write`] writes them, one at a time, so that
+/// a caller can send them in batches without holding the document; the first error stops the
+/// walk and is returned.
+pub(crate) fn for_each_span(source: Source<'_>, each: impl FnMut(Json) -> io::Result<()>) -> io::Result<()> {
+    source.write(&mut Each { spans: Spans::default(), each })
 }
 
 /// The JSON array in a file.

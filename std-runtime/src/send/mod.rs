@@ -29,7 +29,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::export::{otlp, zipkin, Files, Format};
+use crate::export::{otlp, spans::Source, zipkin, Files, Format};
 use crate::model::Trace;
 
 mod answer;
@@ -222,8 +222,8 @@ impl std::error::Error for SendError {}
 /// it stopped).
 pub fn send(trace: &Trace, target: &Target, options: &Options) -> Result<Report, Box<SendError>> {
     run(target, options, |protocol, max, each| match protocol {
-        Protocol::Zipkin => zipkin::for_each_span_of(trace, each.zipkin(max)),
-        Protocol::Otlp => otlp::for_each_batch_of(trace, max, |b| each.post(&b.body, b.spans)),
+        Protocol::Zipkin => zipkin::for_each_span(Source::Trace(trace), each.zipkin(max)),
+        Protocol::Otlp => otlp::for_each_batch(Source::Trace(trace), max, |b| each.post(&b.body, b.spans)),
     })
 }
 
@@ -241,8 +241,12 @@ pub fn send_files(
     assert_eq!(files.format(), target.format(), "scanned for another format");
     let export = files.into_spans().expect("span formats stream spans");
     run(target, options, |protocol, max, each| match protocol {
-        Protocol::Zipkin => zipkin::for_each_span(export, progress, each.zipkin(max)),
-        Protocol::Otlp => otlp::for_each_batch(export, max, progress, |b| each.post(&b.body, b.spans)),
+        Protocol::Zipkin => {
+            zipkin::for_each_span(Source::Files(Box::new(export), progress), each.zipkin(max))
+        }
+        Protocol::Otlp => otlp::for_each_batch(Source::Files(Box::new(export), progress), max, |b| {
+            each.post(&b.body, b.spans)
+        }),
     })
 }
 

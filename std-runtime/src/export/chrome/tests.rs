@@ -225,7 +225,7 @@ fn nothing_is_held_per_record() {
             .collect();
         let mut out = Vec::new();
         let mut w = Writer::new(&mut out);
-        spans::write_trace(&trace(threads), &mut w).unwrap();
+        crate::export::spans::write_trace(&trace(threads), &mut w).unwrap();
         let held = (w.rows.open_parents(), w.flows.held());
         w.finish().unwrap();
         held

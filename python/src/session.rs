@@ -1,10 +1,11 @@
 //! The recording session, and turning its file into other formats.
 //!
 //! One session per process, as in Rust: [`start`] opens `trace.bin` and starts the collector
-//! thread; [`stop`] drains every buffer and closes the file. [`export`] decodes files with
-//! `waffle_std::decode` and writes them with `waffle_std::export`; [`decode`] hands the decoded
-//! model to Python as plain dicts (for tests and tools). The GIL is released while files are
-//! read and written.
+//! thread; [`stop`] drains every buffer and closes the file. [`export`] and [`send`] stream
+//! files through `waffle_std::export::Files` in two passes, as `waffle-decode` does, so memory
+//! stays bounded however large the trace; [`decode`] hands the decoded model
+//! (`waffle_std::decode`) to Python as plain dicts (for tests and tools). The GIL is released
+//! while files are read and written.
 
 use pyo3::{
     exceptions::{PyOSError, PyRuntimeError, PyValueError},
@@ -13,7 +14,7 @@ use pyo3::{
 };
 use std::{path::PathBuf, sync::Mutex};
 use waffle_std::{
-    export::Format,
+    export::{Files, Format},
     model::{Callsite, Value},
     Config, Session,
 };
@@ -118,9 +119,11 @@ pub(crate) fn format_for_path(path: PathBuf) -> Option<&'static str> {
     Format::from_path(&path).map(Format::name)
 }
 
-/// Decodes `inputs` (trace.bin files, one per process) and writes `output` in `format` (a name
-/// from [`formats`]; by default the one `output`'s suffix names). `service_name`, if given,
-/// names every process (Jaeger's and Zipkin's service). Returns the decoder's warnings.
+/// Writes `inputs` (trace.bin files, one per process) to `output` in `format` (a name from
+/// [`formats`]; by default the one `output`'s suffix names), streaming: the files are read
+/// twice and never held, so memory stays bounded however large they are. `service_name`, if
+/// given, names every process (Jaeger's and Zipkin's service, OTLP's `service.name`,
+/// Perfetto's and Chrome's process name). Returns the decoder's warnings.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, format=None, *, service_name=None))]
 pub(crate) fn export(
@@ -143,22 +146,29 @@ pub(crate) fn export(
         })?,
     };
     py.detach(|| {
-        let mut decoded = waffle_std::decode::decode_files(&inputs).map_err(err)?;
-        if let Some(name) = service_name {
-            decoded.trace.processes.iter_mut().for_each(|p| p.name.clone_from(&name));
-        }
-        waffle_std::export::write_file(&output, |out| {
-            waffle_std::export::export(&decoded.trace, format, out)
-        })
-        .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
-        Ok(decoded.warnings.iter().map(|w| w.to_string()).collect())
+        let files = scan(&inputs, format, service_name.as_deref())?;
+        let warnings = files.warnings().iter().map(|w| w.to_string()).collect();
+        waffle_std::export::write_file(&output, |out| files.write(out, &mut |_| {}))
+            .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
+        Ok(warnings)
     })
 }
 
-/// Decodes `inputs` and sends the spans to a running backend: `target` is `zipkin=URL` or
-/// `otlp=URL` (an OpenTelemetry collector, Jaeger or Tempo), as `waffle-decode --send` takes
-/// it. Retries as `waffle_std::send::Policy` says; `timeout_s` bounds the time one request may
-/// take over all its attempts (30 s by default). Returns what was sent.
+/// The first of the two reads of `inputs`, for `format`, with every process named
+/// `service_name` if one is given.
+fn scan(inputs: &[PathBuf], format: Format, service_name: Option<&str>) -> PyResult<Files> {
+    let mut files = Files::scan(inputs, format, &mut |_| {}).map_err(err)?;
+    if let Some(name) = service_name {
+        files.rename_processes(name);
+    }
+    Ok(files)
+}
+
+/// Sends the spans of `inputs` to a running backend, streaming them in batches as the files are
+/// read: `target` is `zipkin=URL` or `otlp=URL` (an OpenTelemetry collector, Jaeger or Tempo),
+/// as `waffle-decode --send` takes it. `service_name` names every process, as for [`export`].
+/// Retries as `waffle_std::send::Policy` says; `timeout_s` bounds the time one request may take
+/// over all its attempts (30 s by default). Returns what was sent.
 #[pyfunction]
 #[pyo3(signature = (inputs, target, *, service_name=None, timeout_s=None))]
 pub(crate) fn send(
@@ -177,11 +187,8 @@ pub(crate) fn send(
         options.policy.timeout = options.policy.timeout.min(budget);
     }
     let report = py.detach(|| {
-        let mut decoded = waffle_std::decode::decode_files(&inputs).map_err(err)?;
-        if let Some(name) = service_name {
-            decoded.trace.processes.iter_mut().for_each(|p| p.name.clone_from(&name));
-        }
-        waffle_std::send::send(&decoded.trace, &target, &options)
+        let files = scan(&inputs, target.format(), service_name.as_deref())?;
+        waffle_std::send::send_files(files, &target, &options, &mut |_| {})
             .map_err(|e| PyOSError::new_err(e.to_string()))
     })?;
     let d = PyDict::new(py);

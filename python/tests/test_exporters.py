@@ -177,6 +177,74 @@ def test_endpoints_send_to_a_running_backend(tmp_path):
     assert {"experiment", "allreduce", "rust_work"} <= names
 
 
+def test_service_name_renames_the_recorded_process(tmp_path):
+    """``service_name`` names every process in every format, files and sends alike, over the
+    name the process was recorded under; the files are streamed (``waffle_std::export::Files``),
+    not decoded into a model."""
+    made = {
+        "perfetto": waffle.PerfettoExporter(tmp_path / "r.pftrace", service_name="renamed"),
+        "jaeger": waffle.JaegerExporter(service_name="renamed", path=tmp_path / "r.jaeger.json"),
+        "zipkin": waffle.ZipkinExporter(service_name="renamed", path=tmp_path / "r.zipkin.json"),
+        "otlp": waffle.OtlpExporter(service_name="renamed", path=tmp_path / "r.otlp.json"),
+        "chrome": waffle.ChromeExporter(tmp_path / "r.chrome.json", service_name="renamed"),
+    }
+    files = {kind: e for kind, e in made.items() if e.format is not None}
+    sending = hasattr(_native, "send")
+    backend = Backend() if sending else None
+    exporters = list(files.values())
+    if backend is not None:
+        exporters.append(waffle.ZipkinExporter(service_name="renamed", endpoint=backend.url))
+        exporters.append(waffle.OtlpExporter(service_name="renamed", endpoint=backend.url))
+    trace_bin = tmp_path / "trace.bin"
+    try:
+        waffle.shutdown()
+        waffle.start(trace_bin, process_name="recorded")
+        waffle.set_exporter(*exporters)
+        record_sample()
+        assert len(waffle.shutdown()) == len(exporters)
+    finally:
+        waffle.set_exporter()
+        if backend is not None:
+            backend.close()
+
+    # Without service_name, the recorded name is the one written.
+    if "jaeger" in files:
+        plain = tmp_path / "plain.jaeger.json"
+        assert _native.export([str(trace_bin)], str(plain)) == []
+        processes = json.loads(plain.read_text())["data"][0]["processes"].values()
+        assert {p["serviceName"] for p in processes} == {"recorded"}
+
+    def read(kind):
+        return Path(files[kind].path).read_bytes()
+
+    names = {}
+    if "perfetto" in files:
+        tracks = consumer_module("test_perfetto").read(read("perfetto"))
+        processes = [t.descriptor.process for t in tracks.values() if t.descriptor.HasField("process")]
+        names["perfetto"] = {p.process_name for p in processes}
+    if "jaeger" in files:
+        trace = consumer_module("test_jaeger").check_trace(json.loads(read("jaeger")))
+        names["jaeger"] = {p["serviceName"] for p in trace["processes"].values()}
+    if "zipkin" in files:
+        names["zipkin"] = {s["localEndpoint"]["serviceName"] for s in json.loads(read("zipkin"))}
+    if "otlp" in files:
+        otlp = consumer_module("test_otlp")
+        names["otlp"] = {res["service.name"] for res, _ in otlp.check_rules(otlp.parse_json(read("otlp")))}
+    if "chrome" in files:
+        chrome = consumer_module("test_chrome").Chrome(json.loads(read("chrome")))
+        names["chrome"] = set(chrome.process_names.values())
+    if backend is not None:
+        zipkin_posts = [body for path, _, body in backend.posts if path == "/api/v2/spans"]
+        otlp_posts = [body for path, _, body in backend.posts if path == "/v1/traces"]
+        assert zipkin_posts and otlp_posts
+        sent = [s for body in zipkin_posts for s in json.loads(body)]
+        names["zipkin sent"] = {s["localEndpoint"]["serviceName"] for s in sent}
+        otlp = consumer_module("test_otlp")
+        requests = [otlp.ExportTraceServiceRequest.FromString(b) for b in otlp_posts]
+        names["otlp sent"] = {res["service.name"] for r in requests for res, _ in otlp.check_rules(r)}
+    assert names and names == {kind: {"renamed"} for kind in names}, names
+
+
 def test_endpoint_failure_is_reported_not_raised(tmp_path, capsys):
     if not hasattr(_native, "send"):
         pytest.skip("this build cannot send")

@@ -1,12 +1,13 @@
 """Where a recorded trace goes: one exporter per output format.
 
 An exporter names a file, a running backend, or both; at :func:`waffle.shutdown` (and so at
-interpreter exit) the session's ``trace.bin`` is decoded by the native decoder
-(``waffle_std::decode``) and written with ``waffle_std::export`` or sent with
-``waffle_std::send``. A file's format follows its suffix: ``.pftrace`` (Perfetto),
-``.jaeger.json``, ``.zipkin.json``, ``.otlp.json``/``.otlp.pb`` (OpenTelemetry),
-``.chrome.json`` (Chrome trace events). Backends: Zipkin's v2 API (``ZipkinExporter``), and
-OTLP/HTTP (``OtlpExporter``, and ``JaegerExporter``: Jaeger takes OTLP on port 4318).
+interpreter exit) the session's ``trace.bin`` is written with ``waffle_std::export`` or sent
+with ``waffle_std::send``, streamed in two passes over the file as ``waffle-decode`` does, so
+memory stays bounded however large the trace. A file's format follows its suffix:
+``.pftrace`` (Perfetto), ``.jaeger.json``, ``.zipkin.json``, ``.otlp.json``/``.otlp.pb``
+(OpenTelemetry), ``.chrome.json`` (Chrome trace events). Backends: Zipkin's v2 API
+(``ZipkinExporter``), and OTLP/HTTP (``OtlpExporter``, and ``JaegerExporter``: Jaeger takes
+OTLP on port 4318).
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ class Exporter:
             )
 
     def export(self, inputs: list[str]) -> list[str]:
-        """Decodes ``inputs`` (trace.bin files), writes :attr:`path` and sends to
-        :attr:`endpoint`; returns what it wrote to (the path, the endpoint)."""
+        """Reads ``inputs`` (trace.bin files), writes :attr:`path` and sends to
+        :attr:`endpoint`, every process named :attr:`service_name` when one is set; returns
+        what it wrote to (the path, the endpoint)."""
         self.check()
         done = []
         if self.path is not None:

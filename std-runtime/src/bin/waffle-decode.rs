@@ -56,9 +56,10 @@ struct Cli {
     inputs: Vec<PathBuf>,
 
     /// Output file; its extension picks the format unless --format is given (.pftrace,
-    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json). A .pftrace alone is
-    /// streamed (memory stays bounded however large the input); the other formats, or any
-    /// output with --send, hold the whole trace in memory (it grows with the records).
+    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json). Every format, and
+    /// --send, is streamed in two passes over the inputs: memory stays bounded however large
+    /// they are (it grows with the spans open at once and with cross-references, not with the
+    /// records).
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
 

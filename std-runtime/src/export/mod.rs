@@ -142,6 +142,16 @@ impl Files {
         }
     }
 
+    /// Writes every process under `name` instead of the name its file gives: Jaeger's and
+    /// Zipkin's service, OTLP's `service.name`, Perfetto's and Chrome's process name.
+    /// [`processes`](Files::processes) reports the new name too.
+    pub fn rename_processes(&mut self, name: &str) {
+        match &mut self.scanned {
+            Scanned::Perfetto(p) => p.rename_processes(name),
+            Scanned::Spans(s) => s.rename_processes(name),
+        }
+    }
+
     /// Each file's process, in numbers.
     pub fn processes(&self) -> Vec<ProcessStats> {
         match &self.scanned {

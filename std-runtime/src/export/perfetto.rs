@@ -142,6 +142,17 @@ impl FileExport {
         Ok(FileExport { paths, files, plan, warnings, processes })
     }
 
+    /// Gives every process `name`: the writer takes each process track from the plan's
+    /// headers, never from the files' second reading.
+    pub(crate) fn rename_processes(&mut self, name: &str) {
+        for process in &mut self.plan.processes {
+            name.clone_into(&mut process.header.name);
+        }
+        for stats in &mut self.processes {
+            name.clone_into(&mut stats.name);
+        }
+    }
+
     /// The second pass: writes the `.pftrace` to `out`. The files' warnings were the first
     /// pass's; a file that changed in between is an error.
     pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {

@@ -260,6 +260,14 @@ impl SpanExport {
         self.state.ctx.processes.iter().map(ProcessInfo::stats).collect()
     }
 
+    /// Gives every process `name`. The second pass takes processes from the first pass's
+    /// [`Context`], not from the headers it reads again, so the new name is the one written.
+    pub(crate) fn rename_processes(&mut self, name: &str) {
+        for process in &mut self.state.ctx.processes {
+            name.clone_into(&mut process.header.name);
+        }
+    }
+
     /// The second pass: hands every span to `writer`. A file that changed since the first pass
     /// is an error.
     pub(crate) fn write<W: SpanWriter>(

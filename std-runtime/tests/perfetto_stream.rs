@@ -323,6 +323,7 @@ fn shown(bytes: &[u8]) -> Shown {
 /// a thread's time run backwards, and the writer then holds a packet at its sequence's last
 /// time, so its first time may be later than the model's earliest.
 fn both(files: &[PathBuf], exact_times: bool) -> (Shown, Shown) {
+    assert_referring_learns_the_same(files);
     let decoded = waffle_std::decode::decode_files(files).expect("decode");
     let mut model = Vec::new();
     perfetto::write(&decoded.trace, &mut model).expect("write the model");
@@ -347,6 +348,158 @@ fn both(files: &[PathBuf], exact_times: bool) -> (Shown, Shown) {
         assert_eq!(model.span, (first, last), "the model's export is on the model's times");
     }
     (streamed, model)
+}
+
+/// What a sink that is not handed every item learns of a file, next to what the same file's
+/// every item says: the number of spans and events, the ids that exist, and per referenced id
+/// its children that do not sit inside it on their track and whether it is detached.
+mod referring {
+    use std::collections::BTreeMap;
+    use waffle_std::decode::stream::{FileEnd, Header, Item, Sink};
+
+    #[derive(Debug, Default, PartialEq)]
+    pub struct Learned {
+        pub spans: u64,
+        pub events: u64,
+        pub ids: Vec<u64>,
+        /// id -> (children off its track, detached)
+        pub refs: BTreeMap<u64, (u32, bool)>,
+    }
+
+    impl Learned {
+        fn child(&mut self, parent: u64, n: u32) {
+            self.refs.entry(parent).or_default().0 += n;
+        }
+    }
+
+    /// Handed every item: follows each thread's open spans itself.
+    #[derive(Default)]
+    pub struct Every {
+        pub learned: Learned,
+        /// Per thread, its open spans: (id, items held, parent if it holds this one).
+        stacks: Vec<Vec<(u64, u32, Option<u64>)>>,
+    }
+
+    impl Every {
+        fn item(&mut self, t: usize, r: &Item<'_>) -> Option<u64> {
+            if r.id != 0 {
+                self.learned.ids.push(r.id);
+            }
+            let stack = &mut self.stacks[t];
+            let parent = r.parent?;
+            match stack.iter_mut().rev().find(|e| e.0 == parent) {
+                Some(e) => {
+                    e.1 += 1;
+                    Some(parent)
+                }
+                None => {
+                    self.learned.child(parent, 1);
+                    None
+                }
+            }
+        }
+    }
+
+    impl Sink for Every {
+        type Span = ();
+        fn process(&mut self, _: &Header) {
+            self.stacks.clear();
+        }
+        fn thread(&mut self, _: usize, _: u32) {
+            self.stacks.push(Vec::new());
+        }
+        fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
+        fn span_begin(&mut self, t: usize, r: &Item<'_>) {
+            self.learned.spans += 1;
+            let holder = self.item(t, r);
+            self.stacks[t].push((r.id, 0, holder));
+        }
+        fn event(&mut self, t: usize, r: &Item<'_>) {
+            self.learned.events += 1;
+            self.item(t, r);
+        }
+        fn span_end(&mut self, t: usize, _: (), _: u64, _: bool) {
+            self.stacks[t].pop();
+        }
+        fn detach(&mut self, t: usize, _: (), id: u64) {
+            let stack = &mut self.stacks[t];
+            let Some(pos) = stack.iter().rposition(|e| e.0 == id) else { return };
+            let (_, held, holder) = stack.remove(pos);
+            let e = self.learned.refs.entry(id).or_default();
+            (e.0, e.1) = (e.0 + held, true);
+            if let Some(h) = holder {
+                if let Some(p) = stack.iter_mut().rev().find(|e| e.0 == h) {
+                    p.1 -= 1;
+                    self.learned.child(h, 1);
+                }
+            }
+        }
+        fn detached_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
+        fn finish(&mut self, _: &FileEnd) {}
+    }
+
+    /// Handed only the items that refer elsewhere.
+    #[derive(Default)]
+    pub struct Referring {
+        pub learned: Learned,
+    }
+
+    impl Sink for Referring {
+        type Span = ();
+        const FIELDS: bool = false;
+        const EVERY_ITEM: bool = false;
+        fn process(&mut self, _: &Header) {}
+        fn thread(&mut self, _: usize, _: u32) {}
+        fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
+        fn span_begin(&mut self, _: usize, r: &Item<'_>) {
+            self.learned.spans += 1;
+            if let (Some(p), false) = (r.parent, r.held) {
+                self.learned.child(p, 1);
+            }
+        }
+        fn event(&mut self, _: usize, r: &Item<'_>) {
+            self.learned.events += 1;
+            if let (Some(p), false) = (r.parent, r.held) {
+                self.learned.child(p, 1);
+            }
+        }
+        fn span_end(&mut self, _: usize, _: (), _: u64, _: bool) {
+            panic!("span ends are not told to a sink not handed every item");
+        }
+        fn detach(&mut self, _: usize, _: (), _: u64) {}
+        fn detached_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
+        fn skipped(&mut self, _: usize, (first, end): (u64, u64), spans: u64, events: u64) {
+            self.learned.spans += spans;
+            self.learned.events += events;
+            self.learned.ids.extend((first..end).filter(|&id| id != 0));
+        }
+        fn detached_from(&mut self, _: usize, id: u64, items: u32, holder: Option<u64>) {
+            let e = self.learned.refs.entry(id).or_default();
+            (e.0, e.1) = (e.0 + items, true);
+            if let Some(h) = holder {
+                self.learned.child(h, 1);
+            }
+        }
+        fn finish(&mut self, _: &FileEnd) {}
+    }
+}
+
+/// A sink handed only the items that refer elsewhere learns what one handed every item does.
+fn assert_referring_learns_the_same(files: &[PathBuf]) {
+    use waffle_std::decode::stream::decode_path;
+    for file in files {
+        let (mut every, mut referring) = (referring::Every::default(), referring::Referring::default());
+        let w1 = decode_path(file, &mut every).expect("decode");
+        let w2 = decode_path(file, &mut referring).expect("decode");
+        assert_eq!(w1, w2, "{}: warnings", file.display());
+        let (mut a, mut b) = (every.learned, referring.learned);
+        a.ids.sort_unstable();
+        b.ids.sort_unstable();
+        // Ids that only count when they are referred to; zero counts are no reference.
+        a.refs.retain(|_, r| *r != (0, false));
+        b.refs.retain(|_, r| *r != (0, false));
+        assert_eq!(a, b, "{}", file.display());
+    }
 }
 
 fn assert_same(name: &str, files: &[PathBuf]) -> Shown {

@@ -20,8 +20,10 @@ use waffle::wire::{tag, unzigzag};
 /// What a stream has open: its spans and the contexts it entered, innermost last.
 #[derive(Clone, Copy)]
 pub(super) enum Open<T> {
-    /// A span: its id (0 for a stand-in), begin tick and the sink's handle.
-    Span { id: u64, start: u64, span: T },
+    /// A span: its id (0 for a stand-in), begin tick and the sink's handle. For a sink not
+    /// handed every item, also how many items it holds (see [`Item::held`]) and the span
+    /// holding it (0: none).
+    Span { id: u64, start: u64, span: T, held: u32, holder: u64 },
     /// A span entered as context (`ENTER`), by id.
     Adopted(u64),
 }
@@ -33,6 +35,7 @@ struct Pending {
     is_span: bool,
     id: u64,
     parent: Option<u64>,
+    held: bool,
     site: u32,
     fields: Fields,
     ticks: u64,
@@ -83,6 +86,7 @@ impl<T: Copy + Default> StreamState<T> {
         let item = Item {
             id: p.id,
             parent: p.parent,
+            held: p.held,
             callsite: &sites[p.site as usize],
             callsite_index: p.site,
             fields: &p.fields,
@@ -105,14 +109,38 @@ impl<T: Copy + Default> StreamState<T> {
 /// Stand-ins (spans whose begin was lost) one chunk header can ask for.
 const MAX_STANDINS_PER_CHUNK: u64 = 1 << 16;
 
-/// The parent of what a stream records next: its innermost open span or entered context, or
-/// for top-level records the span the process was started under.
-fn parent_of<T>(stack: &[Open<T>], top: Option<u64>) -> Option<u64> {
+/// The parent of what a stream records next (its innermost open span or entered context, or
+/// for top-level records the span the process was started under), and where the open span
+/// that holds it is on the stack, if one does.
+#[inline(always)]
+fn parent_of<T>(stack: &[Open<T>], top: Option<u64>) -> (Option<u64>, Option<usize>) {
     match stack.last() {
-        Some(Open::Span { id, .. }) => Some(*id).filter(|&p| p != 0),
-        Some(Open::Adopted(id)) => Some(*id),
-        None => top,
+        Some(Open::Span { id: 0, .. }) => (None, None),
+        Some(Open::Span { id, .. }) => (Some(*id), Some(stack.len() - 1)),
+        Some(Open::Adopted(id)) => (Some(*id), open_span(stack, *id)),
+        None => (top, None),
     }
+}
+
+/// Where span `id` is on the stack, if it is open there.
+#[cold]
+fn open_span<T>(stack: &[Open<T>], id: u64) -> Option<usize> {
+    stack.iter().rposition(|o| matches!(o, Open::Span { id: i, .. } if *i == id))
+}
+
+/// The parent of what a stream records next, whether an open span of the stream holds it,
+/// and the holder's id (0: none) for a span's entry. A sink not handed every item is told
+/// how many items each span holds: the holder counts one more.
+#[inline(always)]
+fn parent_counted<T, S: Sink<Span = T>>(stack: &mut [Open<T>], top: Option<u64>) -> (Option<u64>, bool, u64) {
+    let (parent, holder) = parent_of(stack, top);
+    if !S::EVERY_ITEM {
+        if let Some(Open::Span { held, .. }) = holder.map(|i| &mut stack[i]) {
+            *held = held.saturating_add(1);
+        }
+    }
+    let holder_id = if holder.is_some() { parent.unwrap_or(0) } else { 0 };
+    (parent, holder.is_some(), holder_id)
 }
 
 fn span_id(c: &mut Cursor<'_>) -> Result<u64, String> {
@@ -168,8 +196,9 @@ impl<T: Copy + Default> Decoder<T> {
             s.flush(t, sites, sink);
         }
         while s.stack.len() as u64 > keep.min(depth) {
-            if let Some(Open::Span { span, .. }) = s.stack.pop() {
-                sink.span_end(t, span, ts, false);
+            match s.stack.pop() {
+                Some(Open::Span { span, .. }) if S::EVERY_ITEM => sink.span_end(t, span, ts, false),
+                _ => {}
             }
         }
         // Spans begun in lost records and still open: stand-ins keep later nesting right.
@@ -183,9 +212,11 @@ impl<T: Copy + Default> Decoder<T> {
         }
         while (s.stack.len() as u64) < wanted && self.standin_budget > 0 {
             self.standin_budget -= 1;
+            let (parent, held, holder) = parent_counted::<T, S>(&mut s.stack, top_parent);
             let item = Item {
                 id: 0,
-                parent: parent_of(&s.stack, top_parent),
+                parent,
+                held,
                 callsite: &sites[0],
                 callsite_index: 0,
                 fields: &self.no_fields,
@@ -195,9 +226,12 @@ impl<T: Copy + Default> Decoder<T> {
                 correlation: None,
             };
             let span = sink.span_begin(t, &item);
-            s.stack.push(Open::Span { id: 0, start: ts, span });
+            s.stack.push(Open::Span { id: 0, start: ts, span, held: 0, holder });
         }
         let mut seen = 0u64;
+        let first_id = next_id;
+        // Items not handed to a sink that is not handed every item.
+        let (mut skipped_spans, mut skipped_events) = (0u64, 0u64);
         let mut early_ends_full = false;
         let result = (|| {
             while !c.is_empty() {
@@ -213,7 +247,7 @@ impl<T: Copy + Default> Decoder<T> {
                         let callsite = &sites[site as usize];
                         s.pending.fields.read(&mut c, &schemas[site as usize], callsite, S::FIELDS)?;
                         let is_span = record_tag == tag::SPAN_BEGIN;
-                        let parent = parent_of(&s.stack, top_parent);
+                        let (parent, held, holder) = parent_counted::<T, S>(&mut s.stack, top_parent);
                         let depth = s.stack.len();
                         s.source = Some(next_id);
                         let id = next_id;
@@ -225,18 +259,42 @@ impl<T: Copy + Default> Decoder<T> {
                         if matches!(c.peek(), Some(tag::LINK_LOCAL | tag::LINK_FULL | tag::CORRELATE) | None)
                         {
                             let p = &mut s.pending;
-                            (p.active, p.is_span, p.id, p.parent, p.site, p.ticks) =
-                                (true, is_span, id, parent, site, ts);
+                            (p.active, p.is_span, p.id, p.parent, p.held, p.site, p.ticks) =
+                                (true, is_span, id, parent, held, site, ts);
                             (p.depth, p.correlation, p.stack_pos) = (depth as u32, None, depth);
                             p.links.clear();
                             if is_span {
-                                s.stack.push(Open::Span { id, start: ts, span: T::default() });
+                                s.stack.push(Open::Span {
+                                    id,
+                                    start: ts,
+                                    span: T::default(),
+                                    held: 0,
+                                    holder,
+                                });
+                            }
+                            continue;
+                        }
+                        // An item that refers nowhere, for a sink that does not want those:
+                        // counted, and kept on the stack if it is a span.
+                        if !S::EVERY_ITEM && (held || parent.is_none()) {
+                            if is_span {
+                                skipped_spans += 1;
+                                s.stack.push(Open::Span {
+                                    id,
+                                    start: ts,
+                                    span: T::default(),
+                                    held: 0,
+                                    holder,
+                                });
+                            } else {
+                                skipped_events += 1;
                             }
                             continue;
                         }
                         let item = Item {
                             id,
                             parent,
+                            held,
                             callsite,
                             callsite_index: site,
                             fields: &s.pending.fields,
@@ -247,7 +305,7 @@ impl<T: Copy + Default> Decoder<T> {
                         };
                         if is_span {
                             let span = sink.span_begin(t, &item);
-                            s.stack.push(Open::Span { id, start: ts, span });
+                            s.stack.push(Open::Span { id, start: ts, span, held: 0, holder });
                         } else {
                             sink.event(t, &item);
                         }
@@ -259,7 +317,9 @@ impl<T: Copy + Default> Decoder<T> {
                         // The innermost open span; an entered context left open is abandoned.
                         while let Some(open) = s.stack.pop() {
                             if let Open::Span { span, .. } = open {
-                                sink.span_end(t, span, ts, true);
+                                if S::EVERY_ITEM {
+                                    sink.span_end(t, span, ts, true);
+                                }
                                 break;
                             }
                         }
@@ -298,10 +358,19 @@ impl<T: Copy + Default> Decoder<T> {
                     tag::DETACH => {
                         s.flush(t, sites, sink);
                         let id = span_id(&mut c)?;
-                        let pos =
-                            s.stack.iter().rposition(|o| matches!(o, Open::Span { id: i, .. } if *i == id));
-                        if let Some(Open::Span { start, span, .. }) = pos.map(|pos| s.stack.remove(pos)) {
+                        let pos = open_span(&s.stack, id);
+                        if let Some(Open::Span { start, span, held, holder, .. }) =
+                            pos.map(|pos| s.stack.remove(pos))
+                        {
                             sink.detach(t, span, id);
+                            if !S::EVERY_ITEM {
+                                // Its holder, if still open here, no longer holds it.
+                                let at = (holder != 0).then(|| open_span(&s.stack, holder)).flatten();
+                                if let Some(Open::Span { held, .. }) = at.map(|i| &mut s.stack[i]) {
+                                    *held = held.saturating_sub(1);
+                                }
+                                sink.detached_from(t, id, held, at.map(|_| holder));
+                            }
                             if let Some(end) = early_ends.remove(&id) {
                                 sink.detached_end(t, span, end.max(start), true);
                             } else if let Some(old) = detached.insert(id, Detached { thread: t, start, span })
@@ -332,6 +401,9 @@ impl<T: Copy + Default> Decoder<T> {
         })();
         s.last_ts = s.last_ts.max(ts);
         s.next_id = result.is_ok().then_some(next_id);
+        if !S::EVERY_ITEM {
+            sink.skipped(t, (first_id, next_id), skipped_spans, skipped_events);
+        }
         if early_ends_full && !self.early_ends_warned {
             self.early_ends_warned = true;
             let message = format!(

@@ -258,8 +258,11 @@ impl<T: Copy + Default> Decoder<T> {
         }
         for (t, s) in self.threads.iter_mut().enumerate() {
             while let Some(open) = s.stack.pop() {
-                if let Open::Span { start, span, .. } = open {
-                    sink.span_end(t, span, s.last_ts.max(start), false);
+                match open {
+                    Open::Span { start, span, .. } if S::EVERY_ITEM => {
+                        sink.span_end(t, span, s.last_ts.max(start), false)
+                    }
+                    _ => {}
                 }
             }
         }

@@ -54,6 +54,10 @@ pub struct Item<'a> {
     pub id: u64,
     /// The innermost open span or entered context of its stream, else the header's parent span.
     pub parent: Option<u64>,
+    /// Whether its parent is one of its stream's open spans, which then holds it on the
+    /// thread's track (false for an entered context of another thread or process, the
+    /// header's parent span, a detached span).
+    pub held: bool,
     /// Its callsite.
     pub callsite: &'a Arc<Callsite>,
     /// The callsite's index among the process's callsites, counted from 1 in the order they
@@ -69,6 +73,14 @@ pub struct Item<'a> {
     pub links: &'a [u64],
     /// Its correlation value (the key is the callsite's).
     pub correlation: Option<u64>,
+}
+
+impl Item<'_> {
+    /// Whether it refers elsewhere: it has links or a correlation, or a parent that does not
+    /// hold it. A sink not handed every item ([`Sink::EVERY_ITEM`]) is handed these.
+    pub fn refers(&self) -> bool {
+        !self.links.is_empty() || self.correlation.is_some() || (self.parent.is_some() && !self.held)
+    }
 }
 
 /// What a file says once it is read.
@@ -92,6 +104,16 @@ pub trait Sink {
 
     /// Whether the sink reads field values; without, they are stepped over, not kept.
     const FIELDS: bool = true;
+
+    /// Whether the sink is handed every span and event. A sink that only learns what refers
+    /// to what sets it false, and is then handed only the items that refer elsewhere: those
+    /// with links or a correlation, those whose parent does not hold them (see
+    /// [`Item::held`]), and stand-ins; besides, an item read last in its chunk (whose links
+    /// could follow in the stream's next chunk) may be handed over without any. Span ends
+    /// are not told. The other items are told in
+    /// numbers, once per chunk ([`skipped`](Sink::skipped)), and a detached span says what it
+    /// held ([`detached_from`](Sink::detached_from)).
+    const EVERY_ITEM: bool = true;
 
     /// The file's header; first, once.
     fn process(&mut self, header: &Header);
@@ -119,6 +141,17 @@ pub trait Sink {
     /// A detached span begun on `thread` ends (by ASYNC_END on any stream, or at the end of the
     /// file with `ended` false).
     fn detached_end(&mut self, thread: usize, span: Self::Span, ticks: u64, ended: bool);
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) A chunk of `thread` is read: its spans
+    /// and events took the ids `ids.0 .. ids.1` (those handed over included), and `spans`
+    /// spans and `events` events of them were not handed over.
+    fn skipped(&mut self, _thread: usize, _ids: (u64, u64), _spans: u64, _events: u64) {}
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Span `id` of `thread`, just detached,
+    /// held `items` spans and events begun on the thread while it was open there, which no
+    /// longer sit inside it; and `holder`, if any, is the open span of the thread that held it
+    /// and no longer does.
+    fn detached_from(&mut self, _thread: usize, _id: u64, _items: u32, _holder: Option<u64>) {}
 
     /// A link recorded after other records of the thread: it belongs to the thread's latest
     /// span or event, already handed over.

@@ -25,6 +25,8 @@ const NANOSECONDS: Calibration = Calibration { anchor_ticks: 0, anchor_unix_ns: 
 pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
     let mut fields = Fields::new();
     let mut handles: Vec<S::Span> = Vec::new();
+    // The spans open on the thread's track (a detached span leaves it), innermost last.
+    let mut open: Vec<u64> = Vec::new();
     for process in &trace.processes {
         sink.process(&Header {
             source: process.source.clone(),
@@ -52,14 +54,17 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
         for (t, thread) in process.threads.iter().enumerate() {
             handles.clear();
             handles.resize(thread.spans.len(), S::Span::default());
+            open.clear();
             for step in Layout::of(thread).steps(thread) {
                 match step {
                     Step::Begin(i) => {
                         let s = &thread.spans[i];
                         fill(&mut fields, &s.fields);
+                        let held = s.parent.is_some_and(|p| open.contains(&p));
                         let item = Item {
                             id: s.id,
                             parent: s.parent,
+                            held,
                             callsite: &s.callsite,
                             callsite_index: index(&s.callsite),
                             fields: &fields,
@@ -68,9 +73,20 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                             links: &s.links,
                             correlation: s.correlation,
                         };
-                        handles[i] = sink.span_begin(t, &item);
+                        if S::EVERY_ITEM || item.refers() {
+                            handles[i] = sink.span_begin(t, &item);
+                        }
+                        if !S::EVERY_ITEM {
+                            sink.skipped(t, (s.id, s.id.wrapping_add(1)), u64::from(!item.refers()), 0);
+                        }
                         if s.detached {
                             sink.detach(t, handles[i], s.id);
+                            if !S::EVERY_ITEM {
+                                // Detached as it begins: it holds nothing yet.
+                                sink.detached_from(t, s.id, 0, s.parent.filter(|_| held));
+                            }
+                        } else {
+                            open.push(s.id);
                         }
                     }
                     Step::End(i) => {
@@ -78,7 +94,12 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                         if s.detached {
                             sink.detached_end(t, handles[i], s.end_ns, s.ended);
                         } else {
-                            sink.span_end(t, handles[i], s.end_ns, s.ended);
+                            if let Some(k) = open.iter().rposition(|&o| o == s.id) {
+                                open.remove(k);
+                            }
+                            if S::EVERY_ITEM {
+                                sink.span_end(t, handles[i], s.end_ns, s.ended);
+                            }
                         }
                     }
                     Step::Instant(i) => {
@@ -87,6 +108,7 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                         let item = Item {
                             id: e.id,
                             parent: e.parent,
+                            held: e.parent.is_some_and(|p| open.contains(&p)),
                             callsite: &e.callsite,
                             callsite_index: index(&e.callsite),
                             fields: &fields,
@@ -95,7 +117,12 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                             links: &e.links,
                             correlation: e.correlation,
                         };
-                        sink.event(t, &item);
+                        if S::EVERY_ITEM || item.refers() {
+                            sink.event(t, &item);
+                        }
+                        if !S::EVERY_ITEM {
+                            sink.skipped(t, (e.id, e.id.wrapping_add(1)), 0, u64::from(!item.refers()));
+                        }
                     }
                 }
             }

@@ -3,7 +3,10 @@
 //! Flows are pairs of ids on two packets, and either packet may come first in the output, so
 //! both ends must be numbered before anything is written. A first pass over the records
 //! ([`Scan`], a [`Sink`]) keeps only what cross-references need, so its memory grows with
-//! references, not with records:
+//! references, not with records. It is handed only the items that refer elsewhere (links,
+//! correlations, parents that do not hold them on their track); the decoder tells the rest in
+//! numbers (`Sink::EVERY_ITEM`), and counts what each open span holds, for spans that are
+//! detached. It learns:
 //! - per id that something refers to: how many items link to it, how many children sit off its
 //!   track (a context entered on another thread or process, a detached span's children, a
 //!   detached span itself), and whether it is detached (then it gets a track of its own from
@@ -14,8 +17,6 @@
 //!
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
 //! numbered from a base; the n-th item to reference it in the second pass takes base + n.
-
-use std::collections::BTreeMap;
 
 use crate::export::{
     index::Keys,
@@ -30,7 +31,7 @@ use crate::{
 };
 
 /// How an id is referred to.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct Refs {
     /// Items whose links name it (each once, however often it names it).
     links: u32,
@@ -39,24 +40,14 @@ struct Refs {
     detached: bool,
 }
 
-/// An open span of a thread in the first pass, where a parent is looked for.
-struct Entry {
-    id: u64,
-    /// Items counted as sitting inside it: moved to `Refs::children` if it is detached.
-    kids: u32,
-    /// Its own parent, and whether that parent was open below it (counted as enclosing it).
-    parent: u64,
-    parent_on_stack: bool,
-}
-
 #[derive(Default)]
 struct ThreadScan {
     /// The run of consecutive ids being extended (first, last).
     run: Option<(u64, u64)>,
-    stack: Vec<Entry>,
 }
 
 /// A correlation group: members so far and the latest, by (time, process, thread, id).
+#[derive(Clone, Copy)]
 struct Group {
     members: u32,
     last: Member,
@@ -75,12 +66,9 @@ pub(super) struct Scan {
     cal: Option<Converter>,
     threads: Vec<ThreadScan>,
     runs: Vec<(u64, u64)>,
-    /// Ordered maps, not hash maps: an id or a group is most often first met right after the
-    /// one before it in its thread, near the last insertion (the hash of a new key lands at
-    /// random in a large table and misses the cache); and their order is the plan's.
-    refs: BTreeMap<u64, Refs>,
+    refs: Tally<u64, Refs>,
     keys: Keys,
-    groups: BTreeMap<(u32, u64), Group>,
+    groups: Tally<(u32, u64), Group>,
     /// Links counted and not yet in `refs`: (id, links), the latest first.
     hot: [(u64, u32); 2],
     /// The current process's spans and events so far.
@@ -89,54 +77,17 @@ pub(super) struct Scan {
 }
 
 impl Scan {
-    #[inline(always)]
-    fn item(&mut self, t: usize, r: &Item<'_>, is_span: bool) {
-        let th = &mut self.threads[t];
-        if r.id != 0 {
-            match &mut th.run {
-                Some((_, last)) if last.wrapping_add(1) == r.id => *last = r.id,
-                run => {
-                    self.runs.extend(run.take());
-                    *run = Some((r.id, r.id));
-                }
-            }
-        }
-        // Most often the parent is the span just below, on the thread's track.
-        let mut parent_on_stack = false;
-        if let Some(parent) = r.parent {
-            match th.stack.last_mut() {
-                Some(e) if e.id == parent => (e.kids, parent_on_stack) = (e.kids.saturating_add(1), true),
-                _ => parent_on_stack = self.parent_elsewhere(t, parent),
-            }
+    /// An item that refers elsewhere (the decoder hands over no other).
+    fn item(&mut self, r: &Item<'_>, t: usize) {
+        if let (Some(parent), false) = (r.parent, r.held) {
+            self.refs.add(parent, Refs { children: 1, ..Refs::default() });
         }
         if !r.links.is_empty() || r.correlation.is_some() {
             self.causes(t, r);
         }
-        if is_span {
-            let parent = r.parent.unwrap_or(0);
-            self.threads[t].stack.push(Entry { id: r.id, kids: 0, parent, parent_on_stack });
-        }
-    }
-
-    /// A parent that is not the innermost open span: further down the stack (true), or not
-    /// on the thread's track.
-    #[cold]
-    fn parent_elsewhere(&mut self, t: usize, parent: u64) -> bool {
-        match self.threads[t].stack.iter_mut().rev().find(|e| e.id == parent) {
-            Some(e) => {
-                e.kids = e.kids.saturating_add(1);
-                true
-            }
-            None => {
-                let refs = self.refs.entry(parent).or_default();
-                refs.children = refs.children.saturating_add(1);
-                false
-            }
-        }
     }
 
     /// `r`'s links and correlation.
-    #[cold]
     fn causes(&mut self, t: usize, r: &Item<'_>) {
         for (k, &cause) in r.links.iter().enumerate() {
             if cause != r.id && !r.links[..k].contains(&cause) {
@@ -148,9 +99,7 @@ impl Scan {
                 let cal = self.cal.expect("the header comes first");
                 let member = (cal.to_unix_ns(r.ticks), self.processes.len() - 1, t, r.id);
                 let key = self.keys.number(r.callsite_index, key, true).expect("added");
-                let group = self.groups.entry((key, value)).or_insert(Group { members: 0, last: member });
-                group.members = group.members.saturating_add(1);
-                group.last = group.last.max(member);
+                self.groups.add((key, value), Group { members: 1, last: member });
             }
         }
     }
@@ -174,8 +123,7 @@ impl Scan {
 
     fn count_links(&mut self, id: u64, n: u32) {
         if n > 0 {
-            let refs = self.refs.entry(id).or_default();
-            refs.links = refs.links.saturating_add(n);
+            self.refs.add(id, Refs { links: n, ..Refs::default() });
         }
     }
 
@@ -187,6 +135,7 @@ impl Scan {
 impl Sink for Scan {
     type Span = ();
     const FIELDS: bool = false;
+    const EVERY_ITEM: bool = false;
 
     fn process(&mut self, header: &Header) {
         self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
@@ -204,38 +153,43 @@ impl Sink for Scan {
         self.process().thread_named(thread, tid, name);
     }
 
-    #[inline(always)]
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
-        self.item(thread, span, true);
+        self.item(span, thread);
         self.spans += 1;
     }
 
-    #[inline(always)]
     fn event(&mut self, thread: usize, event: &Item<'_>) {
-        self.item(thread, event, false);
+        self.item(event, thread);
         self.events += 1;
     }
 
-    #[inline(always)]
-    fn span_end(&mut self, thread: usize, _span: (), _ticks: u64, _ended: bool) {
-        self.threads[thread].stack.pop();
+    fn skipped(&mut self, thread: usize, (first, end): (u64, u64), spans: u64, events: u64) {
+        self.spans += spans;
+        self.events += events;
+        // The chunk's ids extend the thread's run if they follow it (0 is no id).
+        let first = first.max(1);
+        if end <= first {
+            return;
+        }
+        match &mut self.threads[thread].run {
+            Some((_, last)) if last.wrapping_add(1) == first => *last = end - 1,
+            run => {
+                self.runs.extend(run.take());
+                *run = Some((first, end - 1));
+            }
+        }
     }
 
-    /// The span goes to a track of its own: what was counted as inside it on the thread's
-    /// track is not, nor is the span inside its parent.
-    fn detach(&mut self, thread: usize, _span: (), id: u64) {
-        let stack = &mut self.threads[thread].stack;
-        let Some(pos) = stack.iter().rposition(|e| e.id == id) else { return };
-        let e = stack.remove(pos);
-        let refs = self.refs.entry(id).or_default();
-        refs.detached = true;
-        refs.children = refs.children.saturating_add(e.kids);
-        if e.parent_on_stack {
-            if let Some(parent) = stack.iter_mut().rev().find(|p| p.id == e.parent) {
-                parent.kids = parent.kids.saturating_sub(1);
-                let refs = self.refs.entry(e.parent).or_default();
-                refs.children = refs.children.saturating_add(1);
-            }
+    fn span_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
+
+    fn detach(&mut self, _thread: usize, _span: (), _id: u64) {}
+
+    /// The span goes to a track of its own: what it held on the thread's track no longer sits
+    /// inside it, nor does it sit inside its holder.
+    fn detached_from(&mut self, _thread: usize, id: u64, items: u32, holder: Option<u64>) {
+        self.refs.add(id, Refs { children: items, links: 0, detached: true });
+        if let Some(holder) = holder {
+            self.refs.add(holder, Refs { children: 1, ..Refs::default() });
         }
     }
 
@@ -252,6 +206,73 @@ impl Sink for Scan {
         let p = self.processes.last_mut().expect("the header comes first");
         (p.spans, p.events) = (spans, events);
         p.finish(end);
+    }
+}
+
+/// Values that add up: what a [`Tally`] keeps per key.
+trait Add: Copy {
+    fn add(&mut self, other: Self);
+}
+
+impl Add for Refs {
+    fn add(&mut self, other: Refs) {
+        self.links = self.links.saturating_add(other.links);
+        self.children = self.children.saturating_add(other.children);
+        self.detached |= other.detached;
+    }
+}
+
+impl Add for Group {
+    fn add(&mut self, other: Group) {
+        self.members = self.members.saturating_add(other.members);
+        self.last = self.last.max(other.last);
+    }
+}
+
+/// Sums by key, kept as a log of additions that is sorted and summed up whenever it has
+/// doubled since the last time (and once at the end). An addition is a push where a map
+/// would look its key up (a tree's nodes, or a hash table at random, far from the last one
+/// touched), and memory stays within twice the keys (plus a fixed allowance).
+struct Tally<K, V> {
+    log: Vec<(K, V)>,
+    /// Entries after the last summing up.
+    summed: usize,
+}
+
+impl<K, V> Default for Tally<K, V> {
+    fn default() -> Self {
+        Tally { log: Vec::new(), summed: 0 }
+    }
+}
+
+impl<K: Ord + Copy, V: Add> Tally<K, V> {
+    /// Entries the log may hold before it is first summed up.
+    const ALLOWANCE: usize = 1 << 16;
+
+    fn add(&mut self, key: K, value: V) {
+        self.log.push((key, value));
+        if self.log.len() >= (2 * self.summed).max(Self::ALLOWANCE) {
+            self.sum();
+        }
+    }
+
+    fn sum(&mut self) {
+        // Stable, and quick on runs: each thread adds its keys mostly in ascending order.
+        self.log.sort_by_key(|&(k, _)| k);
+        self.log.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.add(later.1);
+            }
+            same
+        });
+        self.summed = self.log.len();
+    }
+
+    /// Each key once, with its sum, in key order.
+    fn into_sorted(mut self) -> Vec<(K, V)> {
+        self.sum();
+        self.log
     }
 }
 
@@ -320,6 +341,7 @@ impl Plan {
             i > 0 && merged[i - 1].1 >= id
         };
         let mut targets: Vec<Target> = refs
+            .into_sorted()
             .into_iter()
             // 0 is the null id (stand-ins have it): never a target.
             .filter(|&(id, _)| id != 0)
@@ -347,6 +369,7 @@ impl Plan {
         // The groups come in key number and value order: each key's flows start where those
         // of the keys before it by name end.
         let mut groups: Vec<GroupPlan> = groups
+            .into_sorted()
             .into_iter()
             .filter(|(_, g)| g.members > 1)
             .map(|(key, g)| GroupPlan { key, flow: 0, last: g.last })

@@ -129,6 +129,7 @@ fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
     let item = |id, parent, cs, ticks| stream::Item {
         id,
         parent,
+        held: false,
         callsite: cs,
         callsite_index: 1,
         fields: &fields,

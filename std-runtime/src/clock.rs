@@ -72,12 +72,16 @@ impl Converter {
             None => (self.cal.anchor_ticks - t, false),
         };
         // floor(dt * ns / ticks) = dt * whole + floor(dt * rest / ticks); the second term is
-        // estimated from the reciprocal (never above it, at most one below) and corrected.
-        let ticks = u128::from(self.cal.ticks.max(1));
-        let exact = u128::from(dt) * u128::from(self.rest);
-        let mut part = (u128::from(dt) * u128::from(self.fraction)) >> 64;
-        if (part + 1) * ticks <= exact {
-            part += 1;
+        // estimated from the reciprocal: dt * fraction / 2^64 falls short of dt * rest / ticks
+        // by less than dt / 2^64, so its floor is one short only if its fractional part (the
+        // low word) is above 1 - dt / 2^64. Only then is it checked, by multiplying back.
+        let estimate = u128::from(dt) * u128::from(self.fraction);
+        let mut part = estimate >> 64;
+        if estimate as u64 >= dt.wrapping_neg() && dt != 0 {
+            let ticks = u128::from(self.cal.ticks.max(1));
+            if (part + 1) * ticks <= u128::from(dt) * u128::from(self.rest) {
+                part += 1;
+            }
         }
         let ns = u128::from(dt) * u128::from(self.whole) + part;
         let anchor = u128::from(self.cal.anchor_unix_ns);

@@ -67,20 +67,19 @@ fn varint(b: &mut Vec<u8>, v: u64) {
 /// it takes.
 #[inline(always)]
 fn encoded(v: u64) -> (u64, u16, usize) {
-    // The 7-bit groups are gathered in registers, each with its continuation bit, which the
-    // last one then loses. (Bytes stored one by one and read back as a word would stall on
-    // store forwarding.)
+    // The 7-bit groups of the low 56 bits are spread to a byte each in three steps (28-bit
+    // halves to 32-bit lanes, then 14-bit quarters, then 7-bit groups), and all but the last
+    // byte get their continuation bit: a few operations on registers, no loop. (Bytes stored
+    // one by one and read back as a word would stall on store forwarding.)
     let n = varint_len(v);
-    let mut low = 0x8080_8080_8080_8080u64;
-    for i in 0..8 {
-        low |= ((v >> (7 * i)) & 0x7f) << (8 * i);
-    }
-    let mut high = 0x8080u16 | ((v >> 56) & 0x7f) as u16 | ((v >> 63) as u16) << 8;
-    match n {
-        1..=8 => low &= !(0x80 << (8 * (n - 1))),
-        9 => high &= !0x80,
-        _ => high &= !0x8000,
-    }
+    let x = v & 0x00ff_ffff_ffff_ffff;
+    let x = (x & 0x0fff_ffff) | ((x & 0x00ff_ffff_f000_0000) << 4);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x0fff_c000_0fff_c000) << 2);
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x3f80_3f80_3f80_3f80) << 1);
+    let continued = if n > 8 { u64::MAX } else { (1u64 << (8 * (n - 1))) - 1 };
+    let low = x | (0x8080_8080_8080_8080 & continued);
+    // Bits 56 to 63: the ninth byte (continued if there is a tenth) and the tenth.
+    let high = ((v >> 56) & 0x7f) as u16 | ((v >> 63) as u16) << 8 | if n > 9 { 0x80 } else { 0 };
     (low, high, n)
 }
 
@@ -136,13 +135,18 @@ struct Put<'a> {
 impl Put<'_> {
     #[inline(always)]
     fn byte(&mut self, x: u8) {
-        self.b[self.p] = x;
-        self.p += 1;
+        self.bytes([x]);
     }
 
+    /// Stores `x` where the writer stands. Every write is bounds-checked in debug builds
+    /// only: the checks of the byte-by-byte writes of a packet cost more than its encoding.
     #[inline(always)]
     fn bytes<const N: usize>(&mut self, x: [u8; N]) {
-        self.b[self.p..self.p + N].copy_from_slice(&x);
+        debug_assert!(self.p + N <= self.b.len(), "a packet wrote past the room it reserved");
+        // SAFETY: a `Put` is made over room that its packet reserved (`Packets::room`) for
+        // the most it may write, counting whole words for varints and tags and a `FIELD` per
+        // field, so `p + N` is within `b`; an unaligned write of plain bytes is always valid.
+        unsafe { self.b.as_mut_ptr().add(self.p).cast::<[u8; N]>().write_unaligned(x) };
         self.p += N;
     }
 
@@ -159,16 +163,18 @@ impl Put<'_> {
     /// `n` bytes (at most 10) given as two little-endian words: two stores.
     #[inline(always)]
     fn words(&mut self, low: u64, high: u16, n: usize) {
-        self.b[self.p..self.p + 8].copy_from_slice(&low.to_le_bytes());
-        self.b[self.p + 8..self.p + 10].copy_from_slice(&high.to_le_bytes());
-        self.p += n;
+        let p = self.p;
+        self.bytes(low.to_le_bytes());
+        self.bytes(high.to_le_bytes());
+        self.p = p + n;
     }
 
     /// A tag: one store of 8 bytes, of which it keeps its own.
     #[inline(always)]
     fn tag(&mut self, t: Tag) {
-        self.b[self.p..self.p + 8].copy_from_slice(&t.bytes.to_le_bytes());
-        self.p += t.len();
+        let p = self.p;
+        self.bytes(t.bytes.to_le_bytes());
+        self.p = p + t.len();
     }
 
     /// A length-delimited field's key and a two-byte length to fill in: where that is.
@@ -210,8 +216,9 @@ impl Put<'_> {
                 | ((name.len() + 1 + n) as u64) << 8
                 | name.bytes << 16
                 | u64::from(key) << (8 * (2 + name.len()));
-            self.b[self.p..self.p + 8].copy_from_slice(&head.to_le_bytes());
-            self.p += 3 + name.len();
+            let p = self.p;
+            self.bytes(head.to_le_bytes());
+            self.p = p + 3 + name.len();
         } else {
             self.bytes([key::DEBUG_ANNOTATIONS, (name.len() + 1 + n) as u8]);
             self.tag(name);

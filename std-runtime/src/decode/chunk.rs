@@ -28,6 +28,14 @@ pub(super) enum Open<T> {
     Adopted(u64),
 }
 
+impl<T> Open<T> {
+    /// A span that has just begun, held by `holder` (0: none) and holding nothing yet.
+    #[inline(always)]
+    fn span(id: u64, start: u64, span: T, holder: u64) -> Open<T> {
+        Open::Span { id, start, span, held: 0, holder }
+    }
+}
+
 /// A span begin or event not yet handed to the sink.
 #[derive(Default)]
 struct Pending {
@@ -226,7 +234,7 @@ impl<T: Copy + Default> Decoder<T> {
                 correlation: None,
             };
             let span = sink.span_begin(t, &item);
-            s.stack.push(Open::Span { id: 0, start: ts, span, held: 0, holder });
+            s.stack.push(Open::span(0, ts, span, holder));
         }
         let mut seen = 0u64;
         let first_id = next_id;
@@ -264,13 +272,7 @@ impl<T: Copy + Default> Decoder<T> {
                             (p.depth, p.correlation, p.stack_pos) = (depth as u32, None, depth);
                             p.links.clear();
                             if is_span {
-                                s.stack.push(Open::Span {
-                                    id,
-                                    start: ts,
-                                    span: T::default(),
-                                    held: 0,
-                                    holder,
-                                });
+                                s.stack.push(Open::span(id, ts, T::default(), holder));
                             }
                             continue;
                         }
@@ -279,13 +281,7 @@ impl<T: Copy + Default> Decoder<T> {
                         if !S::EVERY_ITEM && (held || parent.is_none()) {
                             if is_span {
                                 skipped_spans += 1;
-                                s.stack.push(Open::Span {
-                                    id,
-                                    start: ts,
-                                    span: T::default(),
-                                    held: 0,
-                                    holder,
-                                });
+                                s.stack.push(Open::span(id, ts, T::default(), holder));
                             } else {
                                 skipped_events += 1;
                             }
@@ -305,7 +301,7 @@ impl<T: Copy + Default> Decoder<T> {
                         };
                         if is_span {
                             let span = sink.span_begin(t, &item);
-                            s.stack.push(Open::Span { id, start: ts, span, held: 0, holder });
+                            s.stack.push(Open::span(id, ts, span, holder));
                         } else {
                             sink.event(t, &item);
                         }

@@ -89,16 +89,23 @@ impl<'o> Writer<'o> {
     }
 
     /// Hands the packets written so far to the output once there are enough (or `all`).
-    #[inline]
+    #[inline(always)]
     fn drain(&mut self, all: bool) {
         if all || self.ev.bytes().len() >= BLOCK {
-            if self.error.is_none() {
-                if let Err(e) = self.out.write_all(self.ev.bytes()) {
-                    self.error = Some(e);
-                }
-            }
-            self.ev.clear();
+            self.flush_block();
         }
+    }
+
+    /// Hands the packets written so far to the output (about once per `BLOCK`).
+    #[cold]
+    #[inline(never)]
+    fn flush_block(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(self.ev.bytes()) {
+                self.error = Some(e);
+            }
+        }
+        self.ev.clear();
     }
 
     fn message(&mut self, packet: &proto::TracePacket) {
@@ -302,7 +309,8 @@ impl<'o> Writer<'o> {
 /// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
 fn hex(text: &mut String, id: u64) {
     let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
-    text.push_str(std::str::from_utf8(&digits).expect("hex digits"));
+    // ASCII digits as chars: nothing to validate, where `from_utf8` would check each byte.
+    text.extend(digits.map(char::from));
 }
 
 /// Appends `v` in decimal (`{v}`).
@@ -317,7 +325,7 @@ fn decimal(text: &mut String, mut v: u64) {
             break;
         }
     }
-    text.push_str(std::str::from_utf8(&digits[20 - n..]).expect("decimal digits"));
+    text.extend(digits[20 - n..].iter().map(|&d| char::from(d)));
 }
 
 /// The first index of sorted `items` at which `before` is false, looked for from `from`

@@ -57,6 +57,7 @@ impl FrameReader<BufReader<File>> {
     /// Opens `path` and checks its magic and version.
     pub fn open(path: &Path) -> Result<Self, Error> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // Data frames larger than this are read past it (see `frame`).
         FrameReader::new(BufReader::with_capacity(64 << 10, file), path)
     }
 }

@@ -47,8 +47,6 @@ pub struct FrameReader<R: Read> {
     path: PathBuf,
     offset: u64,
     done: bool,
-    /// The latest payload, at the start; as long as the longest payload so far.
-    buf: Vec<u8>,
     /// The file's format version.
     pub version: u16,
 }
@@ -57,8 +55,7 @@ impl FrameReader<BufReader<File>> {
     /// Opens `path` and checks its magic and version.
     pub fn open(path: &Path) -> Result<Self, Error> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        // Data frames larger than this are read past it (see `frame`).
-        FrameReader::new(BufReader::with_capacity(64 << 10, file), path)
+        FrameReader::new(BufReader::with_capacity(1 << 20, file), path)
     }
 }
 
@@ -119,14 +116,7 @@ impl<R: Read> FrameReader<R> {
                 supported: FORMAT_VERSION,
             });
         }
-        Ok(FrameReader {
-            input,
-            path: path.to_owned(),
-            offset: head.len() as u64,
-            done: false,
-            buf: Vec::new(),
-            version,
-        })
+        Ok(FrameReader { input, path: path.to_owned(), offset: head.len() as u64, done: false, version })
     }
 
     /// The next intact frame, or `None` at the end of the readable part of the file. Problems
@@ -138,17 +128,9 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Like [`next_frame`](Self::next_frame), but reads the payload into `payload` (replacing
-    /// what it held). Returns the frame's kind and offset.
+    /// what it held), so that one buffer serves a whole file. Returns the frame's kind and
+    /// offset.
     pub fn read_frame(&mut self, warnings: &mut Vec<Warning>, payload: &mut Vec<u8>) -> Option<(u8, u64)> {
-        let (kind, offset, bytes) = self.frame(warnings)?;
-        payload.clear();
-        payload.extend_from_slice(bytes);
-        Some((kind, offset))
-    }
-
-    /// Like [`next_frame`](Self::next_frame), but the payload is lent from the reader's own
-    /// buffer, which serves the whole file. Returns the frame's kind, offset and payload.
-    pub fn frame(&mut self, warnings: &mut Vec<Warning>) -> Option<(u8, u64, &[u8])> {
         while !self.done {
             let offset = self.offset;
             let (kind, len, head) = match self.head() {
@@ -156,7 +138,10 @@ impl<R: Read> FrameReader<R> {
                 Ok(None) => return None,
                 Err(message) => return self.stop(warnings, offset, message),
             };
-            let got = match self.read_payload(len as usize) {
+            payload.clear();
+            // `take` + `read_to_end` grows the buffer with the bytes that arrive, never to a
+            // length the file claims.
+            let got = match (&mut self.input).take(u64::from(len)).read_to_end(payload) {
                 Ok(g) => g,
                 Err(e) => return self.stop(warnings, offset, format!("read error: {e}")),
             };
@@ -167,37 +152,16 @@ impl<R: Read> FrameReader<R> {
                 return self.stop(warnings, offset, format!("file ends inside a frame of kind {kind} ({got} of {len} payload bytes); the frame is lost"));
             }
             self.offset += (FRAME_HEAD_LEN + len as usize + FRAME_TAIL_LEN) as u64;
-            if crc(&head, &self.buf[..len as usize]) != u32::from_le_bytes(tail) {
+            if crc(&head, payload) != u32::from_le_bytes(tail) {
                 warnings.push(self.warning(
                     offset,
                     format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped"),
                 ));
                 continue;
             }
-            return Some((kind, offset, &self.buf[..len as usize]));
+            return Some((kind, offset));
         }
         None
-    }
-
-    /// Reads up to `len` payload bytes into the start of `buf`; how many there were. The
-    /// buffer grows as bytes arrive (to twice what has arrived at most, never to a length the
-    /// file only claims) and is kept: reading into bytes already initialised needs no zeroing
-    /// first, and a large read goes straight from the file into it, not through the input's
-    /// buffer.
-    fn read_payload(&mut self, len: usize) -> io::Result<usize> {
-        let mut got = 0;
-        while got < len {
-            if self.buf.len() == got {
-                self.buf.resize(len.min((2 * got).max(64 << 10)), 0);
-            }
-            let end = len.min(self.buf.len());
-            let n = read_full(&mut self.input, &mut self.buf[got..end])?;
-            got += n;
-            if got < end {
-                break;
-            }
-        }
-        Ok(got)
     }
 
     /// Reads the next frame head: `Ok(None)` at a clean end of file, `Err` (with the message

@@ -183,17 +183,18 @@ pub fn decode<R: Read, S: Sink>(
     sink: &mut S,
 ) -> Result<Vec<Warning>, Error> {
     let mut warnings = Vec::new();
-    let first = reader.frame(&mut warnings);
-    let Some((_, offset, header)) = first.filter(|&(kind, ..)| kind == frame::HEADER) else {
+    let mut payload = Vec::new();
+    let first = reader.read_frame(&mut warnings, &mut payload);
+    let Some((_, offset)) = first.filter(|&(kind, _)| kind == frame::HEADER) else {
         let what = warnings.first().map_or("the file has no header frame".to_owned(), |w| w.message.clone());
         return Err(Error::Corrupt { path: path.to_owned(), offset: 10, what });
     };
     let header =
-        read_header(path, header).map_err(|what| Error::Corrupt { path: path.to_owned(), offset, what })?;
+        read_header(path, &payload).map_err(|what| Error::Corrupt { path: path.to_owned(), offset, what })?;
     sink.process(&header);
     let mut d = Decoder::new(path, header.parent_span);
-    while let Some((kind, offset, payload)) = reader.frame(&mut warnings) {
-        if let Err(message) = d.frame(kind, offset, payload, sink) {
+    while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
+        if let Err(message) = d.frame(kind, offset, &payload, sink) {
             warnings.push(Warning { path: path.to_owned(), offset, message });
         }
     }

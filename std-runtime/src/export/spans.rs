@@ -324,9 +324,7 @@ pub(crate) fn decode_counting<S: Sink>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<Warning>, Error> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // Smaller than a busy trace's data frames, which are then read past it, straight into
-    // the frame reader's payload buffer (see `FrameReader::frame`).
-    let input = io::BufReader::with_capacity(64 << 10, Counting { inner: file, progress });
+    let input = io::BufReader::with_capacity(1 << 20, Counting { inner: file, progress });
     stream::decode(FrameReader::new(input, path)?, path, sink)
 }
 

@@ -89,23 +89,16 @@ impl<'o> Writer<'o> {
     }
 
     /// Hands the packets written so far to the output once there are enough (or `all`).
-    #[inline(always)]
+    #[inline]
     fn drain(&mut self, all: bool) {
         if all || self.ev.bytes().len() >= BLOCK {
-            self.flush_block();
-        }
-    }
-
-    /// Hands the packets written so far to the output (about once per `BLOCK`).
-    #[cold]
-    #[inline(never)]
-    fn flush_block(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.write_all(self.ev.bytes()) {
-                self.error = Some(e);
+            if self.error.is_none() {
+                if let Err(e) = self.out.write_all(self.ev.bytes()) {
+                    self.error = Some(e);
+                }
             }
+            self.ev.clear();
         }
-        self.ev.clear();
     }
 
     fn message(&mut self, packet: &proto::TracePacket) {
@@ -309,8 +302,7 @@ impl<'o> Writer<'o> {
 /// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
 fn hex(text: &mut String, id: u64) {
     let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
-    // ASCII digits as chars: nothing to validate, where `from_utf8` would check each byte.
-    text.extend(digits.map(char::from));
+    text.push_str(std::str::from_utf8(&digits).expect("hex digits"));
 }
 
 /// Appends `v` in decimal (`{v}`).
@@ -325,7 +317,7 @@ fn decimal(text: &mut String, mut v: u64) {
             break;
         }
     }
-    text.extend(digits[20 - n..].iter().map(|&d| char::from(d)));
+    text.push_str(std::str::from_utf8(&digits[20 - n..]).expect("decimal digits"));
 }
 
 /// The first index of sorted `items` at which `before` is false, looked for from `from`

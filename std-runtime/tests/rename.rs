@@ -9,29 +9,8 @@ use prost::Message;
 use serde_json::Value as Json;
 use waffle_std::export::{otlp, Files, Format};
 
-/// Perfetto's messages, only as far as a process track's names.
-mod pb {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Trace {
-        #[prost(message, repeated, tag = "1")]
-        pub packet: Vec<Packet>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Packet {
-        #[prost(message, optional, tag = "60")]
-        pub track: Option<Track>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Track {
-        #[prost(message, optional, tag = "3")]
-        pub process: Option<ProcessDescriptor>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ProcessDescriptor {
-        #[prost(string, optional, tag = "6")]
-        pub name: Option<String>,
-    }
-}
+#[path = "common/perfetto_pb.rs"]
+mod pb;
 
 /// The two recorded files (recorded once for every test of this binary: one session at a
 /// time per process).

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use waffle::{callsite::Kind, wire::FieldType};
 
-use crate::model::{Callsite, Event, Span, Thread};
+use crate::model::{Callsite, Event, Process, Span, Thread};
 
 /// A callsite with these field names (any value type).
 pub(crate) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
@@ -16,4 +16,21 @@ pub(crate) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite>
 /// Thread `tid`, named `t<tid>`, on stream `tid`.
 pub(crate) fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
     Thread { stream: tid as u32, tid, name: format!("t{tid}"), spans, events, dropped: 0 }
+}
+
+/// Process `name` with pid `pid`, read from `<name><pid>.bin`, trace id 7, with these threads,
+/// complete and without drops.
+pub(crate) fn process(pid: u32, name: &str, threads: Vec<Thread>) -> Process {
+    Process {
+        source: format!("{name}{pid}.bin"),
+        pid,
+        name: name.into(),
+        host: String::new(),
+        labels: vec![],
+        trace_id: 7,
+        parent_span: None,
+        threads,
+        dropped: 0,
+        complete: true,
+    }
 }

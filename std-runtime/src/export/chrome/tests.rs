@@ -8,7 +8,7 @@ use std::sync::Arc;
 use waffle::callsite::Kind;
 
 use super::*;
-use crate::model::{Event, Process, Span, Thread};
+use crate::model::{Event, Span, Thread};
 
 const T0: u64 = 1_700_000_000_000_000_000;
 
@@ -45,19 +45,7 @@ fn event(name: &str, id: u64, parent: Option<u64>, ts: u64, links: &[u64]) -> Ev
 }
 
 fn trace(threads: Vec<Thread>) -> Trace {
-    let process = Process {
-        source: "p.bin".into(),
-        pid: 1,
-        name: "p".into(),
-        host: String::new(),
-        labels: vec![],
-        trace_id: 7,
-        parent_span: None,
-        threads,
-        dropped: 0,
-        complete: true,
-    };
-    Trace { processes: vec![process] }
+    Trace { processes: vec![fixtures::process(1, "p", threads)] }
 }
 
 fn export(trace: &Trace) -> Vec<Json> {

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use waffle::callsite::Kind;
 
 use crate::export::{export, Format};
-use crate::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
+use crate::model::{Callsite, Event, Span, Thread, Trace, Value};
 
 fn callsite(name: &str, kind: Kind) -> Arc<Callsite> {
     fixtures::callsite(name, kind, &["n"])
@@ -33,20 +33,9 @@ fn span(id: u64, parent: Option<u64>, links: &[u64], start_us: u64) -> Span {
 
 fn trace(trace_id: u128, spans: Vec<Span>, events: Vec<Event>) -> Trace {
     let thread = Thread { stream: 0, tid: 1, name: String::new(), spans, events, dropped: 0 };
-    Trace {
-        processes: vec![Process {
-            source: "a.bin".into(),
-            pid: 1,
-            name: String::new(),
-            host: String::new(),
-            labels: vec![],
-            trace_id,
-            parent_span: None,
-            threads: vec![thread],
-            dropped: 0,
-            complete: true,
-        }],
-    }
+    let mut process = fixtures::process(1, "", vec![thread]);
+    process.trace_id = trace_id;
+    Trace { processes: vec![process] }
 }
 
 fn json(trace: &Trace, format: Format) -> Json {

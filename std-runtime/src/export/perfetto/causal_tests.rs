@@ -3,7 +3,7 @@
 
 use super::tests::{self, span};
 use super::*;
-use crate::export::fixtures::{callsite, thread};
+use crate::export::fixtures::{self, callsite, thread};
 use crate::model::{Callsite, Event, Process, Thread};
 use prost::Message;
 use proto::{AnnotationValue, TrackDescriptor, TrackEvent};
@@ -18,18 +18,7 @@ fn correlated(name: &str, kind: Kind, key: &str) -> Arc<Callsite> {
 }
 
 fn process(name: &str, threads: Vec<Thread>) -> Process {
-    Process {
-        source: format!("{name}.bin"),
-        pid: 7,
-        name: name.into(),
-        host: String::new(),
-        labels: vec![],
-        trace_id: 1,
-        parent_span: None,
-        threads,
-        dropped: 0,
-        complete: true,
-    }
+    fixtures::process(7, name, threads)
 }
 
 /// Causality across two processes:

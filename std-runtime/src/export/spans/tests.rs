@@ -44,18 +44,7 @@ fn event(id: u64, parent: Option<u64>, ts: u64, links: &[u64]) -> Event {
 }
 
 fn process(pid: u32, threads: Vec<Thread>) -> Process {
-    Process {
-        source: format!("{pid}.bin"),
-        pid,
-        name: "p".into(),
-        host: String::new(),
-        labels: vec![],
-        trace_id: 7,
-        parent_span: None,
-        threads,
-        dropped: 0,
-        complete: true,
-    }
+    fixtures::process(pid, "p", threads)
 }
 
 /// A span as written, in owned parts.

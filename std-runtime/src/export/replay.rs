@@ -73,11 +73,12 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                             links: &s.links,
                             correlation: s.correlation,
                         };
-                        if S::EVERY_ITEM || item.refers() {
+                        let handed = S::EVERY_ITEM || item.refers();
+                        if handed {
                             handles[i] = sink.span_begin(t, &item);
                         }
                         if !S::EVERY_ITEM {
-                            sink.skipped(t, (s.id, s.id.wrapping_add(1)), u64::from(!item.refers()), 0);
+                            sink.skipped(t, (s.id, s.id.wrapping_add(1)), u64::from(!handed), 0);
                         }
                         if s.detached {
                             sink.detach(t, handles[i], s.id);
@@ -117,11 +118,12 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                             links: &e.links,
                             correlation: e.correlation,
                         };
-                        if S::EVERY_ITEM || item.refers() {
+                        let handed = S::EVERY_ITEM || item.refers();
+                        if handed {
                             sink.event(t, &item);
                         }
                         if !S::EVERY_ITEM {
-                            sink.skipped(t, (e.id, e.id.wrapping_add(1)), 0, u64::from(!item.refers()));
+                            sink.skipped(t, (e.id, e.id.wrapping_add(1)), 0, u64::from(!handed));
                         }
                     }
                 }

@@ -63,9 +63,16 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// The bound: a frame's payload (the collector writes up to one 8 MiB queue per frame), the
-/// reader's and the writer's buffers, and the per-thread and per-reference state.
+/// The bound: a frame's payload (the collector writes up to one queue per frame, and the
+/// reader's buffer grows to about twice the largest frame), the reader's and the writer's
+/// buffers, and the per-thread and per-reference state.
 const BOUND: usize = 64 << 20;
+
+/// Each thread's queue, so the largest frame. How full a queue is when the collector drains it
+/// depends on the machine's scheduling, and the payload buffer keeps the capacity of the
+/// largest frame read: a small queue keeps that difference between two traces within the
+/// comparison's slack, where the default queue (4 MiB) would not.
+const QUEUE: usize = 1 << 20;
 
 /// Records about `mb` MB: 4 threads of steps (an outer span with 3 fields around an inner span
 /// and an event); every 256th inner span links to an event recorded at the start, the outer
@@ -86,7 +93,7 @@ fn record(path: &Path, mb: u64) -> u64 {
 }
 
 fn record_pausing(path: &Path, mb: u64, pause_every: u64) -> (u64, u64) {
-    let session = waffle_std::Config::new(path).queue_bytes(8 << 20).start().expect("start");
+    let session = waffle_std::Config::new(path).queue_bytes(QUEUE).start().expect("start");
     let steps = mb * 1_000_000 / 40 / 4;
     let origin = waffle::event!("origin");
     std::thread::scope(|s| {
@@ -121,6 +128,17 @@ fn record_pausing(path: &Path, mb: u64, pause_every: u64) -> (u64, u64) {
     (std::fs::metadata(path).unwrap().len(), stats.dropped)
 }
 
+/// The largest frame payload in `path`, in bytes (printed: it explains a peak).
+fn largest_frame(path: &Path) -> usize {
+    let mut reader = waffle_std::reader::FrameReader::open(path).expect("open");
+    let (mut warnings, mut payload, mut largest) = (Vec::new(), Vec::new(), 0);
+    while reader.read_frame(&mut warnings, &mut payload).is_some() {
+        largest = largest.max(payload.len());
+    }
+    assert!(warnings.is_empty(), "{warnings:?}");
+    largest
+}
+
 /// Streams `path` in `format` into output thrown away; the peak live heap meanwhile, above
 /// what was live before.
 fn peak_of_export(path: &Path, format: Format) -> (usize, u64) {
@@ -140,11 +158,14 @@ fn bounded(sizes: [u64; 2], formats: &[Format]) {
     for mb in sizes {
         let path = dir.join(format!("{mb}.bin"));
         let bytes = record(&path, mb);
+        let frame = largest_frame(&path);
+        assert!(frame <= QUEUE, "a frame of {frame} bytes from queues of {QUEUE}");
         for (f, &format) in formats.iter().enumerate() {
             let (peak, spans) = peak_of_export(&path, format);
             println!(
-                "bounded memory: {:.1} MB trace.bin ({spans} spans) to {}: peak live heap {:.1} MiB",
+                "bounded memory: {:.1} MB trace.bin ({spans} spans, largest frame {:.2} MiB) to {}: peak live heap {:.1} MiB",
                 bytes as f64 / 1e6,
+                frame as f64 / f64::from(1 << 20),
                 format.name(),
                 peak as f64 / f64::from(1 << 20)
             );

@@ -294,6 +294,12 @@ impl Packets {
         &self.buf[..self.used]
     }
 
+    /// How many bytes of packets are written.
+    #[inline(always)]
+    pub(super) fn len(&self) -> usize {
+        self.used
+    }
+
     /// Forgets the packets written (once they are out).
     pub(super) fn clear(&mut self) {
         self.used = 0;

@@ -89,16 +89,23 @@ impl<'o> Writer<'o> {
     }
 
     /// Hands the packets written so far to the output once there are enough (or `all`).
-    #[inline]
+    /// Checked after every packet, so the check is inlined and the write is not.
+    #[inline(always)]
     fn drain(&mut self, all: bool) {
-        if all || self.ev.bytes().len() >= BLOCK {
-            if self.error.is_none() {
-                if let Err(e) = self.out.write_all(self.ev.bytes()) {
-                    self.error = Some(e);
-                }
-            }
-            self.ev.clear();
+        if all || self.ev.len() >= BLOCK {
+            self.write_out();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_out(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(self.ev.bytes()) {
+                self.error = Some(e);
+            }
+        }
+        self.ev.clear();
     }
 
     fn message(&mut self, packet: &proto::TracePacket) {

@@ -227,15 +227,15 @@ impl Put<'_> {
         self.words(low, high, n);
     }
 
-    /// A debug annotation named by an iid's tag whose value is a string.
+    /// A debug annotation named by an iid's tag whose value is a string, as bytes.
     #[inline(always)]
-    fn str_annotation(&mut self, name: Tag, s: &str) {
+    fn str_annotation(&mut self, name: Tag, s: &[u8]) {
         self.byte(key::DEBUG_ANNOTATIONS);
         self.varint((name.len() + 1 + varint_len(s.len() as u64) + s.len()) as u64);
         self.tag(name);
         self.byte(key::STRING_VALUE);
         self.varint(s.len() as u64);
-        self.b[self.p..self.p + s.len()].copy_from_slice(s.as_bytes());
+        self.b[self.p..self.p + s.len()].copy_from_slice(s);
         self.p += s.len();
     }
 
@@ -245,7 +245,7 @@ impl Put<'_> {
         let (types, words, text) = fields.raw();
         for ((&name, &ty), &w) in names.iter().zip(types).zip(words) {
             if ty == FieldType::Str {
-                self.str_annotation(name, &text[(w >> 32) as usize..w as u32 as usize]);
+                self.str_annotation(name, &text.as_bytes()[(w >> 32) as usize..w as u32 as usize]);
             } else {
                 self.scalar_annotation(name, ty, w);
             }
@@ -356,46 +356,27 @@ impl Packets {
 
     /// A debug annotation with an interned name: `name` is its iid's tag (key
     /// [`key::ANNOTATION_NAME_IID`]).
-    #[inline]
     pub(super) fn annotation(&mut self, name: Tag, value: FieldValue<'_>) {
+        let (ty, word) = match value {
+            FieldValue::Bool(v) => (FieldType::Bool, u64::from(v)),
+            FieldValue::U64(v) => (FieldType::U64, v),
+            FieldValue::I64(v) => (FieldType::I64, v as u64),
+            FieldValue::F64(v) => (FieldType::F64, v.to_bits()),
+            FieldValue::Str(s) => return self.text_annotation(name, s.as_bytes()),
+        };
         self.uses_iids = true;
-        let extra = match value {
-            FieldValue::Str(s) => s.len(),
-            _ => 0,
-        };
-        // Its length is known before it is written: no length to fill in afterwards.
-        let value_len = match value {
-            FieldValue::Bool(_) => 2,
-            FieldValue::U64(v) => 1 + varint_len(v),
-            FieldValue::I64(v) => 1 + varint_len(v as u64),
-            FieldValue::F64(_) => 9,
-            FieldValue::Str(s) => 1 + varint_len(s.len() as u64) + s.len(),
-        };
-        let mut w = Put { b: self.room(4 * FIELD + extra), p: 0 };
-        w.byte(key::DEBUG_ANNOTATIONS);
-        w.varint((name.len() + value_len) as u64);
-        w.tag(name);
-        match value {
-            FieldValue::Bool(v) => w.bytes([key::BOOL_VALUE, u8::from(v)]),
-            FieldValue::U64(v) => {
-                w.byte(key::UINT_VALUE);
-                w.varint(v);
-            }
-            FieldValue::I64(v) => {
-                w.byte(key::INT_VALUE);
-                w.varint(v as u64);
-            }
-            FieldValue::F64(v) => {
-                w.byte(key::DOUBLE_VALUE);
-                w.bytes(v.to_le_bytes());
-            }
-            FieldValue::Str(s) => {
-                w.byte(key::STRING_VALUE);
-                w.varint(s.len() as u64);
-                w.b[w.p..w.p + s.len()].copy_from_slice(s.as_bytes());
-                w.p += s.len();
-            }
-        }
+        let mut w = Put { b: self.room(4 * FIELD), p: 0 };
+        w.scalar_annotation(name, ty, word);
+        self.used += w.p;
+    }
+
+    /// A debug annotation with an interned name (as for [`annotation`](Self::annotation))
+    /// whose value is the string `text`, as bytes: protobuf checks no encoding, and the
+    /// writer's texts (ids, a key and a number) are made as bytes.
+    pub(super) fn text_annotation(&mut self, name: Tag, text: &[u8]) {
+        self.uses_iids = true;
+        let mut w = Put { b: self.room(4 * FIELD + text.len()), p: 0 };
+        w.str_annotation(name, text);
         self.used += w.p;
     }
 
@@ -596,6 +577,52 @@ mod tests {
                 assert_eq!(&packets.buf[..p], &theirs[..], "{v}");
             }
         }
+    }
+
+    #[test]
+    fn annotations_of_every_kind_read_back_with_prost() {
+        use super::super::proto::{AnnotationValue, Trace};
+        use prost::Message;
+        let long = "x".repeat(300);
+        let values = [
+            FieldValue::Bool(true),
+            FieldValue::Bool(false),
+            FieldValue::U64(0),
+            FieldValue::U64(u64::MAX),
+            FieldValue::I64(-1),
+            FieldValue::I64(i64::MIN),
+            FieldValue::F64(-2.5),
+            FieldValue::Str(""),
+            FieldValue::Str(&long),
+        ];
+        let mut packets = Packets::with_capacity(0);
+        packets.begin(7, Tag::new(key::SEQUENCE_ID, 3));
+        for (k, &v) in values.iter().enumerate() {
+            packets.annotation(Tag::new(key::ANNOTATION_NAME_IID, 1 << (6 * k)), v);
+        }
+        packets
+            .text_annotation(Tag::new(key::ANNOTATION_NAME_IID, 99), b"0000000000000001, 00000000000000ff");
+        packets.end(3, Tag::NONE, None, &[], &[]);
+        let trace = Trace::decode(packets.bytes()).expect("prost reads the packet");
+        let ev = trace.packet[0].track_event.as_ref().expect("a track event");
+        let got: Vec<_> = ev.debug_annotations.iter().map(|a| (a.name_iid, a.value.clone())).collect();
+        let mut want: Vec<_> = values
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let value = match *v {
+                    FieldValue::Bool(v) => AnnotationValue::Bool(v),
+                    FieldValue::U64(v) => AnnotationValue::Uint(v),
+                    FieldValue::I64(v) => AnnotationValue::Int(v),
+                    FieldValue::F64(v) => AnnotationValue::Double(v),
+                    FieldValue::Str(v) => AnnotationValue::Str(v.to_owned()),
+                };
+                (Some(1 << (6 * k)), Some(value))
+            })
+            .collect();
+        want.push((Some(99), Some(AnnotationValue::Str("0000000000000001, 00000000000000ff".into()))));
+        assert!(got == want, "{} annotations read back differ", got.len());
+        assert_eq!(trace.packet[0].sequence_flags, Some(u32::from(NEEDS_INCREMENTAL_STATE)));
     }
 
     #[test]

@@ -41,7 +41,8 @@ const BLOCK: usize = 1 << 20;
 struct Causal {
     out: Vec<u64>,
     into: Vec<u64>,
-    text: String,
+    /// The text of an annotation being made (ASCII: ids, a key and a number).
+    text: Vec<u8>,
 }
 
 /// The [`Sink`] that writes the `.pftrace`.
@@ -233,7 +234,7 @@ impl<'o> Writer<'o> {
             causal.text.clear();
             hex(&mut causal.text, r.id);
             let iid = seq.special(Special::Id, ev);
-            ev.annotation(iid, FieldValue::Str(&causal.text));
+            ev.text_annotation(iid, &causal.text);
         }
         // Effects: it ends a flow from each cause in the trace, once per cause.
         let mut unresolved = 0u64;
@@ -254,12 +255,12 @@ impl<'o> Writer<'o> {
             causal.text.clear();
             for (k, &id) in r.links.iter().enumerate() {
                 if k > 0 {
-                    causal.text.push_str(", ");
+                    causal.text.extend_from_slice(b", ");
                 }
                 hex(&mut causal.text, id);
             }
             let iid = seq.special(Special::CausedBy, ev);
-            ev.annotation(iid, FieldValue::Str(&causal.text));
+            ev.text_annotation(iid, &causal.text);
         }
         if unresolved > 0 {
             let iid = seq.special(Special::Unresolved, ev);
@@ -281,11 +282,11 @@ impl<'o> Writer<'o> {
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
                 causal.text.clear();
-                causal.text.push_str(key);
-                causal.text.push('=');
+                causal.text.extend_from_slice(key.as_bytes());
+                causal.text.push(b'=');
                 decimal(&mut causal.text, value);
                 let iid = seq.special(Special::Correlate, ev);
-                ev.annotation(iid, FieldValue::Str(&causal.text));
+                ev.text_annotation(iid, &causal.text);
                 if let Some(key) = plan.keys.number(r.callsite_index, key, false) {
                     let groups = &plan.groups;
                     let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
@@ -307,13 +308,13 @@ impl<'o> Writer<'o> {
 }
 
 /// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
-fn hex(text: &mut String, id: u64) {
+fn hex(text: &mut Vec<u8>, id: u64) {
     let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
-    text.push_str(std::str::from_utf8(&digits).expect("hex digits"));
+    text.extend_from_slice(&digits);
 }
 
 /// Appends `v` in decimal (`{v}`).
-fn decimal(text: &mut String, mut v: u64) {
+fn decimal(text: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut n = 0;
     loop {
@@ -324,7 +325,7 @@ fn decimal(text: &mut String, mut v: u64) {
             break;
         }
     }
-    text.push_str(std::str::from_utf8(&digits[20 - n..]).expect("decimal digits"));
+    text.extend_from_slice(&digits[20 - n..]);
 }
 
 /// The first index of sorted `items` at which `before` is false, looked for from `from`

@@ -67,6 +67,16 @@ fn varint(b: &mut Vec<u8>, v: u64) {
 /// it takes.
 #[inline(always)]
 fn encoded(v: u64) -> (u64, u16, usize) {
+    // Most multi-byte values (timestamp deltas, counters, sizes) take two bytes: made directly.
+    if v < 1 << 14 {
+        return if v < 0x80 { (v, 0, 1) } else { (v & 0x7f | 0x80 | (v >> 7) << 8, 0, 2) };
+    }
+    spread(v)
+}
+
+/// [`encoded`] for any value.
+#[inline(always)]
+fn spread(v: u64) -> (u64, u16, usize) {
     // The 7-bit groups of the low 56 bits are spread to a byte each in three steps (28-bit
     // halves to 32-bit lanes, then 14-bit quarters, then 7-bit groups), and all but the last
     // byte get their continuation bit: a few operations on registers, no loop. (Bytes stored

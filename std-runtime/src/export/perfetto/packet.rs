@@ -381,8 +381,8 @@ impl Packets {
     }
 
     /// A debug annotation with an interned name (as for [`annotation`](Self::annotation))
-    /// whose value is the string `text`, as bytes: protobuf checks no encoding, and the
-    /// writer's texts (ids, a key and a number) are made as bytes.
+    /// whose value is the string `text`, given as its bytes, which must be UTF-8 (the writer
+    /// builds its texts as bytes, so none is checked again here).
     pub(super) fn text_annotation(&mut self, name: Tag, text: &[u8]) {
         self.uses_iids = true;
         let mut w = Put { b: self.room(4 * FIELD + text.len()), p: 0 };

@@ -41,7 +41,8 @@ const BLOCK: usize = 1 << 20;
 struct Causal {
     out: Vec<u64>,
     into: Vec<u64>,
-    /// The text of an annotation being made (ASCII: ids, a key and a number).
+    /// The text of an annotation being made, UTF-8 built from bytes: ids in hex, or a
+    /// correlation's key (a `str`), `=` and its value in decimal.
     text: Vec<u8>,
 }
 

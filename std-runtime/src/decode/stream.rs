@@ -110,9 +110,9 @@ pub trait Sink {
     /// with links or a correlation, those whose parent does not hold them (see
     /// [`Item::held`]), and stand-ins; besides, an item read last in its chunk (whose links
     /// could follow in the stream's next chunk) may be handed over without any. Span ends
-    /// are not told. The other items are told in
-    /// numbers, once per chunk ([`skipped`](Sink::skipped)), and a detached span says what it
-    /// held ([`detached_from`](Sink::detached_from)).
+    /// are not told. The other items are told in numbers, once per chunk
+    /// ([`skipped`](Sink::skipped)), and a detached span says what it held
+    /// ([`detached_from`](Sink::detached_from)).
     const EVERY_ITEM: bool = true;
 
     /// The file's header; first, once.

@@ -105,8 +105,8 @@ impl Scan {
     }
 
     /// One more item links to `cause`. The two causes linked last keep their counts here
-    /// until others push them out: a cause that many items name (a run's origin, say) is then
-    /// looked up in the map once in a while, not once per link.
+    /// until others push them out: a cause that many items name (a run's origin, say) then
+    /// adds an entry to the references' tally once in a while, not once per link.
     fn link(&mut self, cause: u64) {
         match &mut self.hot {
             [(id, n), _] if *id == cause => *n = n.saturating_add(1),

@@ -41,6 +41,7 @@ pub mod dynamic;
 mod error;
 pub mod export;
 pub mod frames;
+pub mod matching;
 pub mod model;
 pub mod reader;
 mod registry;

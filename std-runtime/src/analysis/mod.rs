@@ -7,14 +7,18 @@
 //! - its **parent** span, which may be on another thread or in another process
 //!   ([`Relation::Inside`]);
 //! - for an item with a correlation value, the **other members of its correlation group**, such
-//!   as the same allreduce on the other ranks ([`Relation::CorrelatedWith`]).
+//!   as the same allreduce on the other ranks ([`Relation::CorrelatedWith`]);
+//! - for a span matched by order ([`crate::matching`]: the k-th span of its name on every
+//!   rank of an SPMD program), **the same operation on the other ranks**
+//!   ([`Relation::MatchedByOrder`]), unless [`Options::match_by_order`] is off. The step says
+//!   it was matched by order, so that a reader can tell it from a recorded link.
 //!
-//! Every item is visited once, so cycles (a correlation group always is one) end the walk. Ids
+//! Every item is visited once, so cycles (a group always is one) end the walk. Ids
 //! that none of the files holds are reported as unknown and not followed.
 //!
 //! The **root causes** are the items reached through a causal link whose own causes are not in
 //! the walk: neither they, their ancestors, nor what they are correlated with (and that one's
-//! ancestors) carry a link to an item of these files. A root cause whose links all point outside
+//! ancestors) carry a link to an item of these files; likewise for what it is matched with. A root cause whose links all point outside
 //! the files is still one, as far as these files can tell. When no link is reachable from the
 //! symptom at all, there is no root cause to name: [`Explanation::root_causes`] is empty and the
 //! steps show only where the symptom happened.
@@ -31,8 +35,14 @@
 //! }
 //! ```
 
-use crate::model::{Item, ItemRef, Trace, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use crate::{
+    matching::{self, Rank, RankField},
+    model::{Item, ItemRef, Trace, Value},
+};
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    rc::Rc,
+};
 
 mod render;
 mod select;
@@ -51,16 +61,20 @@ pub enum Relation {
     Inside,
     /// In the same correlation group as the other item (same key and value).
     CorrelatedWith,
+    /// The same operation as the other item on another rank: the k-th span of the same name
+    /// on each rank, matched by order, not by anything recorded.
+    MatchedByOrder,
 }
 
 impl Relation {
     /// The relation as the text and JSON outputs write it: `caused by`, `inside`,
-    /// `correlated with`.
+    /// `correlated with`, `matched by order with`.
     pub fn as_str(self) -> &'static str {
         match self {
             Relation::CausedBy => "caused by",
             Relation::Inside => "inside",
             Relation::CorrelatedWith => "correlated with",
+            Relation::MatchedByOrder => "matched by order with",
         }
     }
 }
@@ -128,6 +142,8 @@ pub struct Step {
     pub from: u64,
     /// What it reached.
     pub reached: Reached,
+    /// For [`Relation::MatchedByOrder`]: k, the occurrence of its name on each rank (from 0).
+    pub occurrence: Option<u64>,
 }
 
 impl Step {
@@ -162,6 +178,22 @@ pub struct Explanation {
     pub unknown_ids: Vec<u64>,
     /// How many causal links between items of these files the walk followed.
     pub links_followed: usize,
+    /// Why spans the walk passed were not matched by order with other ranks, one sentence per
+    /// name (see [`crate::matching::Unmatched`]).
+    pub notes: Vec<String>,
+}
+
+/// How the walk may go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Whether spans are matched by order across ranks (default: yes).
+    pub match_by_order: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { match_by_order: true }
+    }
 }
 
 /// A node of the walk's tree, before it is flattened into steps.
@@ -170,7 +202,16 @@ struct Node {
     from: u64,
     reached: Target,
     depth: usize,
+    occurrence: Option<u64>,
     children: Vec<usize>,
+}
+
+/// Items that are one thing on several processes or threads: a correlation group, or an
+/// operation matched by order.
+struct Group {
+    relation: Relation,
+    occurrence: Option<u64>,
+    members: Vec<ItemRef>,
 }
 
 #[derive(Clone, Copy)]
@@ -182,10 +223,15 @@ enum Target {
 
 /// Explains the span or event `selector` picks: the causal chain back to its root causes.
 pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> {
+    why_with(trace, selector, &Options::default())
+}
+
+/// [`why`], with options.
+pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result<Explanation, WhyError> {
     let index = trace.index();
     let symptom = select::select(trace, &index, selector)?;
     let t0 = earliest_ns(trace);
-    let groups = correlation_groups(trace);
+    let (groups, unmatched) = groups(trace, options);
     let symptom_id = trace.describe(symptom).id;
 
     // Breadth first, so every item hangs under the nearest way to reach it.
@@ -196,18 +242,19 @@ pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> 
     let (mut link_targets, mut targets_seen): (Vec<u64>, HashSet<u64>) = Default::default();
     // A group's members all reach each other: expanding it once is enough (and keeps a group
     // of n members from costing n² steps).
-    let mut groups_done: HashSet<*const Vec<ItemRef>> = HashSet::new();
+    let mut groups_done: HashSet<*const Group> = HashSet::new();
     let mut links_followed = 0;
     let mut queue: VecDeque<(ItemRef, Option<usize>, usize)> = VecDeque::from([(symptom, None, 0)]);
     while let Some((at, node, depth)) = queue.pop_front() {
         let view = trace.describe(at);
-        let mut edges: Vec<(Relation, u64)> = view.links.iter().map(|&l| (Relation::CausedBy, l)).collect();
-        if let Some(members) = groups.get(&at).filter(|m| groups_done.insert(std::rc::Rc::as_ptr(m))) {
-            let peers = members.iter().filter(|&&m| m != at).map(|&m| trace.describe(m).id);
-            edges.extend(peers.map(|id| (Relation::CorrelatedWith, id)));
+        let mut edges: Vec<(Relation, u64, Option<u64>)> =
+            view.links.iter().map(|&l| (Relation::CausedBy, l, None)).collect();
+        if let Some(g) = groups.get(&at).filter(|g| groups_done.insert(Rc::as_ptr(g))) {
+            let peers = g.members.iter().filter(|&&m| m != at).map(|&m| trace.describe(m).id);
+            edges.extend(peers.map(|id| (g.relation, id, g.occurrence)));
         }
-        edges.extend(view.parent.map(|p| (Relation::Inside, p)));
-        for (relation, id) in edges.into_iter().filter(|&(_, id)| id != 0) {
+        edges.extend(view.parent.map(|p| (Relation::Inside, p, None)));
+        for (relation, id, occurrence) in edges.into_iter().filter(|&(_, id, _)| id != 0) {
             let target = match index.get(&id) {
                 Some(&r) if visited.insert(id) => {
                     queue.push_back((r, Some(nodes.len()), depth + 1));
@@ -233,6 +280,7 @@ pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> 
                 from: view.id,
                 reached: target,
                 depth: depth + 1,
+                occurrence,
                 children: Vec::new(),
             });
             match node {
@@ -258,9 +306,11 @@ pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> 
             Target::Again(r) => Reached::Again(info(trace, r, t0)),
             Target::Unknown(id) => Reached::Unknown(id),
         };
-        steps.push(Step { depth: node.depth, relation: node.relation, from: node.from, reached });
+        let occurrence = node.occurrence;
+        steps.push(Step { depth: node.depth, relation: node.relation, from: node.from, reached, occurrence });
         stack.extend(node.children.iter().rev());
     }
+    let notes = notes(trace, &index, &visited, &unmatched);
 
     Ok(Explanation {
         symptom: info(trace, symptom, t0),
@@ -268,19 +318,67 @@ pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> 
         root_causes,
         unknown_ids: unknown,
         links_followed,
+        notes,
     })
 }
 
-/// Each correlated item and the members of its group (groups of two or more).
-fn correlation_groups(trace: &Trace) -> HashMap<ItemRef, std::rc::Rc<Vec<ItemRef>>> {
+/// Each item in a group of two or more and its group: correlation groups, then (unless
+/// `options` turn it off) operations matched by order; and the names that two or more ranks
+/// have but that are not matched, with why.
+fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<Group>>, matching::Matching) {
     let mut out = HashMap::new();
-    for group in trace.correlations() {
-        let members = std::rc::Rc::new(group.members);
-        for &m in members.iter() {
-            out.insert(m, members.clone());
+    let mut add = |group: Group| {
+        let group = Rc::new(group);
+        for &m in &group.members {
+            out.insert(m, group.clone());
         }
+    };
+    for c in trace.correlations() {
+        add(Group { relation: Relation::CorrelatedWith, occurrence: None, members: c.members });
     }
-    out
+    let mut decided = matching::Matching::default();
+    if options.match_by_order {
+        let (matching, operations) = matching::match_trace(trace);
+        for op in operations.into_iter().filter(|op| op.members.len() > 1) {
+            add(Group { relation: Relation::MatchedByOrder, occurrence: Some(op.occurrence), members: op.members });
+        }
+        decided = matching;
+    }
+    (out, decided)
+}
+
+/// A sentence for each name of a span the walk visited that is not matched by order, so that
+/// a chain that stops at a rank's border says why it did not cross.
+fn notes(
+    trace: &Trace,
+    index: &HashMap<u64, ItemRef>,
+    visited: &HashSet<u64>,
+    unmatched: &matching::Matching,
+) -> Vec<String> {
+    let mut names: Vec<&str> = visited
+        .iter()
+        .filter_map(|id| index.get(id))
+        .filter(|r| matches!(r.item, Item::Span(_)))
+        .map(|&r| trace.describe(r).callsite.name.as_str())
+        .filter(|name| unmatched.unmatched.contains_key(*name))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(|name| unmatched.unmatched[name].describe(name, &|r| rank_name(trace, r))).collect()
+}
+
+/// A rank as a reader knows it: the process's `rank` label (or its pid), and the span's own
+/// `rank` field when it has one.
+fn rank_name(trace: &Trace, rank: &Rank) -> String {
+    let p = &trace.processes[rank.process];
+    let process = match p.label("rank") {
+        Some(label) => format!("rank {label}"),
+        None => format!("pid {}", p.pid),
+    };
+    match &rank.field {
+        RankField::None => process,
+        field => format!("{process} (rank field {field})"),
+    }
 }
 
 /// The visited items from which a link to a known item can be reached without following a
@@ -288,7 +386,7 @@ fn correlation_groups(trace: &Trace) -> HashMap<ItemRef, std::rc::Rc<Vec<ItemRef
 fn reaching_links(
     trace: &Trace,
     index: &HashMap<u64, ItemRef>,
-    groups: &HashMap<ItemRef, std::rc::Rc<Vec<ItemRef>>>,
+    groups: &HashMap<ItemRef, Rc<Group>>,
     visited: &HashSet<u64>,
 ) -> HashSet<u64> {
     // Walk the parent and correlation edges backwards, from every item that has a link.
@@ -304,11 +402,11 @@ fn reaching_links(
         }
     }
     let mut reached: HashSet<u64> = queue.iter().copied().collect();
-    let mut groups_done: HashSet<*const Vec<ItemRef>> = HashSet::new();
+    let mut groups_done: HashSet<*const Group> = HashSet::new();
     while let Some(id) = queue.pop() {
         let at = index[&id];
-        let group = groups.get(&at).filter(|m| groups_done.insert(std::rc::Rc::as_ptr(m)));
-        let peers = group.into_iter().flat_map(|m| m.iter().map(|&r| trace.describe(r).id));
+        let group = groups.get(&at).filter(|g| groups_done.insert(Rc::as_ptr(g)));
+        let peers = group.into_iter().flat_map(|g| g.members.iter().map(|&r| trace.describe(r).id));
         let kids = children.get(&id).into_iter().flatten().copied();
         for next in peers.chain(kids).collect::<Vec<_>>() {
             if visited.contains(&next) && reached.insert(next) {

@@ -6,12 +6,12 @@ use serde_json::{json, Map, Value as Json};
 use std::fmt::Write;
 
 /// The version of the JSON shape [`Explanation::to_json`] writes.
-pub const JSON_VERSION: u64 = 1;
+pub const JSON_VERSION: u64 = 2;
 
 impl Explanation {
     /// A readable report: the symptom, the chain as an indented tree (`← caused by ...`,
-    /// `← inside ...`, `← correlated with ...`), and the root causes last under their own
-    /// heading.
+    /// `← inside ...`, `← correlated with ...`, `← matched by order with ...`), the root causes
+    /// under their own heading, and last the notes on spans not matched by order.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         out.push_str("Symptom\n");
@@ -49,6 +49,12 @@ impl Explanation {
                 }
             }
         }
+        if !self.notes.is_empty() {
+            out.push_str("\nNotes\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "  {note}");
+            }
+        }
         out
     }
 
@@ -71,14 +77,17 @@ impl Explanation {
         }
     }
 
-    /// The explanation as JSON, in this shape (version 1; ids are 16 lower-case hex digits,
-    /// offsets µs after the trace's earliest timestamp):
+    /// The explanation as JSON, in this shape (version 2; ids are 16 lower-case hex digits,
+    /// offsets µs after the trace's earliest timestamp). Version 2 added the relation
+    /// `matched by order with`, a step's `occurrence` and `notes`.
     ///
     /// ```text
-    /// { "version": 1,
+    /// { "version": 2,
     ///   "symptom": ITEM,
     ///   "steps": [ { "depth": 1,                    // edges from the symptom
-    ///                "relation": "caused by" | "inside" | "correlated with",
+    ///                "relation": "caused by" | "inside" | "correlated with"
+    ///                            | "matched by order with",
+    ///                "occurrence": 0 | null,        // matched by order: k, from 0
     ///                "from": "<id>",                // the item it was reached from
     ///                "id": "<id>",
     ///                "status": "item" | "again" | "unknown",   // again: shown above
@@ -86,7 +95,8 @@ impl Explanation {
     ///   "root_causes": [ ITEM, ... ],
     ///   "unknown_ids": [ "<id>", ... ],
     ///   "links_followed": 1,
-    ///   "conclusion": "..." }
+    ///   "conclusion": "...",
+    ///   "notes": [ "...", ... ] }                   // names not matched by order, and why
     /// ITEM = { "id": "<id>", "name": "...", "kind": "span" | "event",
     ///          "process": { "index": 0, "source": "rank0.bin", "pid": 1, "name": "...",
     ///                       "host": "...", "rank": "0" | null, "labels": { "rank": "0" } },
@@ -110,6 +120,7 @@ impl Explanation {
                 json!({
                     "depth": s.depth,
                     "relation": s.relation.as_str(),
+                    "occurrence": s.occurrence,
                     "from": hex(s.from),
                     "id": hex(s.id()),
                     "status": status,
@@ -125,6 +136,7 @@ impl Explanation {
             "unknown_ids": self.unknown_ids.iter().map(|&id| hex(id)).collect::<Vec<_>>(),
             "links_followed": self.links_followed,
             "conclusion": self.conclusion(),
+            "notes": self.notes,
         })
     }
 }
@@ -174,7 +186,16 @@ fn step_block(out: &mut String, s: &Step) {
     let indent = "  ".repeat(s.depth);
     let rel = s.relation.as_str();
     match &s.reached {
-        Reached::Item(i) => item_block(out, s.depth, &format!("← {rel} "), i, ""),
+        Reached::Item(i) => {
+            item_block(out, s.depth, &format!("← {rel} "), i, "");
+            if let Some(k) = s.occurrence {
+                let _ = writeln!(
+                    out,
+                    "{indent}      occurrence {k} of {:?} on each rank: matched by order, not by a recorded link",
+                    i.name
+                );
+            }
+        }
         Reached::Again(i) => item_block(out, s.depth, &format!("← {rel} "), i, " (shown above)"),
         Reached::Unknown(id) => {
             let _ = writeln!(out, "{indent}← {rel} unknown id {id:016x} (not in these files)");

@@ -110,6 +110,11 @@ struct WhyArgs {
     /// Print JSON (its shape is documented in `waffle_std::analysis`) instead of text.
     #[arg(long)]
     json: bool,
+
+    /// Do not match spans by order across ranks (the k-th span of a name on each rank taken
+    /// as one operation); follow only recorded links, parents and correlation keys.
+    #[arg(long)]
+    no_match: bool,
 }
 
 fn main() -> ExitCode {
@@ -307,7 +312,8 @@ fn why(args: &WhyArgs) -> Result<(), String> {
     for w in &decoded.warnings {
         eprintln!("waffle-decode: warning: {w}");
     }
-    let explanation = analysis::why(&decoded.trace, &selector).map_err(|e| match e {
+    let options = analysis::Options { match_by_order: !args.no_match };
+    let explanation = analysis::why_with(&decoded.trace, &selector, &options).map_err(|e| match e {
         WhyError::NthOutOfRange { count, .. } => format!("{e}; --nth takes 0 to {}", count - 1),
         e => e.to_string(),
     })?;

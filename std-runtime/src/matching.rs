@@ -13,7 +13,8 @@
 //!   it has one: the ranks of a program that runs them as threads of one process are told
 //!   apart by that field. A span's rank is `(process, its rank field or none)`.
 //! - a name is **matched** when two or more ranks have spans of it (spans only, not events;
-//!   neither stand-ins for lost begins nor spans with a correlation count), every one of those
+//!   neither stand-ins for lost begins nor spans of a callsite with a correlation key count),
+//!   every one of those
 //!   ranks has the same number of them, and each rank has all of them on one thread. Then the
 //!   k-th span of the name on each rank, in begin order, is one operation.
 //! - otherwise the name is not matched, and nothing is invented: different counts mean the
@@ -88,10 +89,10 @@ pub fn rank_index(callsite: &Callsite) -> Option<usize> {
     callsite.fields.iter().position(|(name, _)| name == RANK_FIELD)
 }
 
-/// Whether an item takes part in matching: a span (not a stand-in for a lost begin, id 0)
-/// without a correlation, which is matched by its key instead.
-pub fn takes_part(callsite: &Callsite, id: u64, correlation: Option<u64>) -> bool {
-    callsite.kind == Kind::Span && id != 0 && (correlation.is_none() || callsite.correlate.is_empty())
+/// Whether spans of `callsite` take part in matching: spans without a correlation key (those
+/// are matched by their key instead).
+pub fn takes_part(callsite: &Callsite) -> bool {
+    callsite.kind == Kind::Span && callsite.correlate.is_empty()
 }
 
 /// One operation matched by order: the k-th span of a name on every rank.
@@ -111,12 +112,13 @@ pub fn match_trace(trace: &Trace) -> (Matching, Vec<Operation>) {
     let spans = || {
         trace.processes.iter().enumerate().flat_map(|(p, process)| {
             process.threads.iter().enumerate().flat_map(move |(t, thread)| {
-                thread.spans.iter().enumerate().filter_map(move |(i, s)| {
-                    takes_part(&s.callsite, s.id, s.correlation).then(|| {
-                        let field = RankField::of_value(rank_index(&s.callsite).and_then(|k| s.fields.get(k)));
-                        let at = ItemRef { process: p, thread: t, item: Item::Span(i) };
-                        (at, s.name(), s.start_ns, Rank { process: p, field })
-                    })
+                // Stand-ins for lost begins (id 0) have no name of their own.
+                let taking_part =
+                    thread.spans.iter().enumerate().filter(|(_, s)| takes_part(&s.callsite) && s.id != 0);
+                taking_part.map(move |(i, s)| {
+                    let field = RankField::of_value(rank_index(&s.callsite).and_then(|k| s.fields.get(k)));
+                    let at = ItemRef { process: p, thread: t, item: Item::Span(i) };
+                    (at, s.name(), s.start_ns, Rank { process: p, field })
                 })
             })
         })
@@ -249,7 +251,10 @@ impl Unmatched {
         match self {
             Unmatched::Counts(counts) => {
                 let each: Vec<String> = counts.iter().map(|(r, n)| format!("{n} on {}", rank(r))).collect();
-                format!("{name:?} is not matched by order: the ranks have different numbers of it ({})", each.join(", "))
+                format!(
+                    "{name:?} is not matched by order: the ranks have different numbers of it ({})",
+                    each.join(", ")
+                )
             }
             Unmatched::Threads(r) => {
                 format!("{name:?} is not matched by order: {} has it on more than one thread", rank(r))

@@ -188,7 +188,10 @@ fn shown(bytes: &[u8]) -> Shown {
             freed.insert(*f);
         }
     }
-    broken.extend(active.into_values().map(|from| format!("flow from {from} never ends")));
+    // A chain through spans matched by order is never terminated (its id is used by nothing
+    // else); every other flow ends.
+    let open = active.into_values().filter(|from| !from.contains("waffle.matched_by_order="));
+    broken.extend(open.map(|from| format!("flow from {from} never ends")));
     assert!(uses.values().all(|&n| n >= 2), "a flow id on a single event");
     arrows.sort();
     broken.sort();

@@ -340,7 +340,11 @@ fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<Group>>, mat
     if options.match_by_order {
         let (matching, operations) = matching::match_trace(trace);
         for op in operations.into_iter().filter(|op| op.members.len() > 1) {
-            add(Group { relation: Relation::MatchedByOrder, occurrence: Some(op.occurrence), members: op.members });
+            add(Group {
+                relation: Relation::MatchedByOrder,
+                occurrence: Some(op.occurrence),
+                members: op.members,
+            });
         }
         decided = matching;
     }

@@ -358,7 +358,9 @@ fn an_explicit_correlation_wins_over_order() {
     // The allreduce spans carry correlation values that pair round 1 of rank 0 with round 2 of
     // rank 1 (say, the program counts its rounds differently per rank): the key is followed.
     let mut trace = allreduce();
-    for (s, v) in trace.processes[1].threads[0].spans.iter_mut().filter(|s| s.name() == "allreduce").zip([2, 1]) {
+    for (s, v) in
+        trace.processes[1].threads[0].spans.iter_mut().filter(|s| s.name() == "allreduce").zip([2, 1])
+    {
         s.correlation = Some(v);
     }
     let e = why(&trace, &Selector::name("Output buffer is NaN after AllReduce", 0)).unwrap();

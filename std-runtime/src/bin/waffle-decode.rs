@@ -80,6 +80,11 @@ struct Cli {
     /// Print nothing but errors (no summary, no progress bar).
     #[arg(short, long)]
     quiet: bool,
+
+    /// Do not join spans matched by order across ranks (the k-th span of a name on each rank)
+    /// with Perfetto flow arrows; draw only recorded links, parents and correlations.
+    #[arg(long)]
+    no_match: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -187,7 +192,10 @@ fn run(cli: &Cli) -> Result<(), String> {
 
 /// The first of the two reads of the files, for `format`; the first time, says what it found.
 fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
-    let files = Files::scan(&cli.inputs, format, &mut progress.inc()).map_err(|e| e.to_string())?;
+    let mut files = Files::scan(&cli.inputs, format, &mut progress.inc()).map_err(|e| e.to_string())?;
+    if cli.no_match {
+        files.unmatch();
+    }
     if !std::mem::replace(told, true) {
         for w in files.warnings() {
             progress.say(format!("waffle-decode: warning: {w}"));

@@ -11,7 +11,7 @@
 use super::{
     decoder::{Decoder, Detached, MAX_EARLY_ENDS},
     fields::Fields,
-    stream::{Item, Sink},
+    stream::{Hand, Item, Sink},
 };
 use crate::{model::Callsite, reader::Cursor, reader::Warning};
 use std::sync::Arc;
@@ -176,7 +176,8 @@ impl<T: Copy + Default> Decoder<T> {
         let dropped = c.varint()?;
         let records = c.varint()?;
         let t = self.thread(stream, generation, sink);
-        let Decoder { threads, sites, schemas, callsites, detached, early_ends, top_parent, .. } = self;
+        let Decoder { threads, sites, schemas, hands, callsites, detached, early_ends, top_parent, .. } =
+            self;
         let (sites, top_parent) = (&sites[..], *top_parent);
         let module_sites = callsites.module(threads[t].module);
         let s = &mut threads[t];
@@ -253,8 +254,12 @@ impl<T: Copy + Default> Decoder<T> {
                         };
                         s.flush(t, sites, sink);
                         let callsite = &sites[site as usize];
-                        s.pending.fields.read(&mut c, &schemas[site as usize], callsite, S::FIELDS)?;
                         let is_span = record_tag == tag::SPAN_BEGIN;
+                        // Every span of this callsite asked for (by a sink not handed every item)?
+                        let hand =
+                            if S::EVERY_ITEM || !is_span { Hand::Referring } else { hands[site as usize] };
+                        let keep = S::FIELDS || hand == Hand::SpansWithFields;
+                        s.pending.fields.read(&mut c, &schemas[site as usize], callsite, keep)?;
                         let (parent, held, holder) = parent_counted::<T, S>(&mut s.stack, top_parent);
                         let depth = s.stack.len();
                         s.source = Some(next_id);
@@ -278,7 +283,7 @@ impl<T: Copy + Default> Decoder<T> {
                         }
                         // An item that refers nowhere, for a sink that does not want those:
                         // counted, and kept on the stack if it is a span.
-                        if !S::EVERY_ITEM && (held || parent.is_none()) {
+                        if !S::EVERY_ITEM && (held || parent.is_none()) && hand == Hand::Referring {
                             if is_span {
                                 skipped_spans += 1;
                                 s.stack.push(Open::span(id, ts, T::default(), holder));

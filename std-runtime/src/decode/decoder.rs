@@ -4,7 +4,7 @@
 use super::{
     chunk::{Open, StreamState},
     fields::Fields,
-    stream::{read_calibration, FileEnd, Sink},
+    stream::{read_calibration, FileEnd, Hand, Sink},
 };
 use crate::{
     model::Callsite,
@@ -101,6 +101,9 @@ pub(super) struct Decoder<T> {
     /// Each callsite's field types, by index like `sites`: read for every record, so kept
     /// next to each other rather than behind each callsite's pointer.
     pub(super) schemas: Vec<Box<[FieldType]>>,
+    /// Which items of each callsite the sink is handed, by index like `sites` (only for a
+    /// sink not handed every item).
+    pub(super) hands: Vec<Hand>,
     /// Thread index by `(stream, generation)`.
     streams: HashMap<(u32, u32), usize>,
     pub(super) threads: Vec<StreamState<T>>,
@@ -141,6 +144,7 @@ impl<T: Copy + Default> Decoder<T> {
             callsites: Callsites::default(),
             sites: vec![placeholder],
             schemas: vec![Box::new([])],
+            hands: vec![Hand::Referring],
             streams: HashMap::new(),
             threads: Vec::new(),
             detached: BTreeMap::new(),
@@ -163,7 +167,7 @@ impl<T: Copy + Default> Decoder<T> {
     ) -> Result<(), String> {
         let mut c = Cursor::new(payload);
         match kind {
-            frame::CALLSITES => self.read_callsites(&mut c),
+            frame::CALLSITES => self.read_callsites(&mut c, sink),
             frame::STREAM => {
                 let (stream, generation, module) = (c.varint_u32()?, c.varint_u32()?, c.varint_u32()?);
                 let (tid, name) = (c.varint()?, c.str()?);
@@ -213,7 +217,7 @@ impl<T: Copy + Default> Decoder<T> {
         }
     }
 
-    fn read_callsites(&mut self, c: &mut Cursor<'_>) -> Result<(), String> {
+    fn read_callsites<S: Sink<Span = T>>(&mut self, c: &mut Cursor<'_>, sink: &mut S) -> Result<(), String> {
         let module = c.varint_u32()?;
         let first = c.varint_u32()?;
         let count = c.varint_u32()?;
@@ -235,7 +239,10 @@ impl<T: Copy + Default> Decoder<T> {
             let cs = Callsite { name, module: module_path, file, line, kind, fields, correlate };
             self.callsites.insert(module, first.saturating_add(i), self.sites.len() as u32);
             self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
-            self.sites.push(Arc::new(cs));
+            let cs = Arc::new(cs);
+            let index = self.sites.len() as u32;
+            self.hands.push(if S::EVERY_ITEM { Hand::Referring } else { sink.hand(index, &cs) });
+            self.sites.push(cs);
         }
         Ok(())
     }

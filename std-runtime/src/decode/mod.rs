@@ -20,7 +20,7 @@ mod fields;
 pub mod stream;
 
 pub use fields::{FieldValue, Fields};
-pub use stream::{Header, Item, Sink};
+pub use stream::{Hand, Header, Item, Sink};
 
 /// A decoded trace and what was wrong on the way.
 #[derive(Debug, Default)]

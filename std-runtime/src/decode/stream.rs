@@ -83,6 +83,18 @@ impl Item<'_> {
     }
 }
 
+/// Which items of a callsite a sink not handed every item ([`Sink::EVERY_ITEM`]) is handed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hand {
+    /// Only those that refer elsewhere ([`Item::refers`]).
+    #[default]
+    Referring,
+    /// Every span, without its field values (unless the sink reads fields anyway).
+    Spans,
+    /// Every span, with its field values.
+    SpansWithFields,
+}
+
 /// What a file says once it is read.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FileEnd {
@@ -108,12 +120,20 @@ pub trait Sink {
     /// Whether the sink is handed every span and event. A sink that only learns what refers
     /// to what sets it false, and is then handed only the items that refer elsewhere: those
     /// with links or a correlation, those whose parent does not hold them (see
-    /// [`Item::held`]), and stand-ins; besides, an item read last in its chunk (whose links
-    /// could follow in the stream's next chunk) may be handed over without any. Span ends
-    /// are not told. The other items are told in numbers, once per chunk
+    /// [`Item::held`]), and stand-ins, and every span of the callsites it asks for
+    /// ([`hand`](Sink::hand)); besides, an item read last in its chunk (whose links could
+    /// follow in the stream's next chunk) may be handed over without any. Span ends are not
+    /// told. The other items are told in numbers, once per chunk
     /// ([`skipped`](Sink::skipped)), and a detached span says what it held
     /// ([`detached_from`](Sink::detached_from)).
     const EVERY_ITEM: bool = true;
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Which items of the callsite numbered
+    /// `index` (see [`Item::callsite_index`]) the sink is handed; asked once per callsite, as
+    /// the file describes it.
+    fn hand(&mut self, _index: u32, _callsite: &Arc<Callsite>) -> Hand {
+        Hand::Referring
+    }
 
     /// The file's header; first, once.
     fn process(&mut self, header: &Header);

@@ -152,6 +152,15 @@ impl Files {
         }
     }
 
+    /// Leaves out the arrows between spans matched by order across ranks (the k-th span of a
+    /// name on every rank, see [`crate::matching`]), which the Perfetto format draws by
+    /// default; the other formats draw only recorded links and correlations anyway.
+    pub fn unmatch(&mut self) {
+        if let Scanned::Perfetto(p) = &mut self.scanned {
+            p.unmatch();
+        }
+    }
+
     /// Each file's process, in numbers.
     pub fn processes(&self) -> Vec<ProcessStats> {
         match &self.scanned {

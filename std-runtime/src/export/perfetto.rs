@@ -23,7 +23,11 @@
 //!   detached span itself). Annotations make
 //!   them readable: `waffle.caused_by` (the linked ids in hex), `waffle.unresolved_links` (how
 //!   many of them are not in the trace), `waffle.correlate` (`key=value`), and `waffle.id` on
-//!   every item a link names.
+//!   every item a link names;
+//! - spans matched by order across ranks ([`crate::matching`]: the k-th span of a name on
+//!   every rank, one operation) carry one flow id per operation, which joins them in time
+//!   order, and `waffle.matched_by_order = k`. Such a flow is never terminated: the trace
+//!   processor steps it from member to member, and its id is used by nothing else.
 //!
 //! The rules the trace processor enforces, and how they are met:
 //! - pids must differ between processes and tids between threads, but ranks on different hosts
@@ -95,11 +99,13 @@ const UNFINISHED: &str = "waffle.unfinished";
 const CAUSED_BY: &str = "waffle.caused_by";
 const UNRESOLVED: &str = "waffle.unresolved_links";
 const CORRELATE: &str = "waffle.correlate";
+/// A span matched by order with the same operation on the other ranks: its occurrence k.
+const MATCHED: &str = "waffle.matched_by_order";
 const ID: &str = "waffle.id";
 
 /// Writes `trace` to `out` as a Perfetto `.pftrace`.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut scan = Scan::default();
+    let mut scan = Scan::new(trace.processes.len());
     super::replay::replay(trace, &mut scan);
     let mut writer = Writer::new(out, Plan::new(scan));
     super::replay::replay(trace, &mut writer);
@@ -126,7 +132,7 @@ impl FileExport {
     /// read as they are read.
     pub fn scan<P: AsRef<Path>>(paths: &[P], progress: &mut dyn FnMut(u64)) -> Result<FileExport, Error> {
         let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_owned()).collect();
-        let mut scan = Scan::default();
+        let mut scan = Scan::new(paths.len());
         let mut warnings = Vec::new();
         let mut files = Vec::with_capacity(paths.len());
         for path in &paths {
@@ -151,6 +157,11 @@ impl FileExport {
         for stats in &mut self.processes {
             name.clone_into(&mut stats.name);
         }
+    }
+
+    /// Draws no arrows between spans matched by order across ranks, only the recorded ones.
+    pub(crate) fn unmatch(&mut self) {
+        self.plan.unmatch();
     }
 
     /// The second pass: writes the `.pftrace` to `out`. The files' warnings were the first

@@ -12,7 +12,7 @@ use super::layout::{Layout, Step};
 use crate::{
     clock::Calibration,
     decode::{
-        stream::{FileEnd, Header, Item, Sink},
+        stream::{FileEnd, Hand, Header, Item, Sink},
         Fields,
     },
     model::{Callsite, Trace, Value},
@@ -45,11 +45,14 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                 sink.dropped(t, thread.dropped);
             }
         }
-        // Callsites numbered by first sight, as the decoder numbers them.
-        let mut sites: HashMap<*const Callsite, u32> = HashMap::new();
-        let mut index = |cs: &Arc<Callsite>| {
+        // Callsites numbered by first sight, as the decoder numbers them, and which of their
+        // items the sink asks for.
+        let mut sites: HashMap<*const Callsite, (u32, Hand)> = HashMap::new();
+        let mut index = |cs: &Arc<Callsite>, sink: &mut S| {
             let next = sites.len() as u32 + 1;
-            *sites.entry(Arc::as_ptr(cs)).or_insert(next)
+            *sites
+                .entry(Arc::as_ptr(cs))
+                .or_insert_with(|| (next, if S::EVERY_ITEM { Hand::Referring } else { sink.hand(next, cs) }))
         };
         for (t, thread) in process.threads.iter().enumerate() {
             handles.clear();
@@ -61,19 +64,20 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                         let s = &thread.spans[i];
                         fill(&mut fields, &s.fields);
                         let held = s.parent.is_some_and(|p| open.contains(&p));
+                        let (callsite_index, hand) = index(&s.callsite, sink);
                         let item = Item {
                             id: s.id,
                             parent: s.parent,
                             held,
                             callsite: &s.callsite,
-                            callsite_index: index(&s.callsite),
+                            callsite_index,
                             fields: &fields,
                             ticks: s.start_ns,
                             depth: s.depth,
                             links: &s.links,
                             correlation: s.correlation,
                         };
-                        let handed = S::EVERY_ITEM || item.refers();
+                        let handed = S::EVERY_ITEM || item.refers() || hand != Hand::Referring;
                         if handed {
                             handles[i] = sink.span_begin(t, &item);
                         }
@@ -106,12 +110,13 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                     Step::Instant(i) => {
                         let e = &thread.events[i];
                         fill(&mut fields, &e.fields);
+                        let (callsite_index, _) = index(&e.callsite, sink);
                         let item = Item {
                             id: e.id,
                             parent: e.parent,
                             held: e.parent.is_some_and(|p| open.contains(&p)),
                             callsite: &e.callsite,
-                            callsite_index: index(&e.callsite),
+                            callsite_index,
                             fields: &fields,
                             ticks: e.ts_ns,
                             depth: 0,

@@ -4,7 +4,7 @@
 use super::tests::{self, span};
 use super::*;
 use crate::export::fixtures::{self, callsite, thread};
-use crate::model::{Callsite, Event, Process, Thread};
+use crate::model::{Callsite, Event, Process, Span, Thread, Value};
 use prost::Message;
 use proto::{AnnotationValue, TrackDescriptor, TrackEvent};
 use std::collections::{HashMap, HashSet};
@@ -113,21 +113,93 @@ fn arrows(events: &[Seen]) -> Vec<(String, String)> {
     let (mut active, mut freed, mut arrows) = (HashMap::new(), HashSet::new(), vec![]);
     for e in order {
         let name = e.name.clone().unwrap();
+        // Chains through spans matched by order are the only flows left open.
+        let matched = e.args.contains_key(MATCHED);
         for f in &e.out {
             assert!(!freed.contains(f), "flow {f} reused after it ended");
-            if let Some(from) = active.insert(*f, name.clone()) {
+            if let Some((from, _)) = active.insert(*f, (name.clone(), matched)) {
                 arrows.push((from, name.clone()));
             }
         }
         for f in &e.into {
-            let from = active.remove(f).unwrap_or_else(|| panic!("flow {f} ends at {name} before it starts"));
+            let (from, _) =
+                active.remove(f).unwrap_or_else(|| panic!("flow {f} ends at {name} before it starts"));
             arrows.push((from, name.clone()));
             freed.insert(*f);
         }
     }
+    active.retain(|_, (_, matched)| !*matched);
     assert!(active.is_empty(), "flows never ended: {active:?}");
     arrows.sort();
     arrows
+}
+
+/// The chains of spans matched by order: per flow, its members' (time, process pid as the
+/// track's, occurrence) in time order. Such flows are never terminated.
+fn matched_chains(trace: &Trace) -> Vec<Vec<(u64, u64)>> {
+    let (_, events) = seen(trace);
+    let mut chains: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for e in events.iter().filter(|e| e.kind == TYPE_SLICE_BEGIN) {
+        let Some(AnnotationValue::Uint(k)) = e.args.get(MATCHED) else { continue };
+        assert!(e.into.is_empty(), "a matched span ends no flow: {e:?}");
+        assert_eq!(e.out.len(), 1, "{e:?}");
+        chains.entry(e.out[0]).or_default().push((e.ts, *k));
+    }
+    chains.into_values().map(|mut c| (c.sort(), c).1).collect()
+}
+
+#[test]
+fn spans_matched_by_order_are_joined_across_ranks() {
+    let op = callsite("op", Kind::Span, &[]);
+    let ops = |id: u64, starts: [u64; 3]| -> Vec<Span> {
+        starts.iter().enumerate().map(|(k, &t)| span(id + k as u64, None, &op, vec![], [t, t + 40])).collect()
+    };
+    // Rank b begins its first and third op after a's, its second before.
+    let two_ranks = Trace {
+        processes: vec![
+            process("a", vec![thread(1, ops(1, [100, 200, 300]), vec![])]),
+            process("b", vec![thread(1, ops(11, [110, 190, 320]), vec![])]),
+        ],
+    };
+    let expected = vec![vec![(100, 0), (110, 0)], vec![(190, 1), (200, 1)], vec![(300, 2), (320, 2)]];
+    assert_eq!(matched_chains(&two_ranks), expected);
+
+    // Different counts: nothing is matched, nothing drawn.
+    let mut uneven = two_ranks;
+    uneven.processes[1].threads[0].spans.pop();
+    assert!(matched_chains(&uneven).is_empty());
+
+    // One process, the ranks as threads told apart by a `rank` field.
+    let ranked = callsite("op", Kind::Span, &["rank"]);
+    let on_rank = |rank: u64, id: u64, starts: [u64; 3]| -> Vec<Span> {
+        let s = starts.iter().enumerate();
+        s.map(|(k, &t)| span(id + k as u64, None, &ranked, vec![Value::U64(rank)], [t, t + 40])).collect()
+    };
+    let threads = vec![
+        thread(1, on_rank(0, 1, [100, 200, 300]), vec![]),
+        thread(2, on_rank(1, 11, [110, 190, 320]), vec![]),
+    ];
+    let as_threads = Trace { processes: vec![process("a", threads)] };
+    assert_eq!(matched_chains(&as_threads), expected);
+
+    // The same threads without the field are one rank: nothing to match.
+    let threads =
+        vec![thread(1, ops(1, [100, 200, 300]), vec![]), thread(2, ops(11, [110, 190, 320]), vec![])];
+    assert!(matched_chains(&Trace { processes: vec![process("a", threads)] }).is_empty());
+
+    // A correlation key wins: those spans are joined by their key only.
+    let keyed = correlated("op", Kind::Span, "op");
+    let mut a = span(1, None, &keyed, vec![], [100, 140]);
+    let mut b = span(11, None, &keyed, vec![], [110, 150]);
+    (a.correlation, b.correlation) = (Some(1), Some(1));
+    let trace = Trace {
+        processes: vec![
+            process("a", vec![thread(1, vec![a], vec![])]),
+            process("b", vec![thread(1, vec![b], vec![])]),
+        ],
+    };
+    assert!(matched_chains(&trace).is_empty());
+    assert_eq!(arrows(&seen(&trace).1), [("op".to_owned(), "op".to_owned())]);
 }
 
 #[test]

@@ -13,10 +13,16 @@
 //!   its begin);
 //! - the runs of ids that exist, so that links to ids outside the trace are told apart;
 //! - per correlation group: its size and its last member in time;
+//! - per span name and rank, how many spans and on which thread, for matching by order
+//!   ([`crate::matching`]): the pass is handed every span of the callsites that can be
+//!   matched (with its `rank` field's value where it has one), which in a trace of one file
+//!   are only those with a `rank` field;
 //! - per process its header and threads, for the track descriptors written first.
 //!
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
-//! numbered from a base; the n-th item to reference it in the second pass takes base + n.
+//! numbered from a base; the n-th item to reference it in the second pass takes base + n. A
+//! name matched by order gets one flow per occurrence, base + k, which its k-th span on every
+//! rank carries: one chain through the ranks in time order.
 
 use crate::export::{
     index::Keys,
@@ -25,10 +31,13 @@ use crate::export::{
 use crate::{
     clock::{Calibration, Converter},
     decode::{
-        stream::{FileEnd, Header, Item, Sink},
+        stream::{FileEnd, Hand, Header, Item, Sink},
         ProcessStats,
     },
+    matching::{self, Rank, RankField, Seen},
+    model::Callsite,
 };
+use std::sync::Arc;
 
 /// How an id is referred to.
 #[derive(Clone, Copy, Default)]
@@ -57,9 +66,27 @@ struct Group {
 /// follows.
 pub(super) type Member = (u64, usize, usize, u64);
 
+/// A callsite whose spans are counted for matching by order, in the process being read.
+struct Counted {
+    callsite: Arc<Callsite>,
+    /// Where its `rank` field is among its fields.
+    rank: Option<usize>,
+    /// Spans so far, per value of the rank field and thread.
+    seen: Vec<(RankField, Seen)>,
+}
+
 /// The first pass over the records.
 #[derive(Default)]
 pub(super) struct Scan {
+    /// Whether the trace has more than one file: then every span can be matched by order,
+    /// else only those with a `rank` field.
+    many_files: bool,
+    /// The current process's counted callsites, by callsite index.
+    counted: Vec<Option<Counted>>,
+    /// Counted callsites of the processes read: (process, callsite index, callsite, rank
+    /// field's index).
+    order_sites: Vec<(usize, u32, Arc<Callsite>, Option<usize>)>,
+    order: matching::Tally,
     processes: Vec<ProcessInfo>,
     /// The calibration of the next file (its last CLOCK frame's), when known in advance.
     pub(super) next_calibration: Option<Calibration>,
@@ -77,6 +104,11 @@ pub(super) struct Scan {
 }
 
 impl Scan {
+    /// A first pass over `files` files.
+    pub(super) fn new(files: usize) -> Scan {
+        Scan { many_files: files > 1, ..Scan::default() }
+    }
+
     /// An item that refers elsewhere (the decoder hands over no other).
     fn item(&mut self, r: &Item<'_>, t: usize) {
         if let (Some(parent), false) = (r.parent, r.held) {
@@ -153,9 +185,38 @@ impl Sink for Scan {
         self.process().thread_named(thread, tid, name);
     }
 
+    fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
+        if !matching::takes_part(callsite) {
+            return Hand::Referring;
+        }
+        let rank = matching::rank_index(callsite);
+        if rank.is_none() && !self.many_files {
+            return Hand::Referring;
+        }
+        let i = index as usize;
+        if self.counted.len() <= i {
+            self.counted.resize_with(i + 1, || None);
+        }
+        self.counted[i] = Some(Counted { callsite: callsite.clone(), rank, seen: Vec::new() });
+        if rank.is_some() {
+            Hand::SpansWithFields
+        } else {
+            Hand::Spans
+        }
+    }
+
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
         self.item(span, thread);
         self.spans += 1;
+        if let Some(Some(c)) = self.counted.get_mut(span.callsite_index as usize) {
+            if span.id != 0 {
+                let value = c.rank.and_then(|k| span.fields.iter().nth(k));
+                match c.seen.iter_mut().find(|(r, _)| r.is(value)) {
+                    Some((_, seen)) => seen.add(Seen::on(thread, 1)),
+                    None => c.seen.push((RankField::of(value), Seen::on(thread, 1))),
+                }
+            }
+        }
     }
 
     fn event(&mut self, thread: usize, event: &Item<'_>) {
@@ -202,6 +263,14 @@ impl Sink for Scan {
     fn finish(&mut self, end: &FileEnd) {
         let runs = self.threads.iter_mut().filter_map(|t| t.run.take());
         self.runs.extend(runs);
+        let process = self.processes.len() - 1;
+        for (index, c) in self.counted.drain(..).enumerate() {
+            let Some(c) = c else { continue };
+            for (field, seen) in c.seen {
+                self.order.add(&c.callsite.name, Rank { process, field }, seen);
+            }
+            self.order_sites.push((process, index as u32, c.callsite, c.rank));
+        }
         let (spans, events) = (std::mem::take(&mut self.spans), std::mem::take(&mut self.events));
         let p = self.processes.last_mut().expect("the header comes first");
         (p.spans, p.events) = (spans, events);
@@ -301,6 +370,20 @@ pub(super) struct GroupPlan {
     pub(super) last: Member,
 }
 
+/// A callsite's spans as matching by order sees them: the matched name they take their flows
+/// from (`name`, an index into [`Plan::matched`]; [`OrderSite::NONE`] if not matched), and
+/// where their `rank` field is.
+#[derive(Clone, Copy)]
+pub(super) struct OrderSite {
+    pub(super) name: u32,
+    pub(super) rank: Option<usize>,
+}
+
+impl OrderSite {
+    pub(super) const NONE: u32 = u32::MAX;
+    const UNMATCHED: OrderSite = OrderSite { name: Self::NONE, rank: None };
+}
+
 /// What the writer knows before it starts.
 pub(super) struct Plan {
     pub(super) processes: Vec<ProcessInfo>,
@@ -319,6 +402,10 @@ pub(super) struct Plan {
     /// so the writer finds them near the last one it found, where a hash map would miss the
     /// cache on every one).
     pub(super) groups: Vec<GroupPlan>,
+    /// Names matched by order, by name: each one's first flow (occurrence k takes base + k).
+    pub(super) matched: Vec<(String, u64)>,
+    /// Per process, by callsite index: the callsites whose spans are matched by order.
+    pub(super) order: Vec<Vec<OrderSite>>,
 }
 
 impl Plan {
@@ -327,7 +414,7 @@ impl Plan {
         for (id, n) in std::mem::take(&mut scan.hot) {
             scan.count_links(id, n);
         }
-        let Scan { processes, mut runs, refs, mut keys, groups, .. } = scan;
+        let Scan { processes, mut runs, refs, mut keys, groups, order, order_sites, .. } = scan;
         runs.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
         for (first, last) in runs {
@@ -385,12 +472,52 @@ impl Plan {
             g.flow = base[g.key.0 as usize];
             base[g.key.0 as usize] += 1;
         }
+        // Then the names matched by order, one flow per occurrence.
+        let matched: Vec<(String, u64)> = order
+            .decide()
+            .matched
+            .into_iter()
+            .map(|(name, count)| {
+                let flow = next;
+                next += count;
+                (name, flow)
+            })
+            .collect();
+        let mut by_process: Vec<Vec<OrderSite>> = vec![Vec::new(); processes.len()];
+        for (process, index, callsite, rank) in order_sites {
+            let Ok(name) = matched.binary_search_by(|(n, _)| n.as_str().cmp(&callsite.name)) else {
+                continue;
+            };
+            let sites = &mut by_process[process];
+            if sites.len() <= index as usize {
+                sites.resize(index as usize + 1, OrderSite::UNMATCHED);
+            }
+            sites[index as usize] = OrderSite { name: name as u32, rank };
+        }
         keys.next_process();
         let (_, Assigned { pids, tids }) = OsIds::assign(&processes);
         // `OsIds` hands out ids up to i32::MAX or fresh ones just above 2^22.
         let pids = pids.into_iter().map(|p| i32::try_from(p).unwrap_or(i32::MAX)).collect();
         let ids = targets.iter().map(|t| t.id).collect();
-        Plan { processes, pids, tids, targets, ids, found: [(0, usize::MAX); 8], keys, groups }
+        Plan {
+            processes,
+            pids,
+            tids,
+            targets,
+            ids,
+            found: [(0, usize::MAX); 8],
+            keys,
+            groups,
+            matched,
+            order: by_process,
+        }
+    }
+
+    /// Forgets the matching by order: no flows between spans of different ranks but those
+    /// recorded.
+    pub(super) fn unmatch(&mut self) {
+        self.matched.clear();
+        self.order.iter_mut().for_each(Vec::clear);
     }
 
     /// The index of the referenced item `id`, if it is one; looked for first just before

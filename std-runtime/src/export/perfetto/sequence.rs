@@ -8,9 +8,10 @@ use std::{cmp::Reverse, collections::BinaryHeap};
 
 use super::{
     packet::{key, Packets, Tag},
-    CAUSED_BY, CORRELATE, ID, UNFINISHED, UNRESOLVED,
+    CAUSED_BY, CORRELATE, ID, MATCHED, UNFINISHED, UNRESOLVED,
 };
 use crate::decode::Item;
+use crate::matching::RankField;
 
 /// Annotation names every sequence may use, besides field names.
 #[derive(Clone, Copy)]
@@ -20,6 +21,7 @@ pub(super) enum Special {
     CausedBy,
     Unresolved,
     Correlate,
+    Matched,
 }
 
 impl Special {
@@ -30,6 +32,7 @@ impl Special {
             Special::CausedBy => CAUSED_BY,
             Special::Unresolved => UNRESOLVED,
             Special::Correlate => CORRELATE,
+            Special::Matched => MATCHED,
         }
     }
 }
@@ -66,10 +69,12 @@ pub(super) struct Seq {
     sites: Vec<Site>,
     /// Field-name iids as `DebugAnnotation.name_iid`, each callsite's in a run.
     field_names: Vec<Tag>,
-    specials: [Tag; 5],
+    specials: [Tag; 6],
     next_iid: u64,
     /// Ends of detached spans begun here, waiting for the sequence's time: (ns, track, ended).
     pub(super) ends: BinaryHeap<Reverse<(u64, u64, bool)>>,
+    /// Spans matched by order so far on this thread, per matched name and rank field.
+    occurrences: Vec<(u32, RankField, u64)>,
 }
 
 impl Seq {
@@ -85,7 +90,8 @@ impl Seq {
             group_cursor: 0,
             sites: Vec::new(),
             field_names: Vec::new(),
-            specials: [Tag::NONE; 5],
+            specials: [Tag::NONE; 6],
+            occurrences: Vec::new(),
             next_iid: 0,
             ends: BinaryHeap::new(),
         }
@@ -135,6 +141,21 @@ impl Seq {
             let iid = self.fresh();
             self.field_names.push(Tag::new(key::ANNOTATION_NAME_IID, iid));
             ev.intern_annotation(iid, name);
+        }
+    }
+
+    /// The occurrence (from 0) of a span of matched name `name` with rank field `rank` on this
+    /// thread, which holds every span of its name and rank.
+    pub(super) fn occurrence(&mut self, name: u32, rank: Option<crate::decode::FieldValue<'_>>) -> u64 {
+        match self.occurrences.iter_mut().find(|(n, r, _)| *n == name && r.is(rank)) {
+            Some((_, _, k)) => {
+                *k += 1;
+                *k - 1
+            }
+            None => {
+                self.occurrences.push((name, RankField::of(rank), 1));
+                0
+            }
         }
     }
 

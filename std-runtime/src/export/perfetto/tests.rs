@@ -280,12 +280,12 @@ fn slices_balance_and_nest() {
     assert!(stacks.values().all(Vec::is_empty), "every begin ended");
     // Rank 0: the tie at 150 ends the first inner before the second begins, and the event
     // at 150 lands in the second; the unfinished span says so (on its end) and ends at its
-    // end_ns.
+    // end_ns. Both ranks have two "inner" spans: matched by order, each says its occurrence.
     let expected = [
         "100 outer depth 1 [Uint(7)]",
-        "100 inner depth 2 []",
+        "100 inner depth 2 [Uint(0)]",
         "150 end inner",
-        "150 inner depth 2 []",
+        "150 inner depth 2 [Uint(1)]",
         "150 ev in Some(\"inner\")",
         "200 end inner",
         "200 end outer",

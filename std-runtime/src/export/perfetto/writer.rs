@@ -20,7 +20,7 @@ use prost::Message;
 use super::{
     clock_snapshot, first_packet,
     packet::{Packets, Tag, TRACE_PACKET_KEY},
-    plan::Plan,
+    plan::{OrderSite, Plan},
     process_track, proto,
     sequence::{Seq, Special},
     TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
@@ -61,6 +61,8 @@ pub(super) struct Writer<'o> {
     next_seq: u32,
     ev: Packets,
     causal: Causal,
+    /// The current process's callsites matched by order, by callsite index.
+    order: Vec<OrderSite>,
 }
 
 impl<'o> Writer<'o> {
@@ -78,6 +80,7 @@ impl<'o> Writer<'o> {
             next_seq: 0,
             ev: Packets::with_capacity(BLOCK + (64 << 10)),
             causal: Causal::default(),
+            order: Vec::new(),
         }
     }
 
@@ -188,11 +191,21 @@ impl<'o> Writer<'o> {
         };
         let key = seq.key;
         let (name, names) = seq.names(r, &mut self.ev);
-        if target.is_some() || !r.links.is_empty() || parent_elsewhere || r.correlation.is_some() {
+        // Matched by order with the same span on other ranks (spans only; stand-ins, id 0, not).
+        let matched = match self.order.get(r.callsite_index as usize) {
+            Some(o) if o.name != OrderSite::NONE && kind == TYPE_SLICE_BEGIN && r.id != 0 => Some(*o),
+            _ => None,
+        };
+        if target.is_some()
+            || !r.links.is_empty()
+            || parent_elsewhere
+            || r.correlation.is_some()
+            || matched.is_some()
+        {
             // Causes and effects: rare, and written out of line.
             self.ev.begin(delta, key);
             self.ev.fields(names, r.fields);
-            self.causal(t, r, at_ns, kind, name, track, target);
+            self.causal(t, r, at_ns, kind, name, track, target, matched);
         } else {
             self.ev.event(delta, key, kind, name, track, names, r.fields);
         }
@@ -213,6 +226,7 @@ impl<'o> Writer<'o> {
         name: Tag,
         track: Option<u64>,
         target: Option<usize>,
+        matched: Option<OrderSite>,
     ) {
         let detached = track.is_some();
         let Writer { plan, seqs, ev, causal, process, .. } = self;
@@ -304,6 +318,13 @@ impl<'o> Writer<'o> {
                 }
             }
         }
+        // The same operation on every rank: one flow through them all.
+        if let Some(o) = matched {
+            let k = seq.occurrence(o.name, o.rank.and_then(|i| r.fields.iter().nth(i)));
+            out.push(plan.matched[o.name as usize].1 + k);
+            let iid = seq.special(Special::Matched, ev);
+            ev.annotation(iid, FieldValue::U64(k));
+        }
         ev.end(kind, name, track, out, into);
     }
 }
@@ -369,6 +390,7 @@ impl Sink for Writer<'_> {
         let p = self.process;
         self.cal = self.next_calibration.take().unwrap_or(header.calibration).converter();
         self.plan.keys.next_process();
+        self.order = self.plan.order.get_mut(p).map(std::mem::take).unwrap_or_default();
         self.process_track = self.uuid();
         self.next_seq += 1;
         let mut packet = first_packet(self.next_seq);

@@ -234,6 +234,29 @@ process c_macros
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The original C++ example's `PJRT_NcclClient::AllReduce`, verbatim in
+/// `tests/original/nccl_allreduce_body.inc`, compiles unchanged inside
+/// `tests/original/nccl_allreduce_harness.cpp` (its class, `contains_nan` and a stand-in
+/// `nccl.h`), with warnings as errors, and runs as two processes and as two threads: the fake
+/// collective sums the ranks' buffers, rank 1's NaN reaches both. The harness starts no
+/// session, so nothing is recorded.
+#[test]
+fn original_cpp_example_body_compiles_unchanged_and_runs() {
+    let dir = scratch("original-nccl");
+    let exe = dir.join("nccl_allreduce_harness");
+    let original = common::ffi_dir().join("tests/original");
+    let source = original.join("nccl_allreduce_harness.cpp");
+    compile(&common::cxx(), CXX_FLAGS, &[source], &exe, Link::Shared, &[&original.join("include")]);
+    for mode in ["procs", "threads"] {
+        let run = dir.join(mode);
+        std::fs::create_dir_all(&run).unwrap();
+        run_ok(command(&exe).arg(mode).arg(&run).env_remove("WAFFLE_RANK"));
+        let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
+        assert!(written.is_empty(), "{mode}: nothing is recorded without a session: {written:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A program built with another release's header (simulated: a copy of `waffle.h` with
 /// another `WAFFLE_ABI_VERSION`) is refused at start, with a status that says so.
 #[test]

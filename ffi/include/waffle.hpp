@@ -6,9 +6,14 @@
 //   WAFFLE_SPAN("NcclAllReduce", waffle::CausedBy(bad), "element_count", count, "rank", rank);
 //
 // WAFFLE_SPAN and WAFFLE_EVENT take the name, then "key", value pairs (integers, floats, bool,
-// strings) mixed with waffle::CausedBy(id) and waffle::Correlate("key", value) tags. Each use
-// has a static callsite, registered on its first execution and cached, so later executions only
-// encode values. WAFFLE_EVENT is a GNU statement expression (GCC, Clang).
+// strings) mixed with waffle::CausedBy(id) and waffle::Correlate("key", value) tags and with the
+// C macros' key-values, WAFFLE_KV_I64("rank", rank) and the rest, which build a waffle_kv_t here
+// (C++17 has no designated initializers). Each use has a static callsite, registered on its
+// first execution and cached, so later executions only encode values. WAFFLE_EVENT is a GNU
+// statement expression (GCC, Clang) whose result may be ignored.
+//
+// EventId and SpanId convert to the C types waffle_event_id_t and waffle_span_id_t, so C code
+// compiled as C++ (`waffle_event_id_t id = WAFFLE_EVENT(...)`) keeps working.
 //
 // waffle::Span and waffle::Event also take a run-time name; that form looks the name up on
 // every call, so keep it out of hot loops. Nothing here throws.
@@ -34,6 +39,8 @@ class SpanId {
   constexpr SpanId() noexcept = default;
   constexpr explicit SpanId(waffle_span_id_t raw) noexcept : raw_(raw) {}
   constexpr waffle_span_id_t raw() const noexcept { return raw_; }
+  // For C code compiled as C++, which keeps ids in the C type.
+  constexpr operator waffle_span_id_t() const noexcept { return raw_; }
   constexpr std::uint64_t value() const noexcept { return raw_.id; }
   constexpr bool is_null() const noexcept { return raw_.id == 0; }
   constexpr explicit operator bool() const noexcept { return !is_null(); }
@@ -50,6 +57,8 @@ class EventId {
   constexpr EventId() noexcept = default;
   constexpr explicit EventId(waffle_event_id_t raw) noexcept : raw_(raw) {}
   constexpr waffle_event_id_t raw() const noexcept { return raw_; }
+  // For C code compiled as C++: `waffle_event_id_t cause = WAFFLE_EVENT(...)`.
+  constexpr operator waffle_event_id_t() const noexcept { return raw_; }
   constexpr std::uint64_t value() const noexcept { return raw_.id; }
   constexpr bool is_null() const noexcept { return raw_.id == 0; }
   constexpr explicit operator bool() const noexcept { return !is_null(); }
@@ -82,10 +91,14 @@ namespace detail {
 template <class T>
 inline constexpr bool is_tag_v = std::is_same_v<T, CausedBy> || std::is_same_v<T, Correlate>;
 
+// A waffle_kv_t (from a WAFFLE_KV_* macro) is one key-value as it is.
+template <class T>
+inline constexpr bool is_item_v = is_tag_v<T> || std::is_same_v<T, waffle_kv_t>;
+
 template <class T>
 inline constexpr bool always_false_v = false;
 
-// Key-values in an argument list: a tag is one, a "key", value pair is one.
+// Key-values in an argument list: a tag or a waffle_kv_t is one, a "key", value pair is one.
 template <class... A>
 constexpr std::size_t kv_count();
 
@@ -94,7 +107,7 @@ constexpr std::size_t kv_count_after_value();
 
 template <class T, class... R>
 constexpr std::size_t kv_count_from() {
-  if constexpr (is_tag_v<std::decay_t<T>>) {
+  if constexpr (is_item_v<std::decay_t<T>>) {
     return 1 + kv_count<R...>();
   } else {
     static_assert(sizeof...(R) > 0, "waffle: a key without a value (give \"key\", value pairs)");
@@ -169,14 +182,36 @@ waffle_kv_t kv_value(const char* key, const V& v) noexcept {
   return kv;
 }
 
+// The WAFFLE_KV_* macros' key-values in C++; the same kinds and values as C's initializers.
+inline waffle_kv_t kv_strn(const char* key, const char* s, std::uint32_t len) noexcept {
+  waffle_kv_t kv{};
+  kv.key = key;
+  kv.kind = WAFFLE_KV_KIND_STR;
+  kv.len = len;
+  kv.value.str = s;
+  return kv;
+}
+// Only a span id (or SpanId) is a span cause and only an event id (or EventId) an event cause,
+// as in C.
+inline waffle_kv_t kv_cause_span(waffle_span_id_t id) noexcept { return kv_cause(id.id); }
+inline waffle_kv_t kv_cause_event(waffle_event_id_t id) noexcept { return kv_cause(id.id); }
+
 inline void fill(waffle_kv_t*) noexcept {}
 
+template <class... R>
+void fill(waffle_kv_t* out, const waffle_kv_t& kv, const R&... rest) noexcept;
 template <class... R>
 void fill(waffle_kv_t* out, const CausedBy& c, const R&... rest) noexcept;
 template <class... R>
 void fill(waffle_kv_t* out, const Correlate& c, const R&... rest) noexcept;
 template <class V, class... R>
 void fill(waffle_kv_t* out, const char* key, const V& v, const R&... rest) noexcept;
+
+template <class... R>
+void fill(waffle_kv_t* out, const waffle_kv_t& kv, const R&... rest) noexcept {
+  *out = kv;
+  fill(out + 1, rest...);
+}
 
 template <class... R>
 void fill(waffle_kv_t* out, const CausedBy& c, const R&... rest) noexcept {
@@ -340,7 +375,7 @@ inline const char* StatusString(waffle_status_t status) noexcept { return waffle
 
 }  // namespace waffle
 
-// The seed's spelling.
+// The original examples' spelling (Waffle::EventId, Waffle::CausedBy).
 namespace Waffle = waffle;
 
 #define WAFFLE__CAT_(a, b) a##b
@@ -359,12 +394,28 @@ namespace Waffle = waffle;
       WAFFLE__CALLSITE_CXX(WAFFLE__HEAD(__VA_ARGS__));                                         \
   ::waffle::Span var(::waffle::detail::MacroSite{WAFFLE__CAT(var, _callsite)}, __VA_ARGS__)
 
-// WAFFLE_EVENT(name, args...): records an event; evaluates to its waffle::EventId.
+// WAFFLE_EVENT(name, args...): records an event; evaluates to its waffle::EventId, which may be
+// ignored.
 #define WAFFLE_EVENT(...) WAFFLE__EVENT_CXX(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
 #define WAFFLE__EVENT_CXX(var, ...)                                                            \
   (__extension__({                                                                             \
     static waffle_callsite_t var = WAFFLE__CALLSITE_CXX(WAFFLE__HEAD(__VA_ARGS__));            \
     ::waffle::detail::event_at(var, __VA_ARGS__);                                              \
   }))
+
+// The C macros' key-values (see waffle_macros.h), as waffle_kv_t values for the macros above:
+// WAFFLE_SPAN("op", WAFFLE_KV_CAUSE_EVENT(cause), "count", n, WAFFLE_KV_I64("rank", rank)).
+#define WAFFLE_KV_I64(key_, v_) ::waffle::detail::kv_value((key_), static_cast<std::int64_t>(v_))
+#define WAFFLE_KV_U64(key_, v_) ::waffle::detail::kv_value((key_), static_cast<std::uint64_t>(v_))
+#define WAFFLE_KV_F64(key_, v_) ::waffle::detail::kv_value((key_), static_cast<double>(v_))
+#define WAFFLE_KV_BOOL(key_, v_) ::waffle::detail::kv_value((key_), static_cast<bool>(v_))
+#define WAFFLE_KV_STR(key_, s_) \
+  ::waffle::detail::kv_strn((key_), static_cast<const char*>(s_), WAFFLE_STRLEN_NUL)
+#define WAFFLE_KV_STRN(key_, s_, n_) \
+  ::waffle::detail::kv_strn((key_), static_cast<const char*>(s_), static_cast<std::uint32_t>(n_))
+#define WAFFLE_KV_CAUSE_SPAN(id_) ::waffle::detail::kv_cause_span(id_)
+#define WAFFLE_KV_CAUSE_EVENT(id_) ::waffle::detail::kv_cause_event(id_)
+#define WAFFLE_KV_CORRELATE(key_, v_) \
+  ::waffle::detail::kv_correlate(::waffle::Correlate((key_), static_cast<std::uint64_t>(v_)))
 
 #endif  // WAFFLE_HPP

@@ -16,7 +16,14 @@
  * block exits, however it exits, except longjmp) and statement expressions, written with
  * __extension__ (WAFFLE_EVENT is an expression). __COUNTER__ names the hidden variables.
  *
- * From C++, this header gives waffle.hpp's macros instead, which take "key", value pairs.
+ * The short names of the original examples are aliases: SPAN, SPAN_VAR, KV_I64, KV_U64, KV_F64,
+ * KV_BOOL, KV_STR, KV_STRN, KV_CAUSE_SPAN, KV_CAUSE_EVENT, KV_CORRELATE. Define
+ * WAFFLE_NO_SHORT_NAMES before including this header to get only the WAFFLE_ ones.
+ *
+ * From C++, this header gives waffle.hpp's macros, which take these same WAFFLE_KV_* key-values
+ * (there they build a waffle_kv_t) mixed with "key", value pairs and waffle::CausedBy /
+ * waffle::Correlate tags; WAFFLE_EVENT evaluates to a waffle::EventId, which converts to
+ * waffle_event_id_t. So a C program using these macros also compiles as C++17.
  */
 #ifndef WAFFLE_MACROS_H
 #define WAFFLE_MACROS_H
@@ -74,7 +81,8 @@
       &waffle__thread, &WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs),                  \
       WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)))
 
-/* WAFFLE_EVENT(name, key-values...): records an event; evaluates to its waffle_event_id_t. */
+/* WAFFLE_EVENT(name, key-values...): records an event; evaluates to its waffle_event_id_t, which
+ * may be ignored (a bare `WAFFLE_EVENT("x");` is a statement without warnings). */
 #define WAFFLE_EVENT(...) WAFFLE__EVENT(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
 
 /* WAFFLE_CONTEXT_SCOPE(ctx): enters the waffle_context_t lvalue `ctx` (from another thread,
@@ -124,4 +132,21 @@ static inline uint64_t waffle__span_id_bits(waffle_span_id_t id) { return id.id;
 static inline uint64_t waffle__event_id_bits(waffle_event_id_t id) { return id.id; }
 
 #endif /* __cplusplus */
+
+/* ---- the original examples' short names ------------------------------------------------- */
+
+#ifndef WAFFLE_NO_SHORT_NAMES
+#define SPAN(...) WAFFLE_SPAN(__VA_ARGS__)
+#define SPAN_VAR(...) WAFFLE_SPAN_VAR(__VA_ARGS__)
+#define KV_I64(key_, v_) WAFFLE_KV_I64(key_, v_)
+#define KV_U64(key_, v_) WAFFLE_KV_U64(key_, v_)
+#define KV_F64(key_, v_) WAFFLE_KV_F64(key_, v_)
+#define KV_BOOL(key_, v_) WAFFLE_KV_BOOL(key_, v_)
+#define KV_STR(key_, s_) WAFFLE_KV_STR(key_, s_)
+#define KV_STRN(key_, s_, n_) WAFFLE_KV_STRN(key_, s_, n_)
+#define KV_CAUSE_SPAN(id_) WAFFLE_KV_CAUSE_SPAN(id_)
+#define KV_CAUSE_EVENT(id_) WAFFLE_KV_CAUSE_EVENT(id_)
+#define KV_CORRELATE(key_, v_) WAFFLE_KV_CORRELATE(key_, v_)
+#endif /* WAFFLE_NO_SHORT_NAMES */
+
 #endif /* WAFFLE_MACROS_H */

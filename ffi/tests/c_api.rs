@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, run_ok, scratch, Link, CXX_FLAGS, C_FLAGS};
+use common::{
+    assert_tree, compile, compile_only, decode, render, run_ok, scratch, which, Link, CXX_FLAGS, C_FLAGS,
+};
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -94,6 +96,164 @@ process garbage-test rank=7
     ! after garbage n=42
 "#,
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `C_FLAGS` or `CXX_FLAGS` followed by `extra`.
+fn flags<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+/// The compiler's messages, for an assertion.
+fn messages(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `WAFFLE_EVENT("x");` as a statement, its id ignored, warns neither in C nor in C++, with GCC
+/// and (if installed) Clang, with and without `-pedantic`.
+#[test]
+fn a_bare_event_statement_compiles_without_warnings() {
+    let dir = scratch("bare-event");
+    let source = c_source("bare_event.c");
+    let mut compilers = vec![(common::cc(), false), (common::cxx(), true)];
+    match (which("clang"), which("clang++")) {
+        (Some(clang), Some(clangxx)) => compilers.extend([
+            (clang.to_str().unwrap().to_owned(), false),
+            (clangxx.to_str().unwrap().to_owned(), true),
+        ]),
+        _ => eprintln!("clang is not installed: checked with {} and {} only", common::cc(), common::cxx()),
+    }
+    for (compiler, cxx) in &compilers {
+        let base = if *cxx { CXX_FLAGS } else { C_FLAGS };
+        let lang: &[&str] = if *cxx { &["-x", "c++"] } else { &[] };
+        let with_pedantic = flags(base, lang);
+        let without: Vec<&str> = with_pedantic.iter().copied().filter(|f| *f != "-pedantic").collect();
+        for flags in [with_pedantic, without] {
+            let out = compile_only(compiler, &flags, &source, &dir);
+            assert!(out.status.success(), "{compiler} {flags:?}:\n{}", messages(&out));
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// With `WAFFLE_NO_SHORT_NAMES` the header defines no `SPAN`, `KV_*`: the program's own macros
+/// and functions of those names compile, as C and as C++, and the `WAFFLE_` names work. Without
+/// it the same program does not compile, which shows that the short names are there by default.
+#[test]
+fn no_short_names_leaves_the_short_names_to_the_program() {
+    let dir = scratch("no-short-names");
+    let source = c_source("no_short_names.c");
+    let exe = dir.join("no_short_names");
+    compile(&common::cc(), C_FLAGS, std::slice::from_ref(&source), &exe, Link::Shared, &[]);
+    run_ok(&mut command(&exe));
+    let exe = dir.join("no_short_names_cxx");
+    compile(
+        &common::cxx(),
+        &flags(CXX_FLAGS, &["-x", "c++"]),
+        std::slice::from_ref(&source),
+        &exe,
+        Link::Shared,
+        &[],
+    );
+    run_ok(&mut command(&exe));
+
+    let text = std::fs::read_to_string(&source).unwrap();
+    let line = "#define WAFFLE_NO_SHORT_NAMES\n";
+    assert!(text.contains(line));
+    let with_short_names = dir.join("with_short_names.c");
+    std::fs::write(&with_short_names, text.replace(line, "")).unwrap();
+    let out = compile_only(&common::cc(), C_FLAGS, &with_short_names, &dir);
+    assert!(!out.status.success(), "the short names are defined by default");
+    assert!(messages(&out).contains("\"SPAN\" redefined"), "{}", messages(&out));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A span id where an event id belongs (and the other way round) does not compile, in C and in
+/// C++ (where `waffle::SpanId` and `waffle::EventId` convert to the C types, but not into each
+/// other); the right kind compiles.
+#[test]
+fn a_span_id_is_not_an_event_id() {
+    let dir = scratch("id-types");
+    let c = r#"#include "waffle_macros.h"
+int main(void) {
+  WAFFLE_SPAN_VAR(span, "span");
+  waffle_event_id_t event = WAFFLE_EVENT("event");
+  WAFFLE_SPAN("caused", WAFFLE_KV_CAUSE_SPAN(SPAN_ID), WAFFLE_KV_CAUSE_EVENT(EVENT_ID));
+  return 0;
+}
+"#;
+    let cxx = c.replace("waffle_event_id_t event", "waffle::EventId event");
+    for (lang, text, flags, span_id) in
+        [("c", c.to_owned(), C_FLAGS, "span.id"), ("cpp", cxx, CXX_FLAGS, "span.id()")]
+    {
+        let compiler = if lang == "c" { common::cc() } else { common::cxx() };
+        for (swap, ok) in [(false, true), (true, false)] {
+            let (s, e) = if swap { ("event", span_id) } else { (span_id, "event") };
+            let source = dir.join(format!("ids.{lang}"));
+            std::fs::write(&source, text.replace("SPAN_ID", s).replace("EVENT_ID", e)).unwrap();
+            let out = compile_only(&compiler, flags, &source, &dir);
+            assert_eq!(out.status.success(), ok, "{lang}, ids swapped: {swap}:\n{}", messages(&out));
+            if !ok {
+                let text = messages(&out);
+                assert!(text.contains("waffle_event_id_t") && text.contains("waffle_span_id_t"), "{text}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `tests/cpp/c_macros.cpp`: C++ spans and events with the C macros' key-values (`WAFFLE_KV_*`
+/// and the short `KV_*`) mixed with `"key", value` pairs and `waffle::CausedBy` /
+/// `waffle::Correlate`, recorded with the right fields, links and correlations; ids assigned
+/// to and from the C id types.
+#[test]
+fn cpp_macros_take_the_c_key_values() {
+    let dir = scratch("c-macros-cpp");
+    let exe = dir.join("c_macros");
+    let source = common::ffi_dir().join("tests/cpp/c_macros.cpp");
+    compile(&common::cxx(), CXX_FLAGS, &[source], &exe, Link::Shared, &[]);
+    let trace_file = dir.join("trace.bin");
+    run_ok(command(&exe).arg(&trace_file));
+    let trace = decode(&[trace_file]);
+    assert_tree(
+        &render(&trace),
+        r#"
+process c_macros
+  thread
+    ! cause why=testing n=1
+    ! other
+    outer neg=-5 count=3 big=18446744073709551615 x=1.5 name=abc ok=true s=abc none= <- event "cause"
+      inner x=2.5 <- event "other" <- span "outer" ~ round=7
+        ! typed <- event "other" <- span "outer" ~ round=7
+      loop i=0 twice=0 ~ round=0
+      loop i=1 twice=2 ~ round=1
+        ! odd one odd=true i=1
+      loop i=2 twice=4 ~ round=2
+"#,
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The original C++ example's `PJRT_NcclClient::AllReduce`, verbatim in
+/// `tests/original/nccl_allreduce_body.inc`, compiles unchanged inside
+/// `tests/original/nccl_allreduce_harness.cpp` (its class, `contains_nan` and a stand-in
+/// `nccl.h`), with warnings as errors, and runs as two processes and as two threads: the fake
+/// collective sums the ranks' buffers, rank 1's NaN reaches both. The harness starts no
+/// session, so nothing is recorded.
+#[test]
+fn original_cpp_example_body_compiles_unchanged_and_runs() {
+    let dir = scratch("original-nccl");
+    let exe = dir.join("nccl_allreduce_harness");
+    let original = common::ffi_dir().join("tests/original");
+    let source = original.join("nccl_allreduce_harness.cpp");
+    compile(&common::cxx(), CXX_FLAGS, &[source], &exe, Link::Shared, &[&original.join("include")]);
+    for mode in ["procs", "threads"] {
+        let run = dir.join(mode);
+        std::fs::create_dir_all(&run).unwrap();
+        run_ok(command(&exe).arg(mode).arg(&run).env_remove("WAFFLE_RANK"));
+        let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
+        assert!(written.is_empty(), "{mode}: nothing is recorded without a session: {written:?}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

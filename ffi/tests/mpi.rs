@@ -1,15 +1,16 @@
 //! A real MPI program (`tests/mpi/allreduce.c`, built with `mpicc`, run with `mpirun -np 2`):
 //! one trace file per rank, the rank in each header, one trace id, and
 //! `waffle-decode why rank0.bin rank1.bin --event "MPI_Allreduce result is NaN"` reaching rank
-//! 1's "Creating NaN on purpose".
+//! 1's "Creating NaN on purpose". And the original C example, unchanged, built as C and as C++
+//! and run.
 //!
 //! Needs Open MPI (`apt-get install openmpi-bin libopenmpi-dev`; `scripts/test.sh` installs it).
-//! Without `mpicc` the test is skipped with a message, except under `CI=true` or
-//! `WAFFLE_REQUIRE_MPI` (which `scripts/test.sh` sets), where it fails.
+//! Without `mpicc` (or `mpicxx`) the tests are skipped with a message, except under `CI=true` or
+//! `WAFFLE_REQUIRE_MPI` (which `scripts/test.sh` sets), where they fail.
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, scratch, Link, C_FLAGS};
+use common::{assert_tree, compile, decode, render, scratch, which, Link, CXX_FLAGS, C_FLAGS};
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -19,10 +20,29 @@ use std::{
 const SYMPTOM: &str = "MPI_Allreduce result is NaN";
 const CAUSE: &str = "Creating NaN on purpose";
 
-/// `name` on the `PATH`, if there.
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+/// The Open MPI tool `name` (`mpicc`, `mpicxx`), or None when MPI is not installed
+/// and not required: then the test says it is skipped.
+fn mpi_tool(name: &str) -> Option<PathBuf> {
+    let tool = which(name);
+    if tool.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true") && std::env::var_os("WAFFLE_REQUIRE_MPI").is_none(),
+            "{name} is missing; install openmpi-bin and libopenmpi-dev (scripts/test.sh does)"
+        );
+        eprintln!("skipped: no {name} on PATH (apt-get install openmpi-bin libopenmpi-dev)");
+    }
+    tool
+}
+
+/// `mpirun` with [`MPIRUN_FLAGS`] and the variables that would change the trace removed.
+fn mpirun_command(mpirun: &Path) -> Command {
+    let mut cmd = Command::new(mpirun);
+    cmd.args(MPIRUN_FLAGS);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for var in ["WAFFLE_RANK", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"] {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 /// `mpirun` flags that work in a container as root: no resource binding, no rsh agent for a
@@ -70,26 +90,15 @@ fn run_with_limit(cmd: &mut Command, limit: Duration) -> (bool, String, String) 
 
 #[test]
 fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
-    let Some(mpicc) = which("mpicc") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true") && std::env::var_os("WAFFLE_REQUIRE_MPI").is_none(),
-            "mpicc is missing; install openmpi-bin and libopenmpi-dev (scripts/test.sh does)"
-        );
-        eprintln!("skipped: no mpicc on PATH (apt-get install openmpi-bin libopenmpi-dev)");
-        return;
-    };
+    let Some(mpicc) = mpi_tool("mpicc") else { return };
     let mpirun = which("mpirun").expect("mpirun next to mpicc");
     let dir = scratch("mpi");
     let exe = dir.join("allreduce");
     let source = common::ffi_dir().join("tests/mpi/allreduce.c");
     compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
 
-    let mut cmd = Command::new(mpirun);
-    cmd.args(MPIRUN_FLAGS).arg(&exe).arg(&dir);
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for var in ["WAFFLE_RANK", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = mpirun_command(&mpirun);
+    cmd.arg(&exe).arg(&dir);
     let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
     assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
 
@@ -144,4 +153,37 @@ fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
     assert!(root.next().unwrap_or("").starts_with(&format!("  event {CAUSE:?} ")), "{text}");
     assert!(root.next().unwrap_or("").trim_start().starts_with("rank 1 ("), "{text}");
     let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+/// The original C example (`tests/original/mpi_allreduce.c`, the contract's text unchanged: short
+/// names `SPAN`, `KV_I64`, `KV_CAUSE_EVENT`, a bare `WAFFLE_EVENT(...)` statement, no session
+/// started) compiles with `mpicc` as C11 and with `mpicxx -x c++` as C++17, warnings as errors,
+/// links with libwaffle, and both builds run under `mpirun -np 2` and exit 0, recording nothing.
+///
+/// As C++ it is compiled with `-DOMPI_SKIP_MPICXX` (and MPICH's `MPICH_SKIP_MPICXX`): without
+/// it `mpi.h` pulls in Open MPI's deprecated C++ bindings, whose own casts GCC's `-Wextra`
+/// rejects (`-Wcast-function-type`), before waffle's headers are even read.
+#[test]
+fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
+    let (Some(mpicc), Some(mpicxx)) = (mpi_tool("mpicc"), mpi_tool("mpicxx")) else { return };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch("mpi-original");
+    let source = common::ffi_dir().join("tests/original/mpi_allreduce.c");
+    let cxx_flags: Vec<&str> =
+        CXX_FLAGS.iter().copied().chain(["-DOMPI_SKIP_MPICXX", "-DMPICH_SKIP_MPICXX", "-x", "c++"]).collect();
+    for (compiler, flags, name) in
+        [(&mpicc, C_FLAGS, "original_c"), (&mpicxx, &cxx_flags[..], "original_cxx")]
+    {
+        let exe = dir.join(name);
+        compile(compiler.to_str().unwrap(), flags, std::slice::from_ref(&source), &exe, Link::Shared, &[]);
+        let run = dir.join(format!("{name}.run"));
+        std::fs::create_dir_all(&run).unwrap();
+        let mut cmd = mpirun_command(&mpirun);
+        cmd.arg(&exe).current_dir(&run);
+        let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+        assert!(ok, "{name} under mpirun failed:\n{stdout}\n{stderr}");
+        let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
+        assert!(written.is_empty(), "{name}: nothing is recorded without a session: {written:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

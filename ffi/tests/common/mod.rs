@@ -85,6 +85,18 @@ pub enum Link {
 pub const C_FLAGS: &[&str] = &["-std=c11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-g"];
 pub const CXX_FLAGS: &[&str] = &["-std=c++17", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-g"];
 
+/// `compiler` with `flags`, then `include` first on the include path (then `ffi/include` and
+/// `ffi/tests/c`).
+fn compiler_command(compiler: &str, flags: &[&str], include: &[&Path]) -> Command {
+    let mut cmd = Command::new(compiler);
+    cmd.args(flags);
+    for dir in include {
+        cmd.arg("-I").arg(dir);
+    }
+    cmd.arg("-I").arg(ffi_dir().join("include")).arg("-I").arg(ffi_dir().join("tests/c"));
+    cmd
+}
+
 /// Compiles `sources` with `compiler` and `flags` into `out`, linked against waffle, with
 /// `include` first on the include path (then `ffi/include` and `ffi/tests/c`).
 pub fn compile(
@@ -96,12 +108,7 @@ pub fn compile(
     include: &[&Path],
 ) {
     let lib = lib_dir();
-    let mut cmd = Command::new(compiler);
-    cmd.args(flags);
-    for dir in include {
-        cmd.arg("-I").arg(dir);
-    }
-    cmd.arg("-I").arg(ffi_dir().join("include")).arg("-I").arg(ffi_dir().join("tests/c"));
+    let mut cmd = compiler_command(compiler, flags, include);
     cmd.args(sources).arg("-o").arg(out);
     match link {
         Link::Shared => {
@@ -120,6 +127,21 @@ pub fn compile(
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Compiles `source` with `compiler` and `flags` (the include path as for [`compile`]) to an
+/// object file in `dir`, without linking, and returns the compiler's output: for what must and
+/// must not compile.
+pub fn compile_only(compiler: &str, flags: &[&str], source: &Path, dir: &Path) -> Output {
+    let mut cmd = compiler_command(compiler, flags, &[]);
+    cmd.arg("-c").arg(source).arg("-o").arg(dir.join("out.o"));
+    cmd.output().unwrap_or_else(|e| panic!("run {compiler}: {e}"))
+}
+
+/// `name` on the `PATH`, if there.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// The C compiler: `$CC`, else `cc`.

@@ -66,6 +66,8 @@ pub(super) struct StreamState<T> {
     /// The last tick seen, to end spans that never ended.
     pub(super) last_ts: u64,
     pending: Pending,
+    /// Spans begun per callsite index, of the callsites counted for the sink ([`Hand::Counted`]).
+    pub(super) begins: Vec<u64>,
 }
 
 impl<T: Copy + Default> StreamState<T> {
@@ -77,6 +79,19 @@ impl<T: Copy + Default> StreamState<T> {
             next_id: None,
             last_ts: 0,
             pending: Pending::default(),
+            begins: Vec::new(),
+        }
+    }
+
+    /// One more span of callsite `site` began.
+    #[inline]
+    fn count_begin(&mut self, site: u32) {
+        match self.begins.get_mut(site as usize) {
+            Some(n) => *n += 1,
+            None => {
+                self.begins.resize(site as usize + 1, 0);
+                self.begins[site as usize] = 1;
+            }
         }
     }
 
@@ -255,9 +270,13 @@ impl<T: Copy + Default> Decoder<T> {
                         s.flush(t, sites, sink);
                         let callsite = &sites[site as usize];
                         let is_span = record_tag == tag::SPAN_BEGIN;
-                        // Every span of this callsite asked for (by a sink not handed every item)?
+                        // Every span of this callsite asked for, or counted (by a sink not handed
+                        // every item)?
                         let hand =
                             if S::EVERY_ITEM || !is_span { Hand::Referring } else { hands[site as usize] };
+                        if hand == Hand::Counted {
+                            s.count_begin(site);
+                        }
                         let keep = S::FIELDS || hand == Hand::SpansWithFields;
                         s.pending.fields.read(&mut c, &schemas[site as usize], callsite, keep)?;
                         let (parent, held, holder) = parent_counted::<T, S>(&mut s.stack, top_parent);
@@ -283,7 +302,7 @@ impl<T: Copy + Default> Decoder<T> {
                         }
                         // An item that refers nowhere, for a sink that does not want those:
                         // counted, and kept on the stack if it is a span.
-                        if !S::EVERY_ITEM && (held || parent.is_none()) && hand == Hand::Referring {
+                        if !S::EVERY_ITEM && (held || parent.is_none()) && hand != Hand::SpansWithFields {
                             if is_span {
                                 skipped_spans += 1;
                                 s.stack.push(Open::span(id, ts, T::default(), holder));

@@ -276,6 +276,10 @@ impl<T: Copy + Default> Decoder<T> {
         for d in std::mem::take(&mut self.detached).into_values() {
             sink.detached_end(d.thread, d.span, self.threads[d.thread].last_ts.max(d.start), false);
         }
+        for (t, s) in self.threads.iter().enumerate() {
+            let counts = s.begins.iter().enumerate().filter(|&(_, &n)| n > 0);
+            counts.for_each(|(index, &n)| sink.counted(t, index as u32, n));
+        }
         sink.finish(&FileEnd { dropped: self.dropped_end, complete: self.complete });
     }
 }

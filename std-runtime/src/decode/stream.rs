@@ -89,8 +89,9 @@ pub enum Hand {
     /// Only those that refer elsewhere ([`Item::refers`]).
     #[default]
     Referring,
-    /// Every span, without its field values (unless the sink reads fields anyway).
-    Spans,
+    /// Those that refer elsewhere, and how many spans of it each thread began
+    /// ([`Sink::counted`], at the end of the file).
+    Counted,
     /// Every span, with its field values.
     SpansWithFields,
 }
@@ -172,6 +173,11 @@ pub trait Sink {
     /// longer sit inside it; and `holder`, if any, is the open span of the thread that held it
     /// and no longer does.
     fn detached_from(&mut self, _thread: usize, _id: u64, _items: u32, _holder: Option<u64>) {}
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) At the end of the file, before
+    /// [`finish`](Sink::finish): `thread` began `spans` spans of the callsite numbered `index`,
+    /// one the sink asked to have [`Hand::Counted`] (each thread and callsite once, never 0).
+    fn counted(&mut self, _thread: usize, _index: u32, _spans: u64) {}
 
     /// A link recorded after other records of the thread: it belongs to the thread's latest
     /// span or event, already handed over.

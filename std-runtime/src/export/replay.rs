@@ -55,6 +55,8 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                 .or_insert_with(|| (next, if S::EVERY_ITEM { Hand::Referring } else { sink.hand(next, cs) }))
         };
         for (t, thread) in process.threads.iter().enumerate() {
+            // Spans of each counted callsite (Hand::Counted) on this thread.
+            let mut counted: std::collections::BTreeMap<u32, u64> = Default::default();
             handles.clear();
             handles.resize(thread.spans.len(), S::Span::default());
             open.clear();
@@ -65,6 +67,9 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                         fill(&mut fields, &s.fields);
                         let held = s.parent.is_some_and(|p| open.contains(&p));
                         let (callsite_index, hand) = index(&s.callsite, sink);
+                        if hand == Hand::Counted {
+                            *counted.entry(callsite_index).or_default() += 1;
+                        }
                         let item = Item {
                             id: s.id,
                             parent: s.parent,
@@ -77,7 +82,7 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                             links: &s.links,
                             correlation: s.correlation,
                         };
-                        let handed = S::EVERY_ITEM || item.refers() || hand != Hand::Referring;
+                        let handed = S::EVERY_ITEM || item.refers() || hand == Hand::SpansWithFields;
                         if handed {
                             handles[i] = sink.span_begin(t, &item);
                         }
@@ -133,6 +138,7 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                     }
                 }
             }
+            counted.into_iter().for_each(|(index, n)| sink.counted(t, index, n));
         }
         sink.finish(&FileEnd { dropped: process.dropped, complete: process.complete });
     }

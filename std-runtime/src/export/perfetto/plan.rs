@@ -14,9 +14,10 @@
 //! - the runs of ids that exist, so that links to ids outside the trace are told apart;
 //! - per correlation group: its size and its last member in time;
 //! - per span name and rank, how many spans and on which thread, for matching by order
-//!   ([`crate::matching`]): the pass is handed every span of the callsites that can be
-//!   matched (with its `rank` field's value where it has one), which in a trace of one file
-//!   are only those with a `rank` field;
+//!   ([`crate::matching`]): the decoder counts the spans of each callsite that can be matched
+//!   per thread (`Hand::Counted`), except those with a `rank` field, whose every span the pass
+//!   is handed with the field's value (`Hand::SpansWithFields`); in a trace of one file only
+//!   those can be matched;
 //! - per process its header and threads, for the track descriptors written first.
 //!
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
@@ -73,6 +74,15 @@ struct Counted {
     rank: Option<usize>,
     /// Spans so far, per value of the rank field and thread.
     seen: Vec<(RankField, Seen)>,
+}
+
+impl Counted {
+    fn add(&mut self, rank: RankField, seen: Seen) {
+        match self.seen.iter_mut().find(|(r, _)| *r == rank) {
+            Some((_, s)) => s.add(seen),
+            None => self.seen.push((rank, seen)),
+        }
+    }
 }
 
 /// The first pass over the records.
@@ -201,16 +211,23 @@ impl Sink for Scan {
         if rank.is_some() {
             Hand::SpansWithFields
         } else {
-            Hand::Spans
+            Hand::Counted
+        }
+    }
+
+    fn counted(&mut self, thread: usize, index: u32, spans: u64) {
+        if let Some(Some(c)) = self.counted.get_mut(index as usize) {
+            c.add(RankField::None, Seen::on(thread, spans));
         }
     }
 
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
         self.item(span, thread);
         self.spans += 1;
+        // Spans with a rank field are counted here, by its value (the others by `counted`).
         if let Some(Some(c)) = self.counted.get_mut(span.callsite_index as usize) {
-            if span.id != 0 {
-                let value = c.rank.and_then(|k| span.fields.iter().nth(k));
+            if let (Some(k), true) = (c.rank, span.id != 0) {
+                let value = span.fields.iter().nth(k);
                 match c.seen.iter_mut().find(|(r, _)| r.is(value)) {
                     Some((_, seen)) => seen.add(Seen::on(thread, 1)),
                     None => c.seen.push((RankField::of(value), Seen::on(thread, 1))),

@@ -1,7 +1,9 @@
 //! A real MPI program (`tests/mpi/allreduce.c`, built with `mpicc`, run with `mpirun -np 2`):
 //! one trace file per rank, the rank in each header, one trace id, and
 //! `waffle-decode why rank0.bin rank1.bin --event "MPI_Allreduce result is NaN"` reaching rank
-//! 1's "Creating NaN on purpose".
+//! 1's "Creating NaN on purpose". And one that never starts a session (`tests/mpi/no_start.c`),
+//! run with `WAFFLE_OUTPUT=DIR/rank%r.bin`: a file per rank, and the trace id of the launch,
+//! shared by its ranks and not by the next launch.
 //!
 //! Needs Open MPI (`apt-get install openmpi-bin libopenmpi-dev`; `scripts/test.sh` installs it).
 //! Without `mpicc` the test is skipped with a message, except under `CI=true` or
@@ -9,7 +11,7 @@
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, scratch, Link, C_FLAGS};
+use common::{assert_tree, compile, decode, render, scratch, Link, C_FLAGS, ENVIRONMENT};
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -68,28 +70,46 @@ fn run_with_limit(cmd: &mut Command, limit: Duration) -> (bool, String, String) 
     (status.is_some_and(|s| s.success()), stdout, stderr)
 }
 
-#[test]
-fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
+/// `mpicc` and `mpirun`, or `None` (after saying so) when the test is to be skipped.
+fn mpi() -> Option<(PathBuf, PathBuf)> {
     let Some(mpicc) = which("mpicc") else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true") && std::env::var_os("WAFFLE_REQUIRE_MPI").is_none(),
             "mpicc is missing; install openmpi-bin and libopenmpi-dev (scripts/test.sh does)"
         );
         eprintln!("skipped: no mpicc on PATH (apt-get install openmpi-bin libopenmpi-dev)");
-        return;
+        return None;
     };
-    let mpirun = which("mpirun").expect("mpirun next to mpicc");
-    let dir = scratch("mpi");
-    let exe = dir.join("allreduce");
-    let source = common::ffi_dir().join("tests/mpi/allreduce.c");
-    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    Some((mpicc, which("mpirun").expect("mpirun next to mpicc")))
+}
 
+/// Builds `tests/mpi/NAME.c` with `mpicc` into `dir`.
+fn build(mpicc: &Path, dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let source = common::ffi_dir().join(format!("tests/mpi/{name}.c"));
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    exe
+}
+
+/// `mpirun` with [`MPIRUN_FLAGS`], allowed to run as root, without the variables that would
+/// change what the ranks record.
+fn mpirun(mpirun: &Path) -> Command {
     let mut cmd = Command::new(mpirun);
-    cmd.args(MPIRUN_FLAGS).arg(&exe).arg(&dir);
+    cmd.args(MPIRUN_FLAGS);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for var in ["WAFFLE_RANK", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"] {
+    for var in ENVIRONMENT {
         cmd.env_remove(var);
     }
+    cmd
+}
+
+#[test]
+fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
+    let Some((mpicc, mpirun_exe)) = mpi() else { return };
+    let dir = scratch("mpi");
+    let exe = build(&mpicc, &dir, "allreduce");
+    let mut cmd = mpirun(&mpirun_exe);
+    cmd.arg(&exe).arg(&dir);
     let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
     assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
 
@@ -144,4 +164,39 @@ fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
     assert!(root.next().unwrap_or("").starts_with(&format!("  event {CAUSE:?} ")), "{text}");
     assert!(root.next().unwrap_or("").trim_start().starts_with("rank 1 ("), "{text}");
     let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+/// Two launches of a program that never starts a session, with `WAFFLE_OUTPUT=DIR/rank%r.bin`:
+/// each writes `rank0.bin` and `rank1.bin`, labelled with their ranks; the ranks of a launch
+/// share the trace id Open MPI's job variables give, and the two launches' ids differ.
+#[test]
+fn ranks_record_without_a_start_call_under_the_launchs_trace_id() {
+    let Some((mpicc, mpirun_exe)) = mpi() else { return };
+    let dir = scratch("mpi-no-start");
+    let exe = build(&mpicc, &dir, "no_start");
+    let mut trace_ids = Vec::new();
+    for launch in ["first", "second"] {
+        let out = dir.join(launch);
+        std::fs::create_dir(&out).unwrap();
+        let mut cmd = mpirun(&mpirun_exe);
+        cmd.env("WAFFLE_OUTPUT", out.join("rank%r.bin")).args(["-x", "WAFFLE_OUTPUT"]).arg(&exe);
+        let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+        assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
+        assert!(!stderr.contains("waffle:"), "{stderr}");
+        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["rank0.bin", "rank1.bin"]);
+        let trace = decode(&[out.join("rank0.bin"), out.join("rank1.bin")]);
+        let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
+        assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
+        assert_ne!(r0.trace_id, 0);
+        assert_eq!(r0.trace_id, r1.trace_id, "the ranks of one launch share its trace id");
+        assert_tree(
+            &render(&trace),
+            "process no_start rank=0\n  thread\n    compute rank=0\nprocess no_start rank=1\n  thread\n    compute rank=1\n",
+        );
+        trace_ids.push(r0.trace_id);
+    }
+    assert_ne!(trace_ids[0], trace_ids[1], "two launches, two traces");
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -4,7 +4,7 @@
 //! written before sessions existed) records nothing. With `WAFFLE_OUTPUT` set, every program
 //! that links this crate starts a session by itself before `main` runs, into `PATH` with the
 //! placeholders expanded ([`expand`]): `%r` the rank ([`launcher::rank`], the pid when there is
-//! none), `%p` the pid, `%h` the host name, `%%` a `%`. The exit handler of [`crate::crash`]
+//! none), `%p` the pid, `%h` the host name, `%%` a `%`. The exit handler of `crate::crash`
 //! stops it at exit, as it stops any session still running then; the trace id is
 //! [`Config::new`]'s, so the ranks of one `mpirun` or `srun` share one.
 //!
@@ -47,12 +47,12 @@
 //! collector, so this cannot deadlock. A panic is caught at the constructor's edge.
 //!
 //! `fork()` after the session started: the child stops recording at once (the fork handler of
-//! [`crate::crash`]) and its exit handler leaves the parent's file alone. A child that `exec`s
+//! `crate::crash`) and its exit handler leaves the parent's file alone. A child that `exec`s
 //! another program linking waffle starts a session of its own, so a `PATH` shared by several
 //! processes needs `%p` or `%r`.
 //!
 //! A program that links this crate but must not record, such as `waffle-decode` (it would
-//! truncate a file it is about to read), opts out with [`no_autostart!`].
+//! truncate a file it is about to read), opts out with [`no_autostart!`](crate::no_autostart).
 //!
 //! The constructor is for ELF targets (Linux, Android, the BSDs); elsewhere `WAFFLE_OUTPUT` is
 //! ignored.
@@ -69,7 +69,7 @@ use std::{
 pub const VARIABLE: &str = "WAFFLE_OUTPUT";
 
 /// Programs that link this crate but must not start a session from `WAFFLE_OUTPUT`: the
-/// constructor starts none if this slice has an element. Add one with [`no_autostart!`].
+/// constructor starts none if this slice has an element. Add one with [`no_autostart!`](crate::no_autostart).
 #[linkme::distributed_slice]
 pub static OPT_OUT: [&'static str];
 

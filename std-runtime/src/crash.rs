@@ -9,8 +9,9 @@
 //!   panicking thread, and what other threads pushed, in the file. A panic that unwinds out of
 //!   `main` drops the session as usual, or reaches the exit handler.
 //! - an **exit handler** (`atexit`): if the program calls `std::process::exit`, or returns from
-//!   `main` while a session is still active (leaked, or in a `static`), the session is stopped
-//!   cleanly — last records, clock, END frame — as if it had been dropped.
+//!   `main` while a session is still active (leaked, in a `static`, or the one `WAFFLE_OUTPUT`
+//!   started, see [`crate::autostart`]), the session is stopped cleanly — last records, clock,
+//!   END frame — as if it had been dropped.
 //!
 //! - a **fork handler** (`pthread_atfork`, child side): the child of a `fork` has none of the
 //!   parent's threads, and any lock they held stays locked in it forever. The child stops

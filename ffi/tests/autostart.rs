@@ -132,6 +132,14 @@ fn a_bad_value_prints_one_line_and_the_program_runs_untraced() {
         assert_eq!(stderr, format!("waffle: WAFFLE_OUTPUT={value:?}: {fault}; not recording\n"));
         assert!(files(&dir, &exe).is_empty(), "nothing written for {value:?}");
     }
+    // A directory nobody may create files in, root included: sysfs (when mounted).
+    if Path::new("/sys/kernel").is_dir() {
+        let (_, out) = run(&exe, "/sys/waffle-%p.bin", &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let prefix = "waffle: WAFFLE_OUTPUT=\"/sys/waffle-%p.bin\": directory \"/sys\" is not writable: ";
+        assert!(stderr.starts_with(prefix) && stderr.ends_with("; not recording\n"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -266,7 +266,7 @@ impl fmt::Display for Fault {
             Fault::NoDirectory(d) => write!(f, "directory {:?} does not exist", d.display().to_string()),
             Fault::NotADirectory(d) => write!(f, "{:?} is not a directory", d.display().to_string()),
             Fault::NotWritable(d, e) => {
-                write!(f, "directory {:?} is not writable ({e})", d.display().to_string())
+                write!(f, "directory {:?} is not writable: {e}", d.display().to_string())
             }
             Fault::Create(p, e) => write!(f, "cannot create {:?}: {e}", p.display().to_string()),
             Fault::Other(e) => write!(f, "{e}"),
@@ -358,5 +358,12 @@ mod tests {
             "waffle: WAFFLE_OUTPUT=\"nowhere/t.bin\": directory \"nowhere\" does not exist; not recording\n"
         );
         assert_eq!(message(OsStr::new(""), &Fault::Template(err(""))).lines().count(), 1);
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let m = message(OsStr::new("/sys/t.bin"), &Fault::NotWritable("/sys".into(), denied));
+        assert_eq!(
+            m,
+            "waffle: WAFFLE_OUTPUT=\"/sys/t.bin\": directory \"/sys\" is not writable: \
+             Permission denied (os error 13); not recording\n"
+        );
     }
 }

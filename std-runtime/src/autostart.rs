@@ -23,8 +23,9 @@
 //! An ELF constructor: a pointer to a function in the `.init_array` section, which the dynamic
 //! loader (or the C runtime of a static executable) calls before `main`, and when a shared
 //! object is loaded later (`dlopen`, as Python imports an extension module). It is a `#[used]`
-//! static, not a call the program makes, because the programs this is for make none. The same
-//! hook reaches every way of linking:
+//! static, not a call the program makes, because the programs this is for make none (written
+//! out rather than taken from the `ctor` crate: it is one static, and needs no proc macro). The
+//! same hook reaches every way of linking:
 //!
 //! - **Rust binaries.** rustc adds a small object to every link that refers to each `#[used]`
 //!   static of the crates linked in, so the constructor is kept from this crate's rlib. rustc

@@ -28,6 +28,12 @@ use std::{sync::Once, time::Duration};
 /// How long the panic hook waits for the collector's pass before letting the panic go on.
 pub(crate) const PANIC_FLUSH_WAIT: Duration = Duration::from_millis(500);
 
+/// At exit, how long without a thread giving its stream slot back ends the wait for the
+/// others: threads that finished just before (scoped threads, whose destructors push their last
+/// records after the scope has returned) give theirs back within it; threads still running
+/// (an idle pool) never do, and cost the exit this long.
+pub(crate) const EXIT_QUIET: Duration = Duration::from_millis(20);
+
 static INSTALL: Once = Once::new();
 
 /// Installs the panic hook and the exit handler, once per process.
@@ -63,12 +69,13 @@ fn on_panic() {
     crate::collector::request_flush(PANIC_FLUSH_WAIT);
 }
 
-/// Stops the session still active when the process exits. Threads other than the exiting one
-/// are still running at this point and are not waited for; what they staged is lost, what they
-/// pushed is written.
+/// Stops the session still active when the process exits. Threads that are finishing are
+/// waited for while they give their slots back (see [`EXIT_QUIET`]); threads still running keep
+/// what they staged, and what they pushed is written.
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(Err(e)) = crate::session::stop_active(None, Duration::ZERO) {
+        let wait = crate::session::Wait::WhileReleasing { quiet: EXIT_QUIET };
+        if let Some(Err(e)) = crate::session::stop_active(None, wait) {
             eprintln!("waffle: closing the trace at exit: {e}");
         }
     });

@@ -175,9 +175,8 @@ impl Config {
     /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
     /// one starts as asked: its file is kept if it holds any record, removed if not.
     pub fn start(self) -> Result<Session, Error> {
-        let exit_wait = self.exit_wait;
         let (epoch, path) = self.start_as(false)?;
-        Ok(Session { epoch, path, exit_wait, stopped: false })
+        Ok(Session { epoch, path, stopped: false })
     }
 
     /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
@@ -253,7 +252,7 @@ impl Config {
 /// session early leaves only that session's file.
 fn replace_automatic(a: Active) {
     let path = a.path.clone();
-    match close(a) {
+    match close(a, Wait::Full) {
         Ok(stats) if stats.data_frames == 0 => {
             let _ = std::fs::remove_file(&path);
         }
@@ -274,7 +273,7 @@ pub(crate) fn take_automatic() -> Option<Session> {
     let mut active = active();
     let a = active.as_mut().filter(|a| a.automatic && a.pid == std::process::id())?;
     a.automatic = false;
-    Some(Session { epoch: a.epoch, path: a.path.clone(), exit_wait: a.exit_wait, stopped: false })
+    Some(Session { epoch: a.epoch, path: a.path.clone(), stopped: false })
 }
 
 /// A trace id written as 32 lower-case hex digits, not all zero.
@@ -310,7 +309,6 @@ fn random_u128() -> u128 {
 pub struct Session {
     epoch: u32,
     path: PathBuf,
-    exit_wait: Duration,
     stopped: bool,
 }
 
@@ -334,7 +332,7 @@ impl Session {
         if std::mem::replace(&mut self.stopped, true) {
             return Ok(Stats::default());
         }
-        stop_active(Some(self.epoch), self.exit_wait).unwrap_or_else(|| Ok(Stats::default()))
+        stop_active(Some(self.epoch), Wait::Full).unwrap_or_else(|| Ok(Stats::default()))
     }
 }
 
@@ -346,30 +344,55 @@ impl Drop for Session {
     }
 }
 
+/// How stopping waits for threads that still own a stream slot. A thread that has finished
+/// pushes its last records from a thread-local destructor, which may still be running: a scoped
+/// thread, for one, counts as done once its closure returns, before its destructors run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wait {
+    /// Up to the session's exit wait (a drop or `stop`, after the program's own threads).
+    Full,
+    /// Up to the session's exit wait, but only while slots keep coming back: giving up after
+    /// `quiet` without one. For the exit of the process, where threads still running (an idle
+    /// pool) may never give theirs back.
+    WhileReleasing {
+        /// How long without a slot coming back ends the wait.
+        quiet: Duration,
+    },
+}
+
 /// Stops the active session (only if its epoch is `epoch`, when given): ends recording, pushes
-/// this thread's staged records, waits up to `exit_wait` for exiting threads to push theirs,
-/// then lets the collector write the last data, the clock and the END frame. `None` if there
-/// was no such session (already stopped, for instance by the exit handler).
-pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Result<Stats, Error>> {
+/// this thread's staged records, waits as `wait` says for exiting threads to push theirs, then
+/// lets the collector write the last data, the clock and the END frame. `None` if there was no
+/// such session (already stopped, for instance by the exit handler).
+pub(crate) fn stop_active(epoch: Option<u32>, wait: Wait) -> Option<Result<Stats, Error>> {
     // The lock is held to the end, so that a new session cannot start while this one closes.
     let mut guard = active();
     if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
         return None;
     }
     let a = take_own(&mut guard)?;
-    Some(close(Active { exit_wait, ..a }))
+    Some(close(a, wait))
 }
 
 /// Stops the session `a`, taken from [`ACTIVE`] by a caller that still holds the lock.
-fn close(a: Active) -> Result<Stats, Error> {
+fn close(a: Active, wait: Wait) -> Result<Stats, Error> {
     let Active { epoch, path, collector, exports, exit_wait, .. } = a;
     waffle::runtime::uninstall(epoch);
     waffle::local::with_local(|l| l.release());
-    // Threads that just finished may still be running their thread-local destructors,
-    // which push their last chunks; give them a moment.
-    let deadline = Instant::now() + exit_wait;
-    while registry::owned() > 0 && Instant::now() < deadline {
+    let start = Instant::now();
+    let (mut owned, mut last_release) = (registry::owned(), start);
+    while owned > 0 && start.elapsed() < exit_wait {
+        if let Wait::WhileReleasing { quiet } = wait {
+            if last_release.elapsed() >= quiet {
+                break;
+            }
+        }
         std::thread::sleep(Duration::from_micros(200));
+        let now = registry::owned();
+        if now < owned {
+            last_release = Instant::now();
+        }
+        owned = now;
     }
     let stats = collector.finish().map_err(|e| Error::io(&path, e))?;
     // Each export streams the file in two passes, as `waffle-decode` does: memory does not

@@ -249,10 +249,11 @@ impl Config {
 
 /// Stops the automatic session `a` for an explicit start (the caller holds the lock): its file
 /// stays if it recorded anything, and is removed if not, so that a program that starts its own
-/// session early leaves only that session's file.
+/// session early leaves only that session's file. Threads still running are not waited for,
+/// as at exit: they may never give their slots back.
 fn replace_automatic(a: Active) {
     let path = a.path.clone();
-    match close(a, Wait::Full) {
+    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }) {
         Ok(stats) if stats.data_frames == 0 => {
             let _ = std::fs::remove_file(&path);
         }

@@ -223,7 +223,8 @@ typedef struct waffle_config_t {
   // (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
   int64_t rank;
   // Upper 64 bits of the trace id to record under; with `trace_id_lo`, 0 takes
-  // `WAFFLE_TRACE_ID` from the environment, or else a new random trace id.
+  // `WAFFLE_TRACE_ID` from the environment, or else the id of the MPI or Slurm launch (the
+  // same in every rank it started), or else a new random trace id.
   uint64_t trace_id_hi;
   // Lower 64 bits of the trace id.
   uint64_t trace_id_lo;
@@ -353,7 +354,8 @@ struct waffle_event_id_t waffle_event_named(const char *name,
 
 // Starts recording to the file `path` with default settings: the `rank` label, trace id and
 // parent context come from the environment (see `waffle_config_t`). Spans and events record
-// from now on, on every thread, until `waffle_stop`.
+// from now on, on every thread, until `waffle_stop`. A session that `WAFFLE_OUTPUT` started is
+// stopped first (its file kept if it holds records, removed if not).
 //
 // `waffle.h` wraps this function in a macro of the same name that first checks that the
 // header and the library agree on `WAFFLE_ABI_VERSION` (`WAFFLE_ERR_ABI_MISMATCH` if not).
@@ -372,7 +374,8 @@ waffle_status_t waffle_start_with(const struct waffle_config_t *config);
 
 // Stops recording: every thread's records so far are written, then the clock and end frames,
 // and the file is closed. Threads still running should call `waffle_flush` first to keep what
-// they staged since their last push. `WAFFLE_ERR_NOT_STARTED` if nothing records.
+// they staged since their last push. This also stops a session that `WAFFLE_OUTPUT` started.
+// `WAFFLE_ERR_NOT_STARTED` if nothing records.
 waffle_status_t waffle_stop(void);
 
 // Pushes this thread's staged records to the collector now (a thread about to block for long,

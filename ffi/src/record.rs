@@ -29,6 +29,14 @@ use waffle::{
     FieldValue,
 };
 
+/// Keeps `WAFFLE_OUTPUT`'s start-up hook in programs linked with `libwaffle.a`: the C linker
+/// takes an archive member only for a symbol the program needs, and a program that never starts
+/// a session needs none of `waffle_std::autostart`'s. This reference, in the object that holds
+/// the functions every recording program calls, makes the member holding the hook one it
+/// needs. Nothing reads it.
+#[used]
+static AUTOSTART: &extern "C" fn() = &waffle_std::autostart::CONSTRUCTOR;
+
 /// The key-values of one call.
 ///
 /// # Safety

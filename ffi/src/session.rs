@@ -3,6 +3,10 @@
 //! One session records at a time, into one file. It is held here until `waffle_stop`; if the
 //! program exits without calling it, the runtime's exit handler closes the file as `waffle_stop`
 //! would (see `waffle_std`'s crash handling).
+//!
+//! A program run with `WAFFLE_OUTPUT` set records from its start without calling anything here
+//! (`waffle_std::autostart`). `waffle_start` and `waffle_start_with` then replace that session
+//! (its file is kept if it holds records) and succeed; `waffle_stop` stops either.
 
 use crate::{
     boundary::guard,
@@ -50,7 +54,8 @@ unsafe fn path<'a>(p: *const c_char) -> Result<&'a Path, waffle_status_t> {
 
 /// Starts recording to the file `path` with default settings: the `rank` label, trace id and
 /// parent context come from the environment (see `waffle_config_t`). Spans and events record
-/// from now on, on every thread, until `waffle_stop`.
+/// from now on, on every thread, until `waffle_stop`. A session that `WAFFLE_OUTPUT` started is
+/// stopped first (its file kept if it holds records, removed if not).
 ///
 /// `waffle.h` wraps this function in a macro of the same name that first checks that the
 /// header and the library agree on `WAFFLE_ABI_VERSION` (`WAFFLE_ERR_ABI_MISMATCH` if not).
@@ -144,12 +149,13 @@ unsafe fn config_from(config: *const waffle_config_t) -> Result<waffle_std::Conf
 
 /// Stops recording: every thread's records so far are written, then the clock and end frames,
 /// and the file is closed. Threads still running should call `waffle_flush` first to keep what
-/// they staged since their last push. `WAFFLE_ERR_NOT_STARTED` if nothing records.
+/// they staged since their last push. This also stops a session that `WAFFLE_OUTPUT` started.
+/// `WAFFLE_ERR_NOT_STARTED` if nothing records.
 #[no_mangle]
 pub extern "C" fn waffle_stop() -> waffle_status_t {
     guard(|| {
         let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match session.map(waffle_std::Session::stop) {
+        match session.or_else(waffle_std::autostart::take).map(waffle_std::Session::stop) {
             None => fail(WAFFLE_ERR_NOT_STARTED),
             Some(Ok(_)) => WAFFLE_OK,
             Some(Err(_)) => fail(WAFFLE_ERR_IO),

@@ -195,7 +195,8 @@ pub struct waffle_config_t {
     /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
     pub rank: i64,
     /// Upper 64 bits of the trace id to record under; with `trace_id_lo`, 0 takes
-    /// `WAFFLE_TRACE_ID` from the environment, or else a new random trace id.
+    /// `WAFFLE_TRACE_ID` from the environment, or else the id of the MPI or Slurm launch (the
+    /// same in every rank it started), or else a new random trace id.
     pub trace_id_hi: u64,
     /// Lower 64 bits of the trace id.
     pub trace_id_lo: u64,

@@ -5,30 +5,10 @@
 mod common;
 
 use common::{
-    assert_tree, compile, compile_only, decode, render, run_ok, scratch, which, Link, CXX_FLAGS, C_FLAGS,
+    assert_tree, command, compile, compile_only, decode, render, run_ok, scratch, which, Link, CXX_FLAGS, C_FLAGS,
 };
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::PathBuf;
 use waffle_std::analysis::{why, Reached, Relation, Selector};
-
-/// A command for `exe` with the variables that would change the trace's labels removed.
-fn command(exe: &Path) -> Command {
-    let mut cmd = Command::new(exe);
-    for var in [
-        "WAFFLE_RANK",
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "SLURM_PROCID",
-        "WAFFLE_TRACE_ID",
-        "WAFFLE_TRACEPARENT",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 fn c_source(name: &str) -> PathBuf {
     common::ffi_dir().join("tests/c").join(name)

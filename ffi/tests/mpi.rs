@@ -1,8 +1,10 @@
 //! A real MPI program (`tests/mpi/allreduce.c`, built with `mpicc`, run with `mpirun -np 2`):
 //! one trace file per rank, the rank in each header, one trace id, and
 //! `waffle-decode why rank0.bin rank1.bin --event "MPI_Allreduce result is NaN"` reaching rank
-//! 1's "Creating NaN on purpose". And the original C example, unchanged, built as C and as C++
-//! and run.
+//! 1's "Creating NaN on purpose". And one that never starts a session (`tests/mpi/no_start.c`),
+//! run with `WAFFLE_OUTPUT=DIR/rank%r.bin`: a file per rank, and the trace id of the launch,
+//! shared by its ranks and not by the next launch. And the original C example, unchanged, built
+//! as C and as C++, run, and recorded by `WAFFLE_OUTPUT` alone.
 //!
 //! Needs Open MPI (`apt-get install openmpi-bin libopenmpi-dev`; `scripts/test.sh` installs it).
 //! Without `mpicc` (or `mpicxx`) the tests are skipped with a message, except under `CI=true` or
@@ -10,7 +12,7 @@
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, scratch, which, Link, CXX_FLAGS, C_FLAGS};
+use common::{assert_tree, compile, decode, render, scratch, which, Link, CXX_FLAGS, C_FLAGS, ENVIRONMENT};
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -39,7 +41,7 @@ fn mpirun_command(mpirun: &Path) -> Command {
     let mut cmd = Command::new(mpirun);
     cmd.args(MPIRUN_FLAGS);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for var in ["WAFFLE_RANK", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"] {
+    for var in ENVIRONMENT {
         cmd.env_remove(var);
     }
     cmd
@@ -185,5 +187,43 @@ fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
         let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
         assert!(written.is_empty(), "{name}: nothing is recorded without a session: {written:?}");
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Two launches of a program that never starts a session, with `WAFFLE_OUTPUT=DIR/rank%r.bin`:
+/// each writes `rank0.bin` and `rank1.bin`, labelled with their ranks; the ranks of a launch
+/// share the trace id Open MPI's job variables give, and the two launches' ids differ.
+#[test]
+fn ranks_record_without_a_start_call_under_the_launchs_trace_id() {
+    let Some(mpicc) = mpi_tool("mpicc") else { return };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch("mpi-no-start");
+    let exe = dir.join("no_start");
+    let source = common::ffi_dir().join("tests/mpi/no_start.c");
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    let mut trace_ids = Vec::new();
+    for launch in ["first", "second"] {
+        let out = dir.join(launch);
+        std::fs::create_dir(&out).unwrap();
+        let mut cmd = mpirun_command(&mpirun);
+        cmd.env("WAFFLE_OUTPUT", out.join("rank%r.bin")).args(["-x", "WAFFLE_OUTPUT"]).arg(&exe);
+        let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+        assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
+        assert!(!stderr.contains("waffle:"), "{stderr}");
+        let mut names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["rank0.bin", "rank1.bin"]);
+        let trace = decode(&[out.join("rank0.bin"), out.join("rank1.bin")]);
+        let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
+        assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
+        assert_ne!(r0.trace_id, 0);
+        assert_eq!(r0.trace_id, r1.trace_id, "the ranks of one launch share its trace id");
+        assert_tree(
+            &render(&trace),
+            "process no_start rank=0\n  thread\n    compute rank=0\nprocess no_start rank=1\n  thread\n    compute rank=1\n",
+        );
+        trace_ids.push(r0.trace_id);
+    }
+    assert_ne!(trace_ids[0], trace_ids[1], "two launches, two traces");
     let _ = std::fs::remove_dir_all(dir);
 }

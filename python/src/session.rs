@@ -1,7 +1,9 @@
 //! The recording session, and turning its file into other formats.
 //!
 //! One session per process, as in Rust: [`start`] opens `trace.bin` and starts the collector
-//! thread; [`stop`] drains every buffer and closes the file. [`export`] and [`send`] stream
+//! thread; [`stop`] drains every buffer and closes the file. With `WAFFLE_OUTPUT` set, a session
+//! already runs when this module is loaded (`waffle_std::autostart`, a constructor of this
+//! library): [`recording_path`] reports it, [`stop`] stops it, and [`start`] replaces it. [`export`] and [`send`] stream
 //! files through `waffle_std::export::Files` in two passes, as `waffle-decode` does, so memory
 //! stays bounded however large the trace; [`decode`] hands the decoded model
 //! (`waffle_std::decode`) to Python as plain dicts (for tests and tools). The GIL is released
@@ -35,7 +37,8 @@ fn err(e: waffle_std::Error) -> PyErr {
 
 /// Starts recording to `path`. `process_name` names the process (the Jaeger/Zipkin service);
 /// `labels` go into the file header; `parent` (a `traceparent` header) makes this process part
-/// of another's trace.
+/// of another's trace. A session `WAFFLE_OUTPUT` started is stopped first (its file kept if it
+/// holds records).
 #[pyfunction]
 #[pyo3(signature = (path, *, process_name=None, labels=None, parent=None))]
 pub(crate) fn start(
@@ -67,11 +70,12 @@ pub(crate) fn start(
     Ok(())
 }
 
-/// Stops recording; returns the file written and the session's totals, or `None` if no session
-/// was recording.
+/// Stops recording (the session [`start`] began, or else the one `WAFFLE_OUTPUT` began when the
+/// module was loaded); returns the file written and the session's totals, or `None` if no
+/// session was recording.
 #[pyfunction]
 pub(crate) fn stop(py: Python<'_>) -> PyResult<Option<(PathBuf, Py<PyDict>)>> {
-    let Some(s) = session().take() else { return Ok(None) };
+    let Some(s) = session().take().or_else(waffle_std::autostart::take) else { return Ok(None) };
     let path = s.path().to_owned();
     let stats = py.detach(|| s.stop()).map_err(err)?;
     let d = PyDict::new(py);
@@ -95,10 +99,10 @@ pub(crate) fn _after_fork_in_child() {
     }
 }
 
-/// The file being recorded, if a session is running.
+/// The file being recorded, if a session is running (also one that `WAFFLE_OUTPUT` began).
 #[pyfunction]
 pub(crate) fn recording_path() -> Option<PathBuf> {
-    session().as_ref().map(|s| s.path().to_owned())
+    session().as_ref().map(|s| s.path().to_owned()).or_else(waffle_std::autostart::path)
 }
 
 /// Pushes this thread's staged records to the collector now.

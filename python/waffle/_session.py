@@ -7,6 +7,13 @@ drained) and each exporter writes its file; a temporary ``trace.bin`` is then re
 
 ``WAFFLE_EXPORT=run.pftrace,run.jaeger.json python app.py`` does ``set_exporter`` with those
 files when ``waffle`` is imported, for tracing a program without changing it.
+
+``WAFFLE_OUTPUT=run/t-%p.bin python app.py`` records into that ``trace.bin`` (``%r`` rank,
+``%p`` pid, ``%h`` host, ``%%``) from ``import waffle`` on: the native module starts the session
+when it is loaded, as every program linking waffle's runtime does. It is this process's
+session: :func:`is_recording` is true, :func:`set_exporter` exports its file at exit (and keeps
+it), :func:`shutdown` stops it, and :func:`start` replaces it (its file is kept if it holds
+records).
 """
 
 from __future__ import annotations
@@ -46,6 +53,9 @@ def start(
     the file's header (``{"rank": "1"}``); ``parent`` (a :class:`Context` or ``traceparent``
     text from another process) makes this process's top-level spans its children. By default
     ``WAFFLE_TRACEPARENT`` and ``WAFFLE_TRACE_ID`` are read as the Rust runtime does.
+
+    A session that ``WAFFLE_OUTPUT`` started is stopped first, its file kept if it holds any
+    record; this one starts as asked.
     """
     global _temporary
     with _lock:

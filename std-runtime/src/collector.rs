@@ -228,10 +228,10 @@ fn pass(st: &mut State) -> io::Result<bool> {
     let new_callsites = crate::dynamic::since(st.dynamic_written);
     for (n, chunk) in new_callsites.chunks(1024).enumerate() {
         let first = st.dynamic_written + n * 1024;
-        crate::session::write_callsites(
+        crate::header::write_callsites(
             &mut st.out,
             crate::dynamic::first_dynamic_id() + first as u32,
-            chunk.iter().map(|c| crate::session::CallsiteDesc::Model(c)),
+            chunk.iter().map(|c| crate::header::CallsiteDesc::Model(c)),
         )?;
         wrote = true;
     }

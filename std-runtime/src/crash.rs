@@ -9,8 +9,9 @@
 //!   panicking thread, and what other threads pushed, in the file. A panic that unwinds out of
 //!   `main` drops the session as usual, or reaches the exit handler.
 //! - an **exit handler** (`atexit`): if the program calls `std::process::exit`, or returns from
-//!   `main` while a session is still active (leaked, or in a `static`), the session is stopped
-//!   cleanly — last records, clock, END frame — as if it had been dropped.
+//!   `main` while a session is still active (leaked, in a `static`, or the one `WAFFLE_OUTPUT`
+//!   started, see [`crate::autostart`]), the session is stopped cleanly — last records, clock,
+//!   END frame — as if it had been dropped.
 //!
 //! - a **fork handler** (`pthread_atfork`, child side): the child of a `fork` has none of the
 //!   parent's threads, and any lock they held stays locked in it forever. The child stops
@@ -26,6 +27,12 @@ use std::{sync::Once, time::Duration};
 
 /// How long the panic hook waits for the collector's pass before letting the panic go on.
 pub(crate) const PANIC_FLUSH_WAIT: Duration = Duration::from_millis(500);
+
+/// At exit, how long without a thread giving its stream slot back ends the wait for the
+/// others: threads that finished just before (scoped threads, whose destructors push their last
+/// records after the scope has returned) give theirs back within it; threads still running
+/// (an idle pool) never do, and cost the exit this long.
+pub(crate) const EXIT_QUIET: Duration = Duration::from_millis(20);
 
 static INSTALL: Once = Once::new();
 
@@ -62,12 +69,13 @@ fn on_panic() {
     crate::collector::request_flush(PANIC_FLUSH_WAIT);
 }
 
-/// Stops the session still active when the process exits. Threads other than the exiting one
-/// are still running at this point and are not waited for; what they staged is lost, what they
-/// pushed is written.
+/// Stops the session still active when the process exits. Threads that are finishing are
+/// waited for while they give their slots back (see [`EXIT_QUIET`]); threads still running keep
+/// what they staged, and what they pushed is written.
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(Err(e)) = crate::session::stop_active(None, Duration::ZERO) {
+        let wait = crate::session::Wait::WhileReleasing { quiet: EXIT_QUIET };
+        if let Some(Err(e)) = crate::session::stop_active(None, wait) {
             eprintln!("waffle: closing the trace at exit: {e}");
         }
     });

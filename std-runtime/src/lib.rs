@@ -25,6 +25,10 @@
 //!
 //! Then `waffle-decode trace.bin -o trace.pftrace` and open the result in ui.perfetto.dev.
 //!
+//! A program that never starts a session records when run with `WAFFLE_OUTPUT=trace-%p.bin`
+//! set: see [`autostart`] (a Rust program that uses only `waffle`'s macros names this crate
+//! once, `use waffle_std as _;`, so that it is linked).
+//!
 //! Modules: [`session`] and the collector write files, [`decode`] reads them as a stream of
 //! records (which the Perfetto exporter writes as they come) or into [`model`],
 //! [`export`] writes other formats from the model.
@@ -33,6 +37,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod analysis;
+pub mod autostart;
 pub mod clock;
 mod collector;
 mod crash;
@@ -42,6 +47,8 @@ mod error;
 pub mod export;
 pub mod frames;
 pub mod matching;
+mod header;
+pub mod launcher;
 pub mod model;
 pub mod reader;
 mod registry;
@@ -51,6 +58,12 @@ pub mod session;
 pub use collector::Stats;
 pub use error::Error;
 pub use session::{Config, Session};
+
+/// What [`no_autostart!`] expands to refers to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use linkme;
+}
 
 /// Starts recording to `path` with default settings (see [`Config`]).
 pub fn start(path: impl AsRef<std::path::Path>) -> Result<Session, Error> {

@@ -5,8 +5,9 @@ use crate::{
     clock,
     collector::{Collector, Stats},
     error::Error,
-    frames::{FrameWriter, Payload},
-    registry,
+    frames::FrameWriter,
+    header::Preamble,
+    launcher, registry,
 };
 use std::{
     fs::File,
@@ -15,7 +16,6 @@ use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
-use waffle::wire::frame;
 
 /// The session recording now, if any. It lives here rather than in [`Session`] so that the
 /// exit handler can close the file when the program calls `std::process::exit` without
@@ -32,6 +32,11 @@ struct Active {
     /// The process that started it. A child made by `fork` has a copy of this but not the
     /// collector thread: it must neither wait for that thread nor write to the parent's file.
     pid: u32,
+    /// Started by `WAFFLE_OUTPUT` rather than by the program ([`crate::autostart`]): an explicit
+    /// start replaces it.
+    automatic: bool,
+    /// How long stopping waits for exiting threads' last records.
+    exit_wait: Duration,
 }
 
 /// Takes the active session if it belongs to this process; a copy inherited through `fork` is
@@ -69,18 +74,19 @@ pub struct Config {
 impl Config {
     /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
     /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
-    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`. The
-    /// parent context and the trace id come from `WAFFLE_TRACEPARENT` and `WAFFLE_TRACE_ID` when
-    /// set (see [`Config::parent`] and [`Config::trace_id`]).
+    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
+    ///
+    /// The trace id comes from the environment, in this order: the parent context of
+    /// `WAFFLE_TRACEPARENT` (see [`Config::parent`]), then `WAFFLE_TRACE_ID` (see
+    /// [`Config::trace_id`]), then the launch this process belongs to, so that the ranks of one
+    /// `mpirun` or `srun` share a trace and two launches do not (see [`crate::launcher`]);
+    /// without any of these, a random id.
     pub fn new(path: impl AsRef<Path>) -> Config {
-        let mut labels = Vec::new();
-        let rank_vars = ["WAFFLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"];
-        if let Some(rank) = rank_vars.iter().find_map(|v| std::env::var(v).ok()) {
-            labels.push(("rank".to_owned(), rank));
-        }
-        let parent =
-            std::env::var("WAFFLE_TRACEPARENT").ok().and_then(|t| waffle::Context::from_traceparent(&t).ok());
-        let trace_id = std::env::var("WAFFLE_TRACE_ID").ok().and_then(|t| parse_trace_id(&t));
+        let env = |name: &str| std::env::var(name).ok();
+        let labels = launcher::rank(env).map(|r| vec![("rank".to_owned(), r)]).unwrap_or_default();
+        let parent = env("WAFFLE_TRACEPARENT").and_then(|t| waffle::Context::from_traceparent(&t).ok());
+        let trace_id =
+            env("WAFFLE_TRACE_ID").and_then(|t| parse_trace_id(&t)).or_else(|| launcher::job_trace_id(env));
         Config {
             path: path.as_ref().to_owned(),
             process_name: None,
@@ -165,7 +171,21 @@ impl Config {
     }
 
     /// Starts recording.
+    ///
+    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
+    /// one starts as asked: its file is kept if it holds any record, removed if not.
     pub fn start(self) -> Result<Session, Error> {
+        let (epoch, path) = self.start_as(false)?;
+        Ok(Session { epoch, path, stopped: false })
+    }
+
+    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
+    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
+    pub(crate) fn start_automatic(self) -> Result<(), Error> {
+        self.start_as(true).map(drop)
+    }
+
+    fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
         if registry::forked() {
             return Err(Error::ForkedChild);
         }
@@ -180,9 +200,12 @@ impl Config {
             .collect::<Result<Vec<_>, Error>>()?;
         let mut active = active();
         if let Some(a) = take_own(&mut active) {
-            let path = a.path.clone();
-            *active = Some(a);
-            return Err(Error::AlreadyStarted(path));
+            if !a.automatic {
+                let path = a.path.clone();
+                *active = Some(a);
+                return Err(Error::AlreadyStarted(path));
+            }
+            replace_automatic(a);
         }
         crate::crash::install();
         let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
@@ -197,16 +220,61 @@ impl Config {
         waffle::runtime::set_trace_id(trace_id);
         let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
             .map_err(|e| Error::io(&self.path, e))?;
-        write_preamble(&mut out, &self, &cal, salt, trace_id).map_err(|e| Error::io(&self.path, e))?;
+        let preamble = Preamble {
+            process_name: self.process_name.as_deref(),
+            labels: &self.labels,
+            cal: &cal,
+            salt,
+            trace_id,
+            parent_span: self.parent.map(|c| c.span_id()),
+        };
+        preamble.write(&mut out).map_err(|e| Error::io(&self.path, e))?;
         registry::configure(self.queue_bytes, self.staging_bytes, salt);
         waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
         let collector =
             Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
         let epoch = waffle::runtime::install(&registry::HOOKS);
-        *active =
-            Some(Active { epoch, path: self.path.clone(), collector, exports, pid: std::process::id() });
-        Ok(Session { epoch, path: self.path, exit_wait: self.exit_wait, stopped: false })
+        *active = Some(Active {
+            epoch,
+            path: self.path.clone(),
+            collector,
+            exports,
+            pid: std::process::id(),
+            automatic,
+            exit_wait: self.exit_wait,
+        });
+        Ok((epoch, self.path))
     }
+}
+
+/// Stops the automatic session `a` for an explicit start (the caller holds the lock): its file
+/// stays if it recorded anything, and is removed if not, so that a program that starts its own
+/// session early leaves only that session's file. Threads still running are not waited for,
+/// as at exit: they may never give their slots back.
+fn replace_automatic(a: Active) {
+    let path = a.path.clone();
+    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }) {
+        Ok(stats) if stats.data_frames == 0 => {
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("waffle: closing the trace WAFFLE_OUTPUT started: {e}"),
+    }
+}
+
+/// The file of the session `WAFFLE_OUTPUT` started, while it records.
+pub(crate) fn automatic_path() -> Option<PathBuf> {
+    let active = active();
+    active.as_ref().filter(|a| a.automatic && a.pid == std::process::id()).map(|a| a.path.clone())
+}
+
+/// The session `WAFFLE_OUTPUT` started, as a [`Session`] that stops it when dropped; from then
+/// on it is an ordinary session, which an explicit start no longer replaces.
+pub(crate) fn take_automatic() -> Option<Session> {
+    let mut active = active();
+    let a = active.as_mut().filter(|a| a.automatic && a.pid == std::process::id())?;
+    a.automatic = false;
+    Some(Session { epoch: a.epoch, path: a.path.clone(), stopped: false })
 }
 
 /// A trace id written as 32 lower-case hex digits, not all zero.
@@ -232,90 +300,6 @@ fn random_u128() -> u128 {
     u128::from(word(0)) << 64 | u128::from(word(1))
 }
 
-fn process_name() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
-fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for `buf.len()` bytes; gethostname writes at most that many.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".to_owned();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-fn write_preamble(
-    out: &mut FrameWriter<BufWriter<File>>,
-    cfg: &Config,
-    cal: &clock::Calibration,
-    salt: u32,
-    trace_id: waffle::TraceId,
-) -> std::io::Result<()> {
-    let mut p = Payload::new();
-    p.varint(u64::from(std::process::id()));
-    p.str(cfg.process_name.as_deref().unwrap_or(&process_name()));
-    p.str(&host_name());
-    p.varint(cfg.labels.len() as u64);
-    for (k, v) in &cfg.labels {
-        p.str(k).str(v);
-    }
-    p.str(waffle::clock::SOURCE);
-    p.varint(cal.anchor_ticks).varint(cal.anchor_unix_ns).varint(cal.ticks).varint(cal.ns);
-    p.varint(u64::from(salt));
-    p.bytes(&trace_id.to_u128().to_le_bytes());
-    p.varint(cfg.parent.map_or(0, |c| c.span_id().to_u64()));
-    out.frame(frame::HEADER, &[&p.0])?;
-    // The string table: every callsite linked into this image, as module 0.
-    let all = waffle::callsite::all();
-    for (n, chunk) in all.chunks(1024).enumerate() {
-        write_callsites(out, (n * 1024) as u32, chunk.iter().map(CallsiteDesc::Static))?;
-    }
-    out.flush()
-}
-
-/// A callsite as written in a CALLSITES frame: one compiled in, or one made at run time.
-pub(crate) enum CallsiteDesc<'a> {
-    Static(&'a waffle::callsite::Callsite),
-    Model(&'a crate::model::Callsite),
-}
-
-/// Writes one CALLSITES frame (module 0) with consecutive ids from `first`.
-pub(crate) fn write_callsites<'a, W: std::io::Write>(
-    out: &mut FrameWriter<W>,
-    first: u32,
-    callsites: impl ExactSizeIterator<Item = CallsiteDesc<'a>>,
-) -> std::io::Result<()> {
-    let mut p = Payload::new();
-    p.varint(0).varint(u64::from(first)).varint(callsites.len() as u64);
-    for cs in callsites {
-        match cs {
-            CallsiteDesc::Static(cs) => {
-                p.byte(cs.kind as u8).str(cs.name).str(cs.module).str(cs.file).varint(u64::from(cs.line));
-                p.varint(cs.fields.len() as u64);
-                for f in cs.fields {
-                    p.str(f.name).byte(f.ty as u8);
-                }
-                p.str(cs.correlate);
-            }
-            CallsiteDesc::Model(cs) => {
-                p.byte(cs.kind as u8).str(&cs.name).str(&cs.module).str(&cs.file).varint(u64::from(cs.line));
-                p.varint(cs.fields.len() as u64);
-                for (name, ty) in &cs.fields {
-                    p.str(name).byte(*ty as u8);
-                }
-                p.str(&cs.correlate);
-            }
-        }
-    }
-    out.frame(frame::CALLSITES, &[&p.0])
-}
-
 /// A recording session: the collector thread and the open file. Dropping it stops recording,
 /// drains every buffer and closes the file; [`Session::stop`] does the same and reports errors.
 ///
@@ -326,7 +310,6 @@ pub(crate) fn write_callsites<'a, W: std::io::Write>(
 pub struct Session {
     epoch: u32,
     path: PathBuf,
-    exit_wait: Duration,
     stopped: bool,
 }
 
@@ -350,7 +333,7 @@ impl Session {
         if std::mem::replace(&mut self.stopped, true) {
             return Ok(Stats::default());
         }
-        stop_active(Some(self.epoch), self.exit_wait).unwrap_or_else(|| Ok(Stats::default()))
+        stop_active(Some(self.epoch), Wait::Full).unwrap_or_else(|| Ok(Stats::default()))
     }
 }
 
@@ -362,39 +345,62 @@ impl Drop for Session {
     }
 }
 
+/// How stopping waits for threads that still own a stream slot. A thread that has finished
+/// pushes its last records from a thread-local destructor, which may still be running: a scoped
+/// thread, for one, counts as done once its closure returns, before its destructors run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wait {
+    /// Up to the session's exit wait (a drop or `stop`, after the program's own threads).
+    Full,
+    /// Up to the session's exit wait, but only while slots keep coming back: giving up after
+    /// `quiet` without one. For the exit of the process, where threads still running (an idle
+    /// pool) may never give theirs back.
+    WhileReleasing {
+        /// How long without a slot coming back ends the wait.
+        quiet: Duration,
+    },
+}
+
 /// Stops the active session (only if its epoch is `epoch`, when given): ends recording, pushes
-/// this thread's staged records, waits up to `exit_wait` for exiting threads to push theirs,
-/// then lets the collector write the last data, the clock and the END frame. `None` if there
-/// was no such session (already stopped, for instance by the exit handler).
-pub(crate) fn stop_active(epoch: Option<u32>, exit_wait: Duration) -> Option<Result<Stats, Error>> {
+/// this thread's staged records, waits as `wait` says for exiting threads to push theirs, then
+/// lets the collector write the last data, the clock and the END frame. `None` if there was no
+/// such session (already stopped, for instance by the exit handler).
+pub(crate) fn stop_active(epoch: Option<u32>, wait: Wait) -> Option<Result<Stats, Error>> {
     // The lock is held to the end, so that a new session cannot start while this one closes.
     let mut guard = active();
     if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
         return None;
     }
-    let Active { epoch, path, collector, exports, .. } = take_own(&mut guard)?;
+    let a = take_own(&mut guard)?;
+    Some(close(a, wait))
+}
+
+/// Stops the session `a`, taken from [`ACTIVE`] by a caller that still holds the lock.
+fn close(a: Active, wait: Wait) -> Result<Stats, Error> {
+    let Active { epoch, path, collector, exports, exit_wait, .. } = a;
     waffle::runtime::uninstall(epoch);
     waffle::local::with_local(|l| l.release());
-    // Threads that just finished may still be running their thread-local destructors,
-    // which push their last chunks; give them a moment.
-    let deadline = Instant::now() + exit_wait;
-    while registry::owned() > 0 && Instant::now() < deadline {
+    let start = Instant::now();
+    let (mut owned, mut last_release) = (registry::owned(), start);
+    while owned > 0 && start.elapsed() < exit_wait {
+        if let Wait::WhileReleasing { quiet } = wait {
+            if last_release.elapsed() >= quiet {
+                break;
+            }
+        }
         std::thread::sleep(Duration::from_micros(200));
+        let now = registry::owned();
+        if now < owned {
+            last_release = Instant::now();
+        }
+        owned = now;
     }
-    let stats = match collector.finish() {
-        Ok(stats) => stats,
-        Err(e) => return Some(Err(Error::io(&path, e))),
-    };
+    let stats = collector.finish().map_err(|e| Error::io(&path, e))?;
     // Each export streams the file in two passes, as `waffle-decode` does: memory does not
     // grow with the records.
     for (out, format) in &exports {
-        let files = match crate::export::Files::scan(&[&path], *format, &mut |_| {}) {
-            Ok(files) => files,
-            Err(e) => return Some(Err(e)),
-        };
-        if let Err(e) = crate::export::write_file(out, |w| files.write(w, &mut |_| {})) {
-            return Some(Err(Error::io(out, e)));
-        }
+        let files = crate::export::Files::scan(&[&path], *format, &mut |_| {})?;
+        crate::export::write_file(out, |w| files.write(w, &mut |_| {})).map_err(|e| Error::io(out, e))?;
     }
-    Some(Ok(stats))
+    Ok(stats)
 }

@@ -6,8 +6,9 @@
  * rank 0's symptom to rank 1's cause.
  *
  * Rank 0 starts the trace and broadcasts its context, so that every rank records under one
- * trace id (the launcher could set WAFFLE_TRACE_ID instead). The runtime reads the rank label
- * from Open MPI's OMPI_COMM_WORLD_RANK (or PMI_RANK, PMIX_RANK, SLURM_PROCID).
+ * trace id whatever launched them (under Open MPI's mpirun, PMIx or srun they would share the
+ * launch's id anyway; WAFFLE_TRACE_ID does it for any launcher). The runtime reads the rank
+ * label from Open MPI's OMPI_COMM_WORLD_RANK (or PMI_RANK, PMIX_RANK, SLURM_PROCID).
  *
  * usage: mpirun -np 2 allreduce DIR */
 #include <math.h>

@@ -35,6 +35,10 @@ use waffle_std::{
     send::{self, Options, Policy, Target},
 };
 
+// It reads traces: starting a session from `WAFFLE_OUTPUT` here would truncate a file it is
+// about to read when the variable names a fixed path.
+waffle_std::no_autostart!("waffle-decode");
+
 /// Decode waffle trace files into Perfetto, Jaeger or Zipkin traces, or explain what caused an
 /// event (`why`).
 #[derive(Parser, Debug)]

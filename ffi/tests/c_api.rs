@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    assert_tree, command, compile, compile_only, decode, render, run_ok, scratch, which, Link, CXX_FLAGS, C_FLAGS,
+    assert_tree, command, compile, compile_only, decode, render, run_ok, scratch, which, Link, CXX_FLAGS,
+    C_FLAGS,
 };
 use std::path::PathBuf;
 use waffle_std::analysis::{why, Reached, Relation, Selector};
@@ -219,9 +220,11 @@ process c_macros
 /// `tests/original/nccl_allreduce_harness.cpp` (its class, `contains_nan` and a stand-in
 /// `nccl.h`), with warnings as errors, and runs as two processes and as two threads: the fake
 /// collective sums the ranks' buffers, rank 1's NaN reaches both. The harness starts no
-/// session, so nothing is recorded.
+/// session, so nothing is recorded; with `WAFFLE_OUTPUT` set it is, and `waffle-decode why`
+/// leads from rank 0's symptom to rank 1's "Input buffer contains NaN" whether the ranks are
+/// processes (their rank labels) or threads of one process (their spans' `rank` fields).
 #[test]
-fn original_cpp_example_body_compiles_unchanged_and_runs() {
+fn original_cpp_example_body_compiles_unchanged_and_leads_to_rank_1() {
     let dir = scratch("original-nccl");
     let exe = dir.join("nccl_allreduce_harness");
     let original = common::ffi_dir().join("tests/original");
@@ -233,6 +236,41 @@ fn original_cpp_example_body_compiles_unchanged_and_runs() {
         run_ok(command(&exe).arg(mode).arg(&run).env_remove("WAFFLE_RANK"));
         let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
         assert!(written.is_empty(), "{mode}: nothing is recorded without a session: {written:?}");
+
+        // Recorded by WAFFLE_OUTPUT alone; `why` from rank 0's symptom reaches rank 1's cause
+        // through the two ranks' NcclAllReduce spans, matched by order.
+        let traced = dir.join(format!("{mode}-traced"));
+        std::fs::create_dir_all(&traced).unwrap();
+        let output = traced.join("nccl-%r.bin");
+        run_ok(command(&exe).arg(mode).arg(&traced).env_remove("WAFFLE_RANK").env("WAFFLE_OUTPUT", output));
+        let files: Vec<_> = match mode {
+            "procs" => vec![traced.join("nccl-0.bin"), traced.join("nccl-1.bin")],
+            _ => std::fs::read_dir(&traced).unwrap().map(|e| e.unwrap().path()).collect(),
+        };
+        assert_eq!(files.len(), if mode == "procs" { 2 } else { 1 }, "{mode}: {files:?}");
+        let why = common::why_json(&files, SYMPTOM, 0, &[]);
+        assert_eq!(why["symptom"]["fields"], serde_json::json!({}), "{why:#}");
+        let relations: Vec<&str> =
+            why["steps"].as_array().unwrap().iter().map(|s| s["relation"].as_str().unwrap()).collect();
+        assert_eq!(relations, ["inside", "matched by order with", "caused by"], "{mode}: {why:#}");
+        let (ours, theirs) = (&why["steps"][0]["item"], &why["steps"][1]["item"]);
+        assert_eq!(
+            (ours["name"].as_str(), ours["fields"]["rank"].as_i64()),
+            (Some("NcclAllReduce"), Some(0))
+        );
+        assert_eq!(
+            (theirs["name"].as_str(), theirs["fields"]["rank"].as_i64()),
+            (Some("NcclAllReduce"), Some(1))
+        );
+        assert_eq!(why["steps"][1]["occurrence"], 1, "the second of three steps");
+        let root = &why["root_causes"];
+        assert_eq!(root.as_array().map(Vec::len), Some(1), "{mode}: {why:#}");
+        assert_eq!((root[0]["name"].as_str(), root[0]["fields"]["rank"].as_i64()), (Some(CAUSE), Some(1)));
+        if mode == "procs" {
+            assert_eq!(root[0]["process"]["rank"], "1");
+        } else {
+            assert_ne!(root[0]["thread"]["tid"], why["symptom"]["thread"]["tid"], "rank 1's thread");
+        }
     }
     let _ = std::fs::remove_dir_all(dir);
 }

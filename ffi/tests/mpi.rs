@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, scratch, which, Link, CXX_FLAGS, C_FLAGS, ENVIRONMENT};
+use common::{
+    assert_tree, compile, decode, render, scratch, which, why_json, Link, CXX_FLAGS, C_FLAGS, ENVIRONMENT,
+};
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -161,6 +163,10 @@ fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
 /// names `SPAN`, `KV_I64`, `KV_CAUSE_EVENT`, a bare `WAFFLE_EVENT(...)` statement, no session
 /// started) compiles with `mpicc` as C11 and with `mpicxx -x c++` as C++17, warnings as errors,
 /// links with libwaffle, and both builds run under `mpirun -np 2` and exit 0, recording nothing.
+/// Run again with only `WAFFLE_OUTPUT=rank%r.bin` set, each build writes one file per rank,
+/// under one trace id, and `waffle-decode why` leads from **either** rank's symptom to rank 1's
+/// "Creating NaN on purpose": from rank 0's through the two ranks' `MPI_Allreduce_op` spans,
+/// matched by order (nothing in the program ties them together); with `--no-match` it cannot.
 ///
 /// As C++ it is compiled with `-DOMPI_SKIP_MPICXX` (and MPICH's `MPICH_SKIP_MPICXX`): without
 /// it `mpi.h` pulls in Open MPI's deprecated C++ bindings, whose own casts GCC's `-Wextra`
@@ -186,9 +192,55 @@ fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
         assert!(ok, "{name} under mpirun failed:\n{stdout}\n{stderr}");
         let written: Vec<_> = std::fs::read_dir(&run).unwrap().collect();
         assert!(written.is_empty(), "{name}: nothing is recorded without a session: {written:?}");
+
+        // The same program, recorded by setting WAFFLE_OUTPUT alone.
+        let mut cmd = mpirun_command(&mpirun);
+        cmd.env("WAFFLE_OUTPUT", run.join("rank%r.bin")).arg(&exe).current_dir(&run);
+        let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+        assert!(ok, "{name} with WAFFLE_OUTPUT failed:\n{stdout}\n{stderr}");
+        let files = [run.join("rank0.bin"), run.join("rank1.bin")];
+        let trace = decode(&files);
+        let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
+        assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
+        assert_ne!(r0.trace_id, 0);
+        assert_eq!(r0.trace_id, r1.trace_id, "{name}: one launch, one trace id, no code");
+        let expected = format!(
+            "process {name} rank=0\n  thread\n    MPI_Allreduce_op rank=0\n      ! {ORIGINAL_SYMPTOM}\n\
+             process {name} rank=1\n  thread\n    ! {CAUSE} rank=1\n    MPI_Allreduce_op rank=1 <- event {CAUSE:?}\n\
+             \x20     ! {ORIGINAL_SYMPTOM}\n"
+        );
+        assert_tree(&render(&trace), &expected);
+
+        // Both ranks see the NaN; `--nth` picks each symptom in turn.
+        let mut symptom_ranks = Vec::new();
+        for nth in 0..2 {
+            let why = why_json(&files, ORIGINAL_SYMPTOM, nth, &[]);
+            let rank = why["symptom"]["process"]["rank"].as_str().unwrap().to_owned();
+            let root = &why["root_causes"];
+            assert_eq!(root.as_array().map(Vec::len), Some(1), "{name} rank {rank}: {why:#}");
+            assert_eq!(
+                (root[0]["name"].as_str(), root[0]["process"]["rank"].as_str()),
+                (Some(CAUSE), Some("1"))
+            );
+            let relations: Vec<&str> =
+                why["steps"].as_array().unwrap().iter().map(|s| s["relation"].as_str().unwrap()).collect();
+            if rank == "0" {
+                assert_eq!(relations, ["inside", "matched by order with", "caused by"], "{why:#}");
+                assert_eq!(why["steps"][1]["item"]["process"]["rank"], "1");
+                assert_eq!(why["steps"][1]["occurrence"], 0);
+                let off = why_json(&files, ORIGINAL_SYMPTOM, nth, &["--no-match"]);
+                assert_eq!(off["root_causes"], serde_json::json!([]), "{off:#}");
+            }
+            symptom_ranks.push(rank);
+        }
+        symptom_ranks.sort();
+        assert_eq!(symptom_ranks, ["0", "1"]);
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The original C example's symptom.
+const ORIGINAL_SYMPTOM: &str = "MPI_Allreduce result is NaN";
 
 /// Two launches of a program that never starts a session, with `WAFFLE_OUTPUT=DIR/rank%r.bin`:
 /// each writes `rank0.bin` and `rank1.bin`, labelled with their ranks; the ranks of a launch

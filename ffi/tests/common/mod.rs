@@ -191,6 +191,22 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// `waffle-decode why FILES --event EVENT --nth NTH --json` and `extra` arguments, as a user
+/// runs it: its JSON answer (the run must succeed).
+#[allow(dead_code)] // not every test binary asks why
+pub fn why_json(files: &[PathBuf], event: &str, nth: usize, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(waffle_decode())
+        .arg("why")
+        .args(files)
+        .args(["--event", event, "--nth", &nth.to_string(), "--json"])
+        .args(extra)
+        .output()
+        .expect("run waffle-decode");
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "waffle-decode why failed:\n{text}\n{err}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"))
+}
+
 /// Decodes `files` as one trace; asserts there were no warnings and every file is complete.
 pub fn decode(files: &[PathBuf]) -> Trace {
     let decoded = waffle_std::decode::decode_files(files).expect("decode");

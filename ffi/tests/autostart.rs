@@ -122,7 +122,10 @@ fn a_bad_value_prints_one_line_and_the_program_runs_untraced() {
         (format!("{d}/%q.bin"), "unknown placeholder %q (use %r, %p, %h or %%)".to_owned()),
         (format!("{d}/t-%"), "a lone % at the end (write %% for a %)".to_owned()),
         (String::new(), "empty path".to_owned()),
-        (format!("{d}/missing/t.bin"), format!("directory \"{d}/missing\" does not exist")),
+        (
+            format!("{d}/bad/run/t.bin"), // under the program: no directory can be made there
+            format!("directory \"{d}/bad/run\" cannot be made: Not a directory (os error 20)"),
+        ),
         (format!("{d}/bad/t.bin"), format!("\"{d}/bad\" is not a directory")), // the program
         (d.to_string(), format!("cannot create \"{d}\": Is a directory (os error 21)")),
     ];

@@ -8,8 +8,9 @@
 //! stops it at exit, as it stops any session still running then; the trace id is
 //! [`Config::new`]'s, so the ranks of one `mpirun` or `srun` share one.
 //!
-//! A bad value (an unknown placeholder, an empty path, a directory that does not exist or
-//! cannot be written) is reported in one line on stderr, naming the variable, the value and
+//! Missing directories of the path are made (`run/rank%r.bin` makes `run/`, as every rank
+//! may at once). A bad value (an unknown placeholder, an empty path, a directory that cannot
+//! be made or written) is reported in one line on stderr, naming the variable, the value and
 //! the fault, and the program runs on without recording. Nothing here panics or aborts.
 //!
 //! An explicit start ([`crate::start`], [`Config::start`], `waffle_start`, Python's
@@ -146,7 +147,8 @@ fn start(template: &OsStr) -> Result<(), Fault> {
         _ => Path::new("."),
     };
     if !dir.exists() {
-        return Err(Fault::NoDirectory(dir.to_owned()));
+        // Ranks of one launch may make it at once: create_dir_all takes one that appeared.
+        std::fs::create_dir_all(dir).map_err(|e| Fault::NoDirectory(dir.to_owned(), e))?;
     }
     if !dir.is_dir() {
         return Err(Fault::NotADirectory(dir.to_owned()));
@@ -247,7 +249,7 @@ pub fn expand(template: &OsStr, values: &Placeholders<'_>) -> Result<PathBuf, Te
 #[derive(Debug)]
 enum Fault {
     Template(TemplateError),
-    NoDirectory(PathBuf),
+    NoDirectory(PathBuf, std::io::Error),
     NotADirectory(PathBuf),
     NotWritable(PathBuf, std::io::Error),
     Create(PathBuf, std::io::Error),
@@ -264,7 +266,9 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Template(e) => write!(f, "{e}"),
-            Fault::NoDirectory(d) => write!(f, "directory {:?} does not exist", d.display().to_string()),
+            Fault::NoDirectory(d, e) => {
+                write!(f, "directory {:?} cannot be made: {e}", d.display().to_string())
+            }
             Fault::NotADirectory(d) => write!(f, "{:?} is not a directory", d.display().to_string()),
             Fault::NotWritable(d, e) => {
                 write!(f, "directory {:?} is not writable: {e}", d.display().to_string())
@@ -353,10 +357,12 @@ mod tests {
             m,
             "waffle: WAFFLE_OUTPUT=\"run/%q.bin\": unknown placeholder %q (use %r, %p, %h or %%); not recording\n"
         );
-        let m = message(OsStr::new("nowhere/t.bin"), &Fault::NoDirectory("nowhere".into()));
+        let not_dir = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+        let m = message(OsStr::new("f/run/t.bin"), &Fault::NoDirectory("f/run".into(), not_dir));
         assert_eq!(
             m,
-            "waffle: WAFFLE_OUTPUT=\"nowhere/t.bin\": directory \"nowhere\" does not exist; not recording\n"
+            "waffle: WAFFLE_OUTPUT=\"f/run/t.bin\": directory \"f/run\" cannot be made: \
+             Not a directory (os error 20); not recording\n"
         );
         assert_eq!(message(OsStr::new(""), &Fault::Template(err(""))).lines().count(), 1);
         let denied = std::io::Error::from_raw_os_error(libc::EACCES);

@@ -140,9 +140,13 @@ fn a_rust_program_records_with_only_waffle_output_set() {
 fn a_bad_value_prints_one_line_and_the_program_runs_untraced() {
     let dir = scratch("bad");
     let d = dir.display();
+    std::fs::write(dir.join("plain"), "a file, not a directory").unwrap();
     for (value, fault) in [
         (format!("{d}/run-%x.bin"), "unknown placeholder %x (use %r, %p, %h or %%)".to_owned()),
-        (format!("{d}/nowhere/t.bin"), format!("directory \"{d}/nowhere\" does not exist")),
+        (
+            format!("{d}/plain/run/t.bin"),
+            format!("directory \"{d}/plain/run\" cannot be made: Not a directory (os error 20)"),
+        ),
     ] {
         let (_, out) = run(Command::new(common::example("autostart")), &value);
         assert_eq!(
@@ -150,8 +154,12 @@ fn a_bad_value_prints_one_line_and_the_program_runs_untraced() {
             format!("waffle: WAFFLE_OUTPUT={value:?}: {fault}; not recording\n")
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("trace {}", "0".repeat(32)));
-        assert!(files(&dir).is_empty());
+        assert_eq!(files(&dir), ["plain"]);
     }
+    // Missing directories are made, not a fault.
+    let (pid, out) = run(Command::new(common::example("autostart")), &format!("{d}/made/deeper/t-%p.bin"));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join(format!("made/deeper/t-{pid}.bin")).is_file());
     let _ = std::fs::remove_dir_all(dir);
 }
 

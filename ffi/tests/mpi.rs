@@ -12,9 +12,7 @@
 
 mod common;
 
-use common::{
-    assert_tree, compile, decode, render, scratch, which, why_json, Link, CXX_FLAGS, C_FLAGS, ENVIRONMENT,
-};
+use common::{assert_tree, compile, decode, render, scratch, which, why_json, Link, CXX_FLAGS, C_FLAGS};
 use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
@@ -43,7 +41,7 @@ fn mpirun_command(mpirun: &Path) -> Command {
     let mut cmd = Command::new(mpirun);
     cmd.args(MPIRUN_FLAGS);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for var in ENVIRONMENT {
+    for var in waffle_std::launcher::variables() {
         cmd.env_remove(var);
     }
     cmd

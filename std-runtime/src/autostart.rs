@@ -97,28 +97,21 @@ macro_rules! no_autostart {
 /// The constructor: called with the process's arguments by the loader, which the function
 /// ignores (a C function may take fewer arguments than its caller passes). Public only so that
 /// `waffle-ffi` can refer to it (see the module docs on static linking).
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "freebsd",
-    target_os = "netbsd",
-    target_os = "openbsd",
-    target_os = "dragonfly"
-))]
-#[doc(hidden)]
-#[used]
-#[link_section = ".init_array"]
-pub static CONSTRUCTOR: extern "C" fn() = at_load;
-
-/// Stands in where there is no constructor, so that references to it still resolve.
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "freebsd",
-    target_os = "netbsd",
-    target_os = "openbsd",
-    target_os = "dragonfly"
-)))]
+///
+/// Where there is no `.init_array` (not ELF), it is an ordinary static, so that references to
+/// it still resolve, and `WAFFLE_OUTPUT` is not read.
+#[cfg_attr(
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ),
+    used,
+    link_section = ".init_array"
+)]
 #[doc(hidden)]
 pub static CONSTRUCTOR: extern "C" fn() = at_load;
 

@@ -61,6 +61,15 @@ const LAUNCHERS: [Launcher; 3] = [
     },
 ];
 
+/// Every variable that changes what a process records or under which trace: `WAFFLE_OUTPUT`,
+/// the trace id and parent, the rank's and the launchers' (for tests and tools that start
+/// programs in a clean environment).
+pub fn variables() -> impl Iterator<Item = &'static str> {
+    let own = ["WAFFLE_OUTPUT", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"];
+    let launchers = LAUNCHERS.iter().flat_map(|l| l.required.iter().chain(l.optional).copied());
+    own.into_iter().chain(RANK_VARIABLES).chain(launchers)
+}
+
 /// The value of `name`, if set and not empty.
 fn get(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     lookup(name).filter(|v| !v.is_empty())

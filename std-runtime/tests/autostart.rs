@@ -16,21 +16,6 @@ use std::{
 };
 use waffle_std::model::Trace;
 
-/// Variables that would change what the children record.
-const ENVIRONMENT: &[&str] = &[
-    "WAFFLE_OUTPUT",
-    "WAFFLE_RANK",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "SLURM_PROCID",
-    "WAFFLE_TRACE_ID",
-    "WAFFLE_TRACEPARENT",
-    "OMPI_MCA_ess_base_jobid",
-    "PMIX_NAMESPACE",
-    "SLURM_JOB_ID",
-];
-
 const CHILD: &str = "WAFFLE_AUTOSTART_CHILD";
 
 /// A fresh directory for one test's files.
@@ -43,7 +28,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `cmd` with `WAFFLE_OUTPUT=output`; returns its pid and output after checking it exited 0.
 fn run(mut cmd: Command, output: &str) -> (u32, Output) {
-    for var in ENVIRONMENT {
+    for var in waffle_std::launcher::variables() {
         cmd.env_remove(var);
     }
     let child = cmd

@@ -154,28 +154,11 @@ pub fn cxx() -> String {
     std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned())
 }
 
-/// The variables that would change what a traced program records: its rank and trace id (also
-/// those a launcher sets), a parent context, and `WAFFLE_OUTPUT`.
-pub const ENVIRONMENT: &[&str] = &[
-    "WAFFLE_OUTPUT",
-    "WAFFLE_RANK",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "SLURM_PROCID",
-    "WAFFLE_TRACE_ID",
-    "WAFFLE_TRACEPARENT",
-    "OMPI_MCA_ess_base_jobid",
-    "OMPI_MCA_orte_precondition_transports",
-    "PMIX_NAMESPACE",
-    "SLURM_JOB_ID",
-    "SLURM_STEP_ID",
-];
-
-/// A command for `exe` with [`ENVIRONMENT`] removed.
+/// A command for `exe` without the variables that would change what it records
+/// (`waffle_std::launcher::variables`).
 pub fn command(exe: &Path) -> Command {
     let mut cmd = Command::new(exe);
-    for var in ENVIRONMENT {
+    for var in waffle_std::launcher::variables() {
         cmd.env_remove(var);
     }
     cmd

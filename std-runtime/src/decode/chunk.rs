@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{model::Callsite, reader::Cursor, reader::Warning};
 use std::sync::Arc;
-use waffle::wire::{tag, unzigzag};
+use waffle::wire::{tag, unzigzag, FieldType};
 
 /// What a stream has open: its spans and the contexts it entered, innermost last.
 #[derive(Clone, Copy)]
@@ -170,6 +170,18 @@ fn span_id(c: &mut Cursor<'_>) -> Result<u64, String> {
     Ok(u64::from_le_bytes(c.array()?))
 }
 
+/// [`Fields::read`] keeping the values, out of the loop of a sink that steps over them.
+#[cold]
+#[inline(never)]
+fn read_kept(
+    fields: &mut Fields,
+    c: &mut Cursor<'_>,
+    schema: &[FieldType],
+    callsite: &Callsite,
+) -> Result<(), String> {
+    fields.read(c, schema, callsite, true)
+}
+
 #[cold]
 fn unknown_callsite(seen: u64, id: u32) -> String {
     format!("record {seen} names callsite {id}, which the string table does not describe")
@@ -191,9 +203,19 @@ impl<T: Copy + Default> Decoder<T> {
         let dropped = c.varint()?;
         let records = c.varint()?;
         let t = self.thread(stream, generation, sink);
-        let Decoder { threads, sites, schemas, hands, callsites, detached, early_ends, top_parent, .. } =
-            self;
-        let (sites, top_parent) = (&sites[..], *top_parent);
+        let Decoder {
+            threads,
+            sites,
+            schemas,
+            hands,
+            hands_any,
+            callsites,
+            detached,
+            early_ends,
+            top_parent,
+            ..
+        } = self;
+        let (sites, top_parent, hands_any) = (&sites[..], *top_parent, *hands_any);
         let module_sites = callsites.module(threads[t].module);
         let s = &mut threads[t];
         // Links after a gap would attach to the wrong item: keep the source only if it is
@@ -272,13 +294,21 @@ impl<T: Copy + Default> Decoder<T> {
                         let is_span = record_tag == tag::SPAN_BEGIN;
                         // Every span of this callsite asked for, or counted (by a sink not handed
                         // every item)?
-                        let hand =
-                            if S::EVERY_ITEM || !is_span { Hand::Referring } else { hands[site as usize] };
+                        let hand = if S::EVERY_ITEM || !is_span || !hands_any {
+                            Hand::Referring
+                        } else {
+                            hands[site as usize]
+                        };
                         if hand == Hand::Counted {
                             s.count_begin(site);
                         }
-                        let keep = S::FIELDS || hand == Hand::SpansWithFields;
-                        s.pending.fields.read(&mut c, &schemas[site as usize], callsite, keep)?;
+                        let schema = &schemas[site as usize];
+                        if !S::FIELDS && hand == Hand::SpansWithFields {
+                            // Rare: the values are kept for a sink that otherwise steps over them.
+                            read_kept(&mut s.pending.fields, &mut c, schema, callsite)?;
+                        } else {
+                            s.pending.fields.read(&mut c, schema, callsite, S::FIELDS)?;
+                        }
                         let (parent, held, holder) = parent_counted::<T, S>(&mut s.stack, top_parent);
                         let depth = s.stack.len();
                         s.source = Some(next_id);

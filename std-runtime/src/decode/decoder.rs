@@ -104,6 +104,9 @@ pub(super) struct Decoder<T> {
     /// Which items of each callsite the sink is handed, by index like `sites` (only for a
     /// sink not handed every item).
     pub(super) hands: Vec<Hand>,
+    /// Whether any callsite's items are handed otherwise than [`Hand::Referring`]: when none
+    /// is (most traces), the record loop does not look.
+    pub(super) hands_any: bool,
     /// Thread index by `(stream, generation)`.
     streams: HashMap<(u32, u32), usize>,
     pub(super) threads: Vec<StreamState<T>>,
@@ -145,6 +148,7 @@ impl<T: Copy + Default> Decoder<T> {
             sites: vec![placeholder],
             schemas: vec![Box::new([])],
             hands: vec![Hand::Referring],
+            hands_any: false,
             streams: HashMap::new(),
             threads: Vec::new(),
             detached: BTreeMap::new(),
@@ -241,7 +245,9 @@ impl<T: Copy + Default> Decoder<T> {
             self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
             let cs = Arc::new(cs);
             let index = self.sites.len() as u32;
-            self.hands.push(if S::EVERY_ITEM { Hand::Referring } else { sink.hand(index, &cs) });
+            let hand = if S::EVERY_ITEM { Hand::Referring } else { sink.hand(index, &cs) };
+            self.hands_any |= hand != Hand::Referring;
+            self.hands.push(hand);
             self.sites.push(cs);
         }
         Ok(())

@@ -30,8 +30,8 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
+use super::spans::notation::{correlation, follows, hex_list, own_links, service_name, us};
 use super::spans::{Context, Log, OutSpan, ProcessInfo, Source, SpanWriter};
-use super::zipkin::{correlation, follows, hex_list, own_links, service_name, us};
 use crate::model::{Trace, Value};
 
 /// The largest integer a JavaScript number (and so a JSON reader in a browser) holds exactly.

@@ -53,6 +53,7 @@ use crate::{
 
 mod assemble;
 mod ids;
+pub(crate) mod notation;
 
 pub(crate) use super::process::ProcessInfo;
 use assemble::{Assembler, NoWrite, State};

@@ -34,7 +34,10 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, Source, SpanWriter};
+use super::spans::{
+    notation::{correlation, hex_list, own_links, service_name, us},
+    Context, Log, OutSpan, Source, SpanWriter,
+};
 use crate::model::{Trace, Value};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
@@ -194,44 +197,6 @@ impl Spans {
     }
 }
 
-/// The links of a span itself, not of the events it shows.
-pub(super) fn own_links(links: &[Link]) -> impl Iterator<Item = &Link> {
-    links.iter().filter(|l| l.from_event.is_none())
-}
-
-/// The spans a span follows from: those showing its causes, then the first member of its
-/// correlation group; no repeats.
-pub(super) fn follows(links: &[Link]) -> Vec<u64> {
-    let mut follows: Vec<u64> = Vec::new();
-    for kind in [LinkKind::Cause, LinkKind::Correlated] {
-        for l in own_links(links).filter(|l| l.resolved && l.kind == kind) {
-            if !follows.contains(&l.span) {
-                follows.push(l.span);
-            }
-        }
-    }
-    follows
-}
-
-/// `key=value` of a correlation.
-pub(super) fn correlation(key: &str, value: Option<u64>) -> Option<String> {
-    value.filter(|_| !key.is_empty()).map(|v| format!("{key}={v}"))
-}
-
-/// Nanoseconds to whole microseconds, floored.
-pub(super) fn us(ns: u64) -> u64 {
-    ns / 1000
-}
-
-/// The name a process goes by in Jaeger and Zipkin: its own, or `waffle` when it has none.
-pub(super) fn service_name(process: &ProcessInfo) -> &str {
-    if process.header.name.is_empty() {
-        "waffle"
-    } else {
-        &process.header.name
-    }
-}
-
 /// An event as an annotation's text: `name key=value ...`, strings quoted.
 fn annotation(log: &Log) -> String {
     let mut text = log.callsite.name.clone();
@@ -259,9 +224,4 @@ fn value_text(value: &Value) -> String {
         Value::F64(v) => format!("{v:?}"),
         v => v.to_string(),
     }
-}
-
-/// Ids as 16 hex digits each, comma-separated.
-pub(super) fn hex_list(ids: &[u64]) -> String {
-    ids.iter().map(|id| format!("{id:016x}")).collect::<Vec<_>>().join(",")
 }

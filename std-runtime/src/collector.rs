@@ -231,7 +231,7 @@ fn pass(st: &mut State) -> io::Result<bool> {
         crate::header::write_callsites(
             &mut st.out,
             crate::dynamic::first_dynamic_id() + first as u32,
-            chunk.iter().map(|c| crate::header::CallsiteDesc::Model(c)),
+            chunk.iter().map(|c| crate::header::CallsiteDesc::Dynamic(c)),
         )?;
         wrote = true;
     }

@@ -8,7 +8,6 @@
 //! across sessions. The collector writes every registered callsite into the file's string table
 //! before the first chunk that can use it.
 
-use crate::model::Callsite;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
@@ -24,10 +23,30 @@ pub fn first_dynamic_id() -> u32 {
 /// Most run-time callsites per process; registering more returns `None`.
 pub const MAX_DYNAMIC: usize = 1 << 20;
 
+/// A callsite registered at run time: what the string table says of it, owned (the
+/// recorder's own type; the decoder reads it back as its `model::Callsite`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    /// Span or event.
+    pub kind: Kind,
+    /// Span or event name.
+    pub name: String,
+    /// The foreign language's module (or "").
+    pub module: String,
+    /// Source file.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+    /// Field names and types, in record order.
+    pub fields: Vec<(String, FieldType)>,
+    /// Correlation key, "" if none.
+    pub correlate: String,
+}
+
 #[derive(Default)]
 struct Registry {
-    all: Vec<Arc<Callsite>>,
-    ids: HashMap<Arc<Callsite>, u32>,
+    all: Vec<Arc<Site>>,
+    ids: HashMap<Arc<Site>, u32>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -35,17 +54,6 @@ static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 fn registry() -> MutexGuard<'static, Option<Registry>> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-impl std::hash::Hash for Callsite {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (&self.name, &self.module, &self.file, self.line, self.kind as u8, &self.correlate).hash(h);
-        for (n, t) in &self.fields {
-            (n, *t as u8).hash(h);
-        }
-    }
-}
-
-impl Eq for Callsite {}
 
 /// Registers a callsite and returns its id; registering an identical description again
 /// returns the same id. `None` once [`MAX_DYNAMIC`] callsites exist.
@@ -58,7 +66,7 @@ pub fn register(
     fields: &[(&str, FieldType)],
     correlate: &str,
 ) -> Option<u32> {
-    let cs = Arc::new(Callsite {
+    let cs = Arc::new(Site {
         name: name.to_owned(),
         module: module.to_owned(),
         file: file.to_owned(),
@@ -82,7 +90,7 @@ pub fn register(
 }
 
 /// Callsites registered from index `from` on (index = id − [`first_dynamic_id`]).
-pub(crate) fn since(from: usize) -> Vec<Arc<Callsite>> {
+pub(crate) fn since(from: usize) -> Vec<Arc<Site>> {
     registry().as_ref().map_or_else(Vec::new, |r| r.all.get(from..).unwrap_or_default().to_vec())
 }
 

@@ -74,7 +74,7 @@ impl Preamble<'_> {
 /// A callsite as written in a CALLSITES frame: one compiled in, or one made at run time.
 pub(crate) enum CallsiteDesc<'a> {
     Static(&'a waffle::callsite::Callsite),
-    Model(&'a crate::model::Callsite),
+    Dynamic(&'a crate::dynamic::Site),
 }
 
 /// Writes one CALLSITES frame (module 0) with consecutive ids from `first`.
@@ -95,7 +95,7 @@ pub(crate) fn write_callsites<'a, W: Write>(
                 }
                 p.str(cs.correlate);
             }
-            CallsiteDesc::Model(cs) => {
+            CallsiteDesc::Dynamic(cs) => {
                 p.byte(cs.kind as u8).str(&cs.name).str(&cs.module).str(&cs.file).varint(u64::from(cs.line));
                 p.varint(cs.fields.len() as u64);
                 for (name, ty) in &cs.fields {

@@ -35,15 +35,16 @@
 //! }
 //! ```
 
-use crate::{
-    matching::{self, Rank, RankField},
-    model::{Item, ItemRef, Trace, Value},
-};
+use crate::model::{Item, ItemRef, Trace, Value};
+use groups::{groups, notes, reaching_links, Group};
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashSet, VecDeque},
     rc::Rc,
 };
 
+mod groups;
+#[cfg(test)]
+mod order_tests;
 mod render;
 mod select;
 #[cfg(test)]
@@ -206,14 +207,6 @@ struct Node {
     children: Vec<usize>,
 }
 
-/// Items that are one thing on several processes or threads: a correlation group, or an
-/// operation matched by order.
-struct Group {
-    relation: Relation,
-    occurrence: Option<u64>,
-    members: Vec<ItemRef>,
-}
-
 #[derive(Clone, Copy)]
 enum Target {
     Item(ItemRef),
@@ -320,105 +313,6 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
         links_followed,
         notes,
     })
-}
-
-/// Each item in a group of two or more and its group: correlation groups, then (unless
-/// `options` turn it off) operations matched by order; and the names that two or more ranks
-/// have but that are not matched, with why.
-fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<Group>>, matching::Matching) {
-    let mut out = HashMap::new();
-    let mut add = |group: Group| {
-        let group = Rc::new(group);
-        for &m in &group.members {
-            out.insert(m, group.clone());
-        }
-    };
-    for c in trace.correlations() {
-        add(Group { relation: Relation::CorrelatedWith, occurrence: None, members: c.members });
-    }
-    let mut decided = matching::Matching::default();
-    if options.match_by_order {
-        let (matching, operations) = matching::match_trace(trace);
-        for op in operations.into_iter().filter(|op| op.members.len() > 1) {
-            add(Group {
-                relation: Relation::MatchedByOrder,
-                occurrence: Some(op.occurrence),
-                members: op.members,
-            });
-        }
-        decided = matching;
-    }
-    (out, decided)
-}
-
-/// A sentence for each name of a span the walk visited that is not matched by order, so that
-/// a chain that stops at a rank's border says why it did not cross.
-fn notes(
-    trace: &Trace,
-    index: &HashMap<u64, ItemRef>,
-    visited: &HashSet<u64>,
-    unmatched: &matching::Matching,
-) -> Vec<String> {
-    let mut names: Vec<&str> = visited
-        .iter()
-        .filter_map(|id| index.get(id))
-        .filter(|r| matches!(r.item, Item::Span(_)))
-        .map(|&r| trace.describe(r).callsite.name.as_str())
-        .filter(|name| unmatched.unmatched.contains_key(*name))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names.into_iter().map(|name| unmatched.unmatched[name].describe(name, &|r| rank_name(trace, r))).collect()
-}
-
-/// A rank as a reader knows it: the process's `rank` label (or its pid), and the span's own
-/// `rank` field when it has one.
-fn rank_name(trace: &Trace, rank: &Rank) -> String {
-    let p = &trace.processes[rank.process];
-    let process = match p.label("rank") {
-        Some(label) => format!("rank {label}"),
-        None => format!("pid {}", p.pid),
-    };
-    match &rank.field {
-        RankField::None => process,
-        field => format!("{process} (rank field {field})"),
-    }
-}
-
-/// The visited items from which a link to a known item can be reached without following a
-/// link: through parents and correlation groups. Those are not root causes.
-fn reaching_links(
-    trace: &Trace,
-    index: &HashMap<u64, ItemRef>,
-    groups: &HashMap<ItemRef, Rc<Group>>,
-    visited: &HashSet<u64>,
-) -> HashSet<u64> {
-    // Walk the parent and correlation edges backwards, from every item that has a link.
-    let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
-    let mut queue: Vec<u64> = Vec::new();
-    for &id in visited {
-        let view = trace.describe(index[&id]);
-        if let Some(p) = view.parent {
-            children.entry(p).or_default().push(id);
-        }
-        if view.links.iter().any(|l| index.contains_key(l)) {
-            queue.push(id);
-        }
-    }
-    let mut reached: HashSet<u64> = queue.iter().copied().collect();
-    let mut groups_done: HashSet<*const Group> = HashSet::new();
-    while let Some(id) = queue.pop() {
-        let at = index[&id];
-        let group = groups.get(&at).filter(|g| groups_done.insert(Rc::as_ptr(g)));
-        let peers = group.into_iter().flat_map(|g| g.members.iter().map(|&r| trace.describe(r).id));
-        let kids = children.get(&id).into_iter().flatten().copied();
-        for next in peers.chain(kids).collect::<Vec<_>>() {
-            if visited.contains(&next) && reached.insert(next) {
-                queue.push(next);
-            }
-        }
-    }
-    reached
 }
 
 /// The earliest timestamp of the trace, which offsets count from.

@@ -70,6 +70,7 @@ use crate::{
 
 #[doc(hidden)]
 pub mod encoding;
+mod order;
 mod packet;
 mod plan;
 mod proto;

@@ -14,10 +14,7 @@
 //! - the runs of ids that exist, so that links to ids outside the trace are told apart;
 //! - per correlation group: its size and its last member in time;
 //! - per span name and rank, how many spans and on which thread, for matching by order
-//!   ([`crate::matching`]): the decoder counts the spans of each callsite that can be matched
-//!   per thread (`Hand::Counted`), except those with a `rank` field, whose every span the pass
-//!   is handed with the field's value (`Hand::SpansWithFields`); in a trace of one file only
-//!   those can be matched;
+//!   (`order.rs`);
 //! - per process its header and threads, for the track descriptors written first.
 //!
 //! [`Plan`] turns that into flow ids: each referenced item starts one flow per arrow out of it,
@@ -25,6 +22,7 @@
 //! name matched by order gets one flow per occurrence, base + k, which its k-th span on every
 //! rank carries: one chain through the ranks in time order.
 
+use super::order::{OrderCount, OrderSite};
 use crate::export::{
     index::Keys,
     process::{Assigned, OsIds, ProcessInfo},
@@ -35,7 +33,6 @@ use crate::{
         stream::{FileEnd, Hand, Header, Item, Sink},
         ProcessStats,
     },
-    matching::{self, Rank, RankField, Seen},
     model::Callsite,
 };
 use std::sync::Arc;
@@ -67,36 +64,11 @@ struct Group {
 /// follows.
 pub(super) type Member = (u64, usize, usize, u64);
 
-/// A callsite whose spans are counted for matching by order, in the process being read.
-struct Counted {
-    callsite: Arc<Callsite>,
-    /// Where its `rank` field is among its fields.
-    rank: Option<usize>,
-    /// Spans so far, per value of the rank field and thread.
-    seen: Vec<(RankField, Seen)>,
-}
-
-impl Counted {
-    fn add(&mut self, rank: RankField, seen: Seen) {
-        match self.seen.iter_mut().find(|(r, _)| *r == rank) {
-            Some((_, s)) => s.add(seen),
-            None => self.seen.push((rank, seen)),
-        }
-    }
-}
-
 /// The first pass over the records.
 #[derive(Default)]
 pub(super) struct Scan {
-    /// Whether the trace has more than one file: then every span can be matched by order,
-    /// else only those with a `rank` field.
-    many_files: bool,
-    /// The current process's counted callsites, by callsite index.
-    counted: Vec<Option<Counted>>,
-    /// Counted callsites of the processes read: (process, callsite index, callsite, rank
-    /// field's index).
-    order_sites: Vec<(usize, u32, Arc<Callsite>, Option<usize>)>,
-    order: matching::Tally,
+    /// What matching by order counts.
+    order: OrderCount,
     processes: Vec<ProcessInfo>,
     /// The calibration of the next file (its last CLOCK frame's), when known in advance.
     pub(super) next_calibration: Option<Calibration>,
@@ -116,7 +88,7 @@ pub(super) struct Scan {
 impl Scan {
     /// A first pass over `files` files.
     pub(super) fn new(files: usize) -> Scan {
-        Scan { many_files: files > 1, ..Scan::default() }
+        Scan { order: OrderCount::new(files), ..Scan::default() }
     }
 
     /// An item that refers elsewhere (the decoder hands over no other).
@@ -196,44 +168,17 @@ impl Sink for Scan {
     }
 
     fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
-        if !matching::takes_part(callsite) {
-            return Hand::Referring;
-        }
-        let rank = matching::rank_index(callsite);
-        if rank.is_none() && !self.many_files {
-            return Hand::Referring;
-        }
-        let i = index as usize;
-        if self.counted.len() <= i {
-            self.counted.resize_with(i + 1, || None);
-        }
-        self.counted[i] = Some(Counted { callsite: callsite.clone(), rank, seen: Vec::new() });
-        if rank.is_some() {
-            Hand::SpansWithFields
-        } else {
-            Hand::Counted
-        }
+        self.order.hand(index, callsite)
     }
 
     fn counted(&mut self, thread: usize, index: u32, spans: u64) {
-        if let Some(Some(c)) = self.counted.get_mut(index as usize) {
-            c.add(RankField::None, Seen::on(thread, spans));
-        }
+        self.order.counted(thread, index, spans);
     }
 
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
         self.item(span, thread);
         self.spans += 1;
-        // Spans with a rank field are counted here, by its value (the others by `counted`).
-        if let Some(Some(c)) = self.counted.get_mut(span.callsite_index as usize) {
-            if let (Some(k), true) = (c.rank, span.id != 0) {
-                let value = span.fields.iter().nth(k);
-                match c.seen.iter_mut().find(|(r, _)| r.is(value)) {
-                    Some((_, seen)) => seen.add(Seen::on(thread, 1)),
-                    None => c.seen.push((RankField::of(value), Seen::on(thread, 1))),
-                }
-            }
-        }
+        self.order.span(thread, span);
     }
 
     fn event(&mut self, thread: usize, event: &Item<'_>) {
@@ -280,14 +225,7 @@ impl Sink for Scan {
     fn finish(&mut self, end: &FileEnd) {
         let runs = self.threads.iter_mut().filter_map(|t| t.run.take());
         self.runs.extend(runs);
-        let process = self.processes.len() - 1;
-        for (index, c) in self.counted.drain(..).enumerate() {
-            let Some(c) = c else { continue };
-            for (field, seen) in c.seen {
-                self.order.add(&c.callsite.name, Rank { process, field }, seen);
-            }
-            self.order_sites.push((process, index as u32, c.callsite, c.rank));
-        }
+        self.order.finish_process(self.processes.len() - 1);
         let (spans, events) = (std::mem::take(&mut self.spans), std::mem::take(&mut self.events));
         let p = self.processes.last_mut().expect("the header comes first");
         (p.spans, p.events) = (spans, events);
@@ -387,20 +325,6 @@ pub(super) struct GroupPlan {
     pub(super) last: Member,
 }
 
-/// A callsite's spans as matching by order sees them: the matched name they take their flows
-/// from (`name`, an index into [`Plan::matched`]; [`OrderSite::NONE`] if not matched), and
-/// where their `rank` field is.
-#[derive(Clone, Copy)]
-pub(super) struct OrderSite {
-    pub(super) name: u32,
-    pub(super) rank: Option<usize>,
-}
-
-impl OrderSite {
-    pub(super) const NONE: u32 = u32::MAX;
-    const UNMATCHED: OrderSite = OrderSite { name: Self::NONE, rank: None };
-}
-
 /// What the writer knows before it starts.
 pub(super) struct Plan {
     pub(super) processes: Vec<ProcessInfo>,
@@ -431,7 +355,7 @@ impl Plan {
         for (id, n) in std::mem::take(&mut scan.hot) {
             scan.count_links(id, n);
         }
-        let Scan { processes, mut runs, refs, mut keys, groups, order, order_sites, .. } = scan;
+        let Scan { processes, mut runs, refs, mut keys, groups, order, .. } = scan;
         runs.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
         for (first, last) in runs {
@@ -490,27 +414,7 @@ impl Plan {
             base[g.key.0 as usize] += 1;
         }
         // Then the names matched by order, one flow per occurrence.
-        let matched: Vec<(String, u64)> = order
-            .decide()
-            .matched
-            .into_iter()
-            .map(|(name, count)| {
-                let flow = next;
-                next += count;
-                (name, flow)
-            })
-            .collect();
-        let mut by_process: Vec<Vec<OrderSite>> = vec![Vec::new(); processes.len()];
-        for (process, index, callsite, rank) in order_sites {
-            let Ok(name) = matched.binary_search_by(|(n, _)| n.as_str().cmp(&callsite.name)) else {
-                continue;
-            };
-            let sites = &mut by_process[process];
-            if sites.len() <= index as usize {
-                sites.resize(index as usize + 1, OrderSite::UNMATCHED);
-            }
-            sites[index as usize] = OrderSite { name: name as u32, rank };
-        }
+        let (matched, by_process) = order.plan(processes.len(), &mut next);
         keys.next_process();
         let (_, Assigned { pids, tids }) = OsIds::assign(&processes);
         // `OsIds` hands out ids up to i32::MAX or fresh ones just above 2^22.

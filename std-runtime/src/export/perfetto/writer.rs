@@ -19,8 +19,9 @@ use prost::Message;
 
 use super::{
     clock_snapshot, first_packet,
+    order::OrderSite,
     packet::{Packets, Tag, TRACE_PACKET_KEY},
-    plan::{OrderSite, Plan},
+    plan::Plan,
     process_track, proto,
     sequence::{Seq, Special},
     TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,

@@ -55,8 +55,8 @@ cargo build --workspace --examples --bins   # already built by cargo test; a no-
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
-WAFFLE_BIN_DIR="$PWD/target/debug" .venv/bin/python -m pytest -q tests/python
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/consumers/requirements.txt
+WAFFLE_BIN_DIR="$PWD/target/debug" .venv/bin/python -m pytest -q tests/consumers
 
 step "Python package: waffle._native built into .venv by maturin, pytest python/tests (JAX example included)"
 # maturin develop rebuilds only what changed (a few seconds on a rerun) and installs the package

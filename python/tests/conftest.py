@@ -1,7 +1,7 @@
 """Fixtures: a recording session per test, decoded back into plain dicts by the native decoder
 (`waffle._native.decode`, i.e. `waffle_std::decode`), with helpers to walk the span tree.
 
-The consumer checks of the exporters' outputs live in `tests/python/` at the repository root
+The consumer checks of the exporters' outputs live in `tests/consumers/` at the repository root
 (Perfetto's protobuf classes, Jaeger UI rules, OTLP protos); `checkers()` imports them.
 """
 
@@ -18,17 +18,17 @@ import waffle
 from waffle import _native
 
 REPO = Path(__file__).resolve().parents[2]
-CONSUMER_TESTS = REPO / "tests" / "python"
+CONSUMER_TESTS = REPO / "tests" / "consumers"
 
 
 def consumer_module(name: str):
-    """A module of the repository's consumer tests (`tests/python/<name>.py`), or a skip."""
+    """A module of the repository's consumer tests (`tests/consumers/<name>.py`), or a skip."""
     if str(CONSUMER_TESTS) not in sys.path:
         sys.path.insert(0, str(CONSUMER_TESTS))
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        pytest.skip(f"tests/python/{name}.py cannot be imported: {e}")
+        pytest.skip(f"tests/consumers/{name}.py cannot be imported: {e}")
 
 
 class Decoded:

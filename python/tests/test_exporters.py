@@ -1,5 +1,5 @@
 """Every exporter this build has, written from a Python trace and read back by the checks of
-the repository's consumer tests (`tests/python/`): Perfetto's own protobuf classes, the Jaeger
+the repository's consumer tests (`tests/consumers/`): Perfetto's own protobuf classes, the Jaeger
 UI's rules, OpenTelemetry's protos, the Chrome trace-event reader. An exporter whose format the
 build lacks must say so with `NotImplementedError`."""
 

@@ -1,5 +1,5 @@
 """The JAX example (a distributed matmul on a simulated 2-device mesh against a CPU matmul) run
-on CPU JAX, its Jaeger output checked by the Jaeger UI rules of `tests/python/test_jaeger.py`
+on CPU JAX, its Jaeger output checked by the Jaeger UI rules of `tests/consumers/test_jaeger.py`
 and its Perfetto output by Perfetto's protobuf classes; and `waffle.jax`'s compile spans."""
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static lin
 cargo test --workspace
 
 step "stress: 16 threads x 1,000,000 and x 200,000 spans; traces exported to every format in bounded memory (release build)"
-cargo test --release -p waffle-std --test stress --test bounded_memory -- --nocapture
+cargo test --release -p waffle-std --test stress -- --nocapture
+cargo test --release -p waffle-decode --test bounded_memory -- --nocapture
 
 step "ThreadSanitizer: the buffer hand-off between producer threads and the collector (nightly)"
 host="$(rustc -vV | sed -n 's/^host: //p')"

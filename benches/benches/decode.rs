@@ -29,7 +29,7 @@ use std::{
     time::Duration,
 };
 use waffle::EventId;
-use waffle_std::{
+use waffle_decode::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
     export::{
         self,

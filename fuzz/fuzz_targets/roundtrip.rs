@@ -8,7 +8,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use waffle::{EventId, SpanId};
-use waffle_std::model::Value;
+use waffle_decode::model::Value;
 
 #[derive(Arbitrary, Debug)]
 struct Vals {
@@ -228,7 +228,7 @@ fuzz_target!(|ops: Vec<Op>| {
     let stats = session.stop().expect("stop");
     assert_eq!(stats.dropped, 0);
 
-    let (p, warnings) = waffle_std::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
     let spans: Vec<_> = p.threads.iter().flat_map(|t| &t.spans).collect();

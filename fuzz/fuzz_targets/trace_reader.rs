@@ -10,7 +10,7 @@ use std::path::Path;
 use waffle::wire::{FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC};
 
 fn decode(bytes: &[u8]) {
-    if let Ok((_process, warnings)) = waffle_std::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
+    if let Ok((_process, warnings)) = waffle_decode::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
         for w in &warnings {
             assert!(w.offset <= bytes.len() as u64, "warning past the end: {w}");
         }

@@ -4,9 +4,9 @@
 //! thread; [`stop`] drains every buffer and closes the file. With `WAFFLE_OUTPUT` set, a session
 //! already runs when this module is loaded (`waffle_std::autostart`, a constructor of this
 //! library): [`recording_path`] reports it, [`stop`] stops it, and [`start`] replaces it. [`export`] and [`send`] stream
-//! files through `waffle_std::export::Files` in two passes, as `waffle-decode` does, so memory
+//! files through `waffle_decode::export::Files` in two passes, as `waffle-decode` does, so memory
 //! stays bounded however large the trace; [`decode`] hands the decoded model
-//! (`waffle_std::decode`) to Python as plain dicts (for tests and tools). The GIL is released
+//! (`waffle_decode::decode`) to Python as plain dicts (for tests and tools). The GIL is released
 //! while files are read and written.
 
 use pyo3::{
@@ -15,11 +15,11 @@ use pyo3::{
     types::{PyDict, PyList},
 };
 use std::{path::PathBuf, sync::Mutex};
-use waffle_std::{
+use waffle_decode::{
     export::{Files, Format},
     model::{Callsite, Value},
-    Config, Session,
 };
+use waffle_std::{Config, Session};
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
@@ -31,6 +31,13 @@ fn err(e: waffle_std::Error) -> PyErr {
     match e {
         waffle_std::Error::Io { .. } => PyOSError::new_err(e.to_string()),
         waffle_std::Error::AlreadyStarted(_) => PyRuntimeError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn decode_err(e: waffle_decode::Error) -> PyErr {
+    match e {
+        waffle_decode::Error::Io { .. } => PyOSError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }
@@ -152,7 +159,7 @@ pub(crate) fn export(
     py.detach(|| {
         let files = scan(&inputs, format, service_name.as_deref())?;
         let warnings = files.warnings().iter().map(|w| w.to_string()).collect();
-        waffle_std::export::write_file(&output, |out| files.write(out, &mut |_| {}))
+        waffle_decode::export::write_file(&output, |out| files.write(out, &mut |_| {}))
             .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
         Ok(warnings)
     })
@@ -161,7 +168,7 @@ pub(crate) fn export(
 /// The first of the two reads of `inputs`, for `format`, with every process named
 /// `service_name` if one is given.
 fn scan(inputs: &[PathBuf], format: Format, service_name: Option<&str>) -> PyResult<Files> {
-    let mut files = Files::scan(inputs, format, &mut |_| {}).map_err(err)?;
+    let mut files = Files::scan(inputs, format, &mut |_| {}).map_err(decode_err)?;
     if let Some(name) = service_name {
         files.rename_processes(name);
     }
@@ -171,7 +178,7 @@ fn scan(inputs: &[PathBuf], format: Format, service_name: Option<&str>) -> PyRes
 /// Sends the spans of `inputs` to a running backend, streaming them in batches as the files are
 /// read: `target` is `zipkin=URL` or `otlp=URL` (an OpenTelemetry collector, Jaeger or Tempo),
 /// as `waffle-decode --send` takes it. `service_name` names every process, as for [`export`].
-/// Retries as `waffle_std::send::Policy` says; `timeout_s` bounds the time one request may take
+/// Retries as `waffle_decode::send::Policy` says; `timeout_s` bounds the time one request may take
 /// over all its attempts (30 s by default). Returns what was sent.
 #[pyfunction]
 #[pyo3(signature = (inputs, target, *, service_name=None, timeout_s=None))]
@@ -182,8 +189,8 @@ pub(crate) fn send(
     service_name: Option<String>,
     timeout_s: Option<f64>,
 ) -> PyResult<Py<PyDict>> {
-    let target: waffle_std::send::Target = target.parse().map_err(PyValueError::new_err)?;
-    let mut options = waffle_std::send::Options::default();
+    let target: waffle_decode::send::Target = target.parse().map_err(PyValueError::new_err)?;
+    let mut options = waffle_decode::send::Options::default();
     if let Some(t) = timeout_s {
         let budget = std::time::Duration::try_from_secs_f64(t.max(0.001))
             .map_err(|e| PyValueError::new_err(format!("timeout_s: {e}")))?;
@@ -192,7 +199,7 @@ pub(crate) fn send(
     }
     let report = py.detach(|| {
         let files = scan(&inputs, target.format(), service_name.as_deref())?;
-        waffle_std::send::send_files(files, &target, &options, &mut |_| {})
+        waffle_decode::send::send_files(files, &target, &options, &mut |_| {})
             .map_err(|e| PyOSError::new_err(e.to_string()))
     })?;
     let d = PyDict::new(py);
@@ -213,7 +220,7 @@ pub(crate) fn send(
 /// ints; `parent` is `None` at the top level.
 #[pyfunction]
 pub(crate) fn decode(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Py<PyDict>> {
-    let decoded = py.detach(|| waffle_std::decode::decode_files(&inputs)).map_err(err)?;
+    let decoded = py.detach(|| waffle_decode::decode::decode_files(&inputs)).map_err(decode_err)?;
     let out = PyDict::new(py);
     let procs = PyList::empty(py);
     for p in &decoded.trace.processes {

@@ -1,5 +1,5 @@
 """Fixtures: a recording session per test, decoded back into plain dicts by the native decoder
-(`waffle._native.decode`, i.e. `waffle_std::decode`), with helpers to walk the span tree.
+(`waffle._native.decode`, i.e. `waffle_decode::decode`), with helpers to walk the span tree.
 
 The consumer checks of the exporters' outputs live in `tests/consumers/` at the repository root
 (Perfetto's protobuf classes, Jaeger UI rules, OTLP protos); `checkers()` imports them.

@@ -179,7 +179,7 @@ def test_endpoints_send_to_a_running_backend(tmp_path):
 
 def test_service_name_renames_the_recorded_process(tmp_path):
     """``service_name`` names every process in every format, files and sends alike, over the
-    name the process was recorded under; the files are streamed (``waffle_std::export::Files``),
+    name the process was recorded under; the files are streamed (``waffle_decode::export::Files``),
     not decoded into a model."""
     made = {
         "perfetto": waffle.PerfettoExporter(tmp_path / "r.pftrace", service_name="renamed"),

@@ -1,8 +1,8 @@
 """Where a recorded trace goes: one exporter per output format.
 
 An exporter names a file, a running backend, or both; at :func:`waffle.shutdown` (and so at
-interpreter exit) the session's ``trace.bin`` is written with ``waffle_std::export`` or sent
-with ``waffle_std::send``, streamed in two passes over the file as ``waffle-decode`` does, so
+interpreter exit) the session's ``trace.bin`` is written with ``waffle_decode::export`` or sent
+with ``waffle_decode::send``, streamed in two passes over the file as ``waffle-decode`` does, so
 memory stays bounded however large the trace. A file's format follows its suffix:
 ``.pftrace`` (Perfetto), ``.jaeger.json``, ``.zipkin.json``, ``.otlp.json``/``.otlp.pb``
 (OpenTelemetry), ``.chrome.json`` (Chrome trace events). Backends: Zipkin's v2 API

@@ -59,7 +59,7 @@ def run(*args):
 def binary(*parts):
     path = BIN_DIR.joinpath(*parts)
     if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std --examples --bins` "
+        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
                     "or set WAFFLE_BIN_DIR")
     return path
 
@@ -169,7 +169,7 @@ class Chrome:
 
 @pytest.fixture(scope="module")
 def golden():
-    return Chrome(json.loads((REPO / "std-runtime" / "tests" / "golden" / "chrome.json").read_text()))
+    return Chrome(json.loads((REPO / "std-runtime" / "decoder" / "tests" / "golden" / "chrome.json").read_text()))
 
 
 @pytest.fixture(scope="module")

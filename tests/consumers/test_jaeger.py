@@ -18,7 +18,7 @@ Jaeger's query service (`model/json`), and checks our output against it:
   exactly), `float64` (finite numbers), `binary`; no tag repeated with the same value (the UI
   warns about those).
 
-Checked on the golden trace (`std-runtime/tests/golden/jaeger.json`) and on a fresh two-process
+Checked on the golden trace (`std-runtime/decoder/tests/golden/jaeger.json`) and on a fresh two-process
 run of the `nan_allreduce` example decoded by `waffle-decode -o run.jaeger.json`, whose causal
 story must be readable from the output.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "std-runtime" / "tests" / "golden" / "jaeger.json"
+GOLDEN = REPO / "std-runtime" / "decoder" / "tests" / "golden" / "jaeger.json"
 MAX_SAFE_INTEGER = 2**53 - 1
 # 2001-09-09 .. 2286-11-20 in µs: a time in ns or ms would fall outside.
 MIN_US, MAX_US = 10**15, 10**16
@@ -179,7 +179,7 @@ def nan_allreduce(tmp_path_factory):
     example, decode = bin_dir / "examples" / "nan_allreduce", bin_dir / "waffle-decode"
     for b in (example, decode):
         if not b.is_file():
-            pytest.fail(f"{b} not found: build with `cargo build -p waffle-std --examples --bins` "
+            pytest.fail(f"{b} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
                         "or set WAFFLE_BIN_DIR")
     out = tmp_path_factory.mktemp("nan")
     run(example, out)

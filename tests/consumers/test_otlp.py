@@ -43,7 +43,7 @@ def run(*args):
 def binary(*parts):
     path = BIN_DIR.joinpath(*parts)
     if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std --examples --bins` "
+        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
                     "or set WAFFLE_BIN_DIR")
     return path
 
@@ -179,7 +179,7 @@ def pair(tmp_path_factory):
 
 
 def test_golden_file_parses_as_otlp():
-    req = parse_json((REPO / "std-runtime" / "tests" / "golden" / "otlp.json").read_text())
+    req = parse_json((REPO / "std-runtime" / "decoder" / "tests" / "golden" / "otlp.json").read_text())
     spans = check_rules(req)
     names = {s.name for _, s in spans}
     assert {"allreduce", "orphan", "(begin lost: records dropped)"} <= names

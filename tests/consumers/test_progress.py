@@ -27,7 +27,7 @@ BAR_CELLS = ("\u2588", "\u2591")
 def binary(*parts):
     path = BIN_DIR.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} is not built (cargo build -p waffle-std --examples --bins)")
+        pytest.skip(f"{path} is not built (cargo build -p waffle-std -p waffle-decode --examples --bins)")
     return path
 
 

@@ -45,7 +45,7 @@ FAST = {"WAFFLE_SEND_BACKOFF_MS": "20"}
 def binary(*parts):
     path = BIN_DIR.joinpath(*parts)
     if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std --examples --bins` "
+        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
                     "or set WAFFLE_BIN_DIR")
     return path
 

@@ -3,7 +3,7 @@
 A Zipkin server (`io.zipkin:zipkin-server:3.6.1:exec` from Maven Central, in-memory storage) is
 started once per test session on 127.0.0.1 and a free port (the `zipkin` fixture of
 `conftest.py`, from `zipkin_server.py`). Our Zipkin v2 JSON, from the golden
-trace (`std-runtime/tests/golden/zipkin.json`) and from a real two-process run of the
+trace (`std-runtime/decoder/tests/golden/zipkin.json`) and from a real two-process run of the
 `nan_allreduce` example, is POSTed to `/api/v2/spans` and must be accepted (202); then
 `GET /api/v2/trace/{traceId}` must return every span with the same name (the server lowercases
 names), parent, times, service, tags and annotations. A broken document must be refused (400).
@@ -31,7 +31,7 @@ import pytest
 from zipkin_server import assert_same_spans, fetch_trace, http
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "std-runtime" / "tests" / "golden" / "zipkin.json"
+GOLDEN = REPO / "std-runtime" / "decoder" / "tests" / "golden" / "zipkin.json"
 
 
 def run(*args):
@@ -47,7 +47,7 @@ def nan_allreduce_zipkin(tmp_path_factory):
     example, decode = bin_dir / "examples" / "nan_allreduce", bin_dir / "waffle-decode"
     for b in (example, decode):
         if not b.is_file():
-            pytest.fail(f"{b} not found: build with `cargo build -p waffle-std --examples --bins` "
+            pytest.fail(f"{b} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
                         "or set WAFFLE_BIN_DIR")
     out = tmp_path_factory.mktemp("nan")
     run(example, out)

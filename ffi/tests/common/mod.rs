@@ -10,7 +10,7 @@ use std::{
     process::{Command, Output},
     sync::OnceLock,
 };
-use waffle_std::model::{Item, Trace};
+use waffle_decode::model::{Item, Trace};
 
 /// `target/<profile>`: the test executable is `target/<profile>/deps/<test>-<hash>`.
 pub fn profile_dir() -> PathBuf {
@@ -53,7 +53,7 @@ pub fn lib_dir() -> &'static Path {
 pub fn waffle_decode() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        cargo_build(&["-p", "waffle-std", "--bin", "waffle-decode"]);
+        cargo_build(&["-p", "waffle-decode", "--bin", "waffle-decode"]);
         profile_dir().join("waffle-decode")
     })
 }
@@ -192,7 +192,7 @@ pub fn why_json(files: &[PathBuf], event: &str, nth: usize, extra: &[&str]) -> s
 
 /// Decodes `files` as one trace; asserts there were no warnings and every file is complete.
 pub fn decode(files: &[PathBuf]) -> Trace {
-    let decoded = waffle_std::decode::decode_files(files).expect("decode");
+    let decoded = waffle_decode::decode::decode_files(files).expect("decode");
     assert!(decoded.warnings.is_empty(), "warnings: {:?}", decoded.warnings);
     for p in &decoded.trace.processes {
         assert!(p.complete, "{} has no END frame", p.source);

@@ -1,0 +1,360 @@
+//! `waffle-decode`: turns one or many `trace.bin` files into a trace you can open.
+//!
+//! ```text
+//! waffle-decode rank0.bin rank1.bin -o run.pftrace
+//! waffle-decode rank0.bin rank1.bin -o run.jaeger.json     # .zipkin.json, .otlp.json, .otlp.pb,
+//!                                                          # .chrome.json, or --format NAME
+//! waffle-decode rank0.bin rank1.bin --send zipkin=http://127.0.0.1:9411 \
+//!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
+//! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
+//! ```
+//!
+//! Every format, and `--send`, is written in two streaming passes over the files (memory grows
+//! with open spans and cross-references, not with records), with a progress bar over the bytes
+//! read when stderr is a terminal (`--quiet` hides it).
+//!
+//! `--send` retries as [`waffle_decode::send::Policy`] says; the environment can shorten it (for
+//! tests): `WAFFLE_SEND_BACKOFF_MS` (the first wait; later waits double, up to 16 times it),
+//! `WAFFLE_SEND_BUDGET_MS` (the time one request may take over all its attempts) and
+//! `WAFFLE_SEND_ATTEMPTS`.
+
+#![forbid(unsafe_code)]
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::{
+    io::{IsTerminal, Write},
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Duration,
+};
+use waffle_decode::{
+    analysis::{self, Selector, WhyError},
+    decode::{self, ProcessStats},
+    export::{Files, Format},
+    send::{self, Options, Policy, Target},
+};
+
+// It links no recorder: `WAFFLE_OUTPUT` in its environment starts nothing here, so a fixed path
+// there is never truncated by the tool about to read it.
+
+/// Decode waffle trace files into Perfetto, Jaeger or Zipkin traces, or explain what caused an
+/// event (`why`).
+#[derive(Parser, Debug)]
+#[command(
+    group(ArgGroup::new("destination").required(true).multiple(true).args(["output", "send"])),
+    name = "waffle-decode",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// trace.bin files written by waffle, one per process.
+    #[arg(required = true, value_name = "IN")]
+    inputs: Vec<PathBuf>,
+
+    /// Output file; its extension picks the format unless --format is given (.pftrace,
+    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json). Every format, and
+    /// --send, is streamed in two passes over the inputs: memory stays bounded however large
+    /// they are (it grows with the spans open at once and with cross-references, not with the
+    /// records).
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+
+    /// Output format: perfetto, jaeger, zipkin, otlp-json, otlp, chrome.
+    #[arg(short, long, value_name = "FORMAT", requires = "output")]
+    format: Option<String>,
+
+    /// Send the spans to a running backend: zipkin=URL (Zipkin v2 JSON to URL/api/v2/spans) or
+    /// otlp=URL (OTLP/HTTP protobuf to URL/v1/traces). May be given several times, with or
+    /// without -o.
+    #[arg(long, value_name = "KIND=URL", value_parser = parse_target)]
+    send: Vec<Target>,
+
+    /// The most spans one --send request carries.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_spans: u32,
+
+    /// Print nothing but errors (no summary, no progress bar).
+    #[arg(short, long)]
+    quiet: bool,
+
+    /// Do not join spans matched by order across ranks (the k-th span of a name on each rank)
+    /// with Perfetto flow arrows; draw only recorded links, parents and correlations.
+    #[arg(long)]
+    no_match: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the causal chain from an event back to its root causes, across files.
+    Why(WhyArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("symptom").required(true).args(["event", "id"])))]
+struct WhyArgs {
+    /// trace.bin files written by waffle, one per process.
+    #[arg(required = true, value_name = "FILES")]
+    inputs: Vec<PathBuf>,
+
+    /// The symptom: an event's name (spans are searched when no event has it).
+    #[arg(long, value_name = "NAME")]
+    event: Option<String>,
+
+    /// Which occurrence of --event, counting from 0 in time order across all files.
+    #[arg(long, value_name = "N", requires = "event")]
+    nth: Option<usize>,
+
+    /// The symptom by id: 16 hex digits as printed, 0x followed by hex, or decimal.
+    #[arg(long, value_name = "ID", value_parser = Selector::parse_id, conflicts_with = "event")]
+    id: Option<u64>,
+
+    /// Print JSON (its shape is documented in `waffle_decode::analysis`) instead of text.
+    #[arg(long)]
+    json: bool,
+
+    /// Do not match spans by order across ranks (the k-th span of a name on each rank taken
+    /// as one operation); follow only recorded links, parents and correlation keys.
+    #[arg(long)]
+    no_match: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(Command::Why(args)) => why(args),
+        None => run(&cli),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("waffle-decode: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), String> {
+    if cli.output.is_none() && cli.send.is_empty() {
+        return Err("give an output file (-o OUT), a backend (--send KIND=URL), or both".into());
+    }
+    let output = match &cli.output {
+        Some(path) => Some((path, output_format(path, cli.format.as_deref())?)),
+        None => None,
+    };
+    let options = Options { batch_spans: cli.batch_spans as usize, policy: policy_from_env()? };
+    // The first read of the files tells their warnings and numbers; later reads repeat them.
+    let mut told = false;
+    if let Some((path, format)) = output {
+        let mut progress = Progress::new(cli);
+        let files = scan(cli, format, &mut progress, &mut told)?;
+        let written = waffle_decode::export::write_file(path, |out| files.write(out, &mut progress.inc()));
+        progress.done();
+        written.map_err(|e| format!("{}: {e}", path.display()))?;
+        if !cli.quiet {
+            eprintln!("wrote {} ({})", path.display(), format.name());
+        }
+    }
+    // Every backend is tried, whatever became of the others.
+    let mut failures = Vec::new();
+    for target in &cli.send {
+        let mut progress = Progress::new(cli);
+        let files = scan(cli, target.format(), &mut progress, &mut told)?;
+        let sent = send::send_files(files, target, &options, &mut progress.inc());
+        progress.done();
+        match sent {
+            Ok(report) => {
+                for w in &report.warnings {
+                    eprintln!("waffle-decode: warning: {target}: {w}");
+                }
+                if !cli.quiet {
+                    eprintln!(
+                        "sent {} to {target} in {} ({}, {:.2} s)",
+                        count(report.spans, "span", "spans"),
+                        count(report.requests, "request", "requests"),
+                        count(report.retries, "retry", "retries"),
+                        report.elapsed.as_secs_f64()
+                    );
+                }
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\nwaffle-decode: error: "))
+    }
+}
+
+/// The first of the two reads of the files, for `format`; the first time, says what it found.
+fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
+    let mut files = Files::scan(&cli.inputs, format, &mut progress.inc()).map_err(|e| e.to_string())?;
+    if cli.no_match {
+        files.unmatch();
+    }
+    if !std::mem::replace(told, true) {
+        for w in files.warnings() {
+            progress.say(format!("waffle-decode: warning: {w}"));
+        }
+        if !cli.quiet {
+            progress.suspend(|| summary(&files.processes()));
+        }
+    }
+    Ok(files)
+}
+
+/// A progress bar over the bytes of both reads of the files, when stderr is a terminal.
+struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    fn new(cli: &Cli) -> Progress {
+        Progress(progress_bar(cli))
+    }
+
+    /// What a read tells as it goes.
+    fn inc(&self) -> impl FnMut(u64) + '_ {
+        move |n| {
+            if let Some(bar) = &self.0 {
+                bar.inc(n);
+            }
+        }
+    }
+
+    /// Prints a line above the bar.
+    fn say(&self, line: String) {
+        self.suspend(|| eprintln!("{line}"));
+    }
+
+    fn suspend(&self, f: impl FnOnce()) {
+        match &self.0 {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn progress_bar(cli: &Cli) -> Option<ProgressBar> {
+    if cli.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let size: u64 = cli.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    let bar = ProgressBar::with_draw_target(Some(2 * size), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta} left)",
+    );
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// The format of `-o path`: `--format`'s, else the one its extension names.
+fn output_format(path: &Path, format: Option<&str>) -> Result<Format, String> {
+    match format {
+        Some(name) => Format::from_name(name)
+            .ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats())),
+        None => Format::from_path(path).ok_or_else(|| {
+            format!(
+                "cannot tell the format from `{}`; use an extension such as .pftrace or .jaeger.json, or --format",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// `1 span`, `2 spans`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    s.parse()
+}
+
+/// The retry policy, shortened by `WAFFLE_SEND_BACKOFF_MS`, `WAFFLE_SEND_BUDGET_MS` and
+/// `WAFFLE_SEND_ATTEMPTS` where set.
+fn policy_from_env() -> Result<Policy, String> {
+    let var = |name: &str| -> Result<Option<u64>, String> {
+        match std::env::var(name) {
+            Ok(v) => v.trim().parse().map(Some).map_err(|_| format!("{name}={v:?}: expected a whole number")),
+            Err(_) => Ok(None),
+        }
+    };
+    let mut policy = Policy::default();
+    if let Some(ms) = var("WAFFLE_SEND_BACKOFF_MS")? {
+        policy.backoff = Duration::from_millis(ms);
+        policy.max_backoff = policy.backoff.saturating_mul(16);
+    }
+    if let Some(ms) = var("WAFFLE_SEND_BUDGET_MS")? {
+        policy.budget = Duration::from_millis(ms);
+    }
+    if let Some(n) = var("WAFFLE_SEND_ATTEMPTS")? {
+        policy.attempts = u32::try_from(n).unwrap_or(u32::MAX).max(1);
+    }
+    Ok(policy)
+}
+
+/// The names `--format` takes, comma-separated.
+fn known_formats() -> String {
+    Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr.
+fn why(args: &WhyArgs) -> Result<(), String> {
+    let selector = match (&args.event, args.id) {
+        (_, Some(id)) => Selector::id(id),
+        (Some(name), None) => Selector::name(name.clone(), args.nth.unwrap_or(0)),
+        (None, None) => return Err("give the symptom with --event NAME or --id ID".into()),
+    };
+    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
+    for w in &decoded.warnings {
+        eprintln!("waffle-decode: warning: {w}");
+    }
+    let options = analysis::Options { match_by_order: !args.no_match };
+    let explanation = analysis::why_with(&decoded.trace, &selector, &options).map_err(|e| match e {
+        WhyError::NthOutOfRange { count, .. } => format!("{e}; --nth takes 0 to {}", count - 1),
+        e => e.to_string(),
+    })?;
+    let text = if args.json {
+        let mut json = serde_json::to_string_pretty(&explanation.to_json()).map_err(|e| e.to_string())?;
+        json.push('\n');
+        json
+    } else {
+        explanation.to_text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
+}
+
+fn summary(processes: &[ProcessStats]) {
+    for p in processes {
+        eprintln!(
+            "{}: pid {} ({}), {} threads, {} spans, {} events{}{}",
+            p.source,
+            p.pid,
+            p.name,
+            p.threads,
+            p.spans,
+            p.events,
+            if p.dropped > 0 {
+                format!(", {} records DROPPED (buffers full)", p.dropped)
+            } else {
+                String::new()
+            },
+            if p.complete { "" } else { ", not closed cleanly" },
+        );
+    }
+}

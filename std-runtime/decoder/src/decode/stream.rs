@@ -1,0 +1,274 @@
+//! Decoding a `trace.bin` as a stream of records, one frame at a time.
+//!
+//! [`decode`] reads frames in file order and hands what they hold to a [`Sink`]: the process
+//! header, threads as they appear, span begins and ends, events, and the causal facts, each
+//! stream's records in that stream's order. It keeps, per stream, only the open-span stack and
+//! a few counters, and per file the callsites and the detached spans not yet ended, so its
+//! memory grows with open spans, not with records. The model ([`super::decode_file`]) is one
+//! such sink; the Perfetto exporter's two passes are others.
+//!
+//! Timestamps are handed over as raw clock ticks with the process's [`Calibration`]: the
+//! header's, then each valid CLOCK frame's as it is read. The last one applies to every tick of
+//! the file, so a sink that must convert as it goes first asks [`final_calibration`].
+
+use super::{decoder::Decoder, fields::Fields};
+use crate::{
+    error::Error,
+    model::Callsite,
+    reader::{Cursor, FrameReader, Warning},
+};
+use std::{
+    fs::File,
+    io::{BufReader, Read},
+    path::Path,
+    sync::Arc,
+};
+use waffle::wire::frame;
+use waffle::wire::Calibration;
+
+/// What a file's HEADER frame says about its process.
+#[derive(Clone, Debug)]
+pub struct Header {
+    /// The file, as given.
+    pub source: String,
+    /// OS process id.
+    pub pid: u32,
+    /// Process name.
+    pub name: String,
+    /// Host name.
+    pub host: String,
+    /// Labels such as `rank`.
+    pub labels: Vec<(String, String)>,
+    /// The trace id the process recorded under.
+    pub trace_id: u128,
+    /// A span of another process that this process's top-level spans belong to.
+    pub parent_span: Option<u64>,
+    /// The header's calibration of ticks to Unix ns (a CLOCK frame may refine it).
+    pub calibration: Calibration,
+}
+
+/// A span at its begin, or an event, with the causal facts recorded right after it.
+#[derive(Clone, Copy, Debug)]
+pub struct Item<'a> {
+    /// Its id (0 for a stand-in whose begin was lost).
+    pub id: u64,
+    /// The innermost open span or entered context of its stream, else the header's parent span.
+    pub parent: Option<u64>,
+    /// Whether its parent is one of its stream's open spans, which then holds it on the
+    /// thread's track (false for an entered context of another thread or process, the
+    /// header's parent span, a detached span).
+    pub held: bool,
+    /// Its callsite.
+    pub callsite: &'a Arc<Callsite>,
+    /// The callsite's index among the process's callsites, counted from 1 in the order they
+    /// were described (0 is the stand-ins'): a key for per-callsite tables without hashing.
+    pub callsite_index: u32,
+    /// Field values in the callsite's order.
+    pub fields: &'a Fields,
+    /// Begin (span) or time (event), in ticks.
+    pub ticks: u64,
+    /// Spans and entered contexts open on its stream before it.
+    pub depth: u32,
+    /// Ids of its causes, as recorded (possibly repeated).
+    pub links: &'a [u64],
+    /// Its correlation value (the key is the callsite's).
+    pub correlation: Option<u64>,
+}
+
+impl Item<'_> {
+    /// Whether it refers elsewhere: it has links or a correlation, or a parent that does not
+    /// hold it. A sink not handed every item ([`Sink::EVERY_ITEM`]) is handed these.
+    pub fn refers(&self) -> bool {
+        !self.links.is_empty() || self.correlation.is_some() || (self.parent.is_some() && !self.held)
+    }
+}
+
+/// Which items of a callsite a sink not handed every item ([`Sink::EVERY_ITEM`]) is handed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hand {
+    /// Only those that refer elsewhere ([`Item::refers`]).
+    #[default]
+    Referring,
+    /// Those that refer elsewhere, and how many spans of it each thread began
+    /// ([`Sink::counted`], at the end of the file).
+    Counted,
+    /// Every span, with its field values.
+    SpansWithFields,
+}
+
+/// What a file says once it is read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileEnd {
+    /// The sum of the END frame's drop counts.
+    pub dropped: u64,
+    /// Whether the file had an END frame (a clean stop).
+    pub complete: bool,
+}
+
+/// Receives a file's records from [`decode`].
+///
+/// Threads are numbered from 0 in the order their streams appear (a stream slot's successive
+/// owners are different threads). Records of one thread come in the thread's order; those of
+/// different threads interleave as the file holds them. A span begin's [`Item`] arrives once the
+/// links and correlation recorded after it are known, so a sink never patches an item.
+pub trait Sink {
+    /// What the sink keeps to know a span by when it ends.
+    type Span: Copy + Default;
+
+    /// Whether the sink reads field values; without, they are stepped over, not kept.
+    const FIELDS: bool = true;
+
+    /// Whether the sink is handed every span and event. A sink that only learns what refers
+    /// to what sets it false, and is then handed only the items that refer elsewhere: those
+    /// with links or a correlation, those whose parent does not hold them (see
+    /// [`Item::held`]), and stand-ins, and every span of the callsites it asks for
+    /// ([`hand`](Sink::hand)); besides, an item read last in its chunk (whose links could
+    /// follow in the stream's next chunk) may be handed over without any. Span ends are not
+    /// told. The other items are told in numbers, once per chunk
+    /// ([`skipped`](Sink::skipped)), and a detached span says what it held
+    /// ([`detached_from`](Sink::detached_from)).
+    const EVERY_ITEM: bool = true;
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Which items of the callsite numbered
+    /// `index` (see [`Item::callsite_index`]) the sink is handed; asked once per callsite, as
+    /// the file describes it.
+    fn hand(&mut self, _index: u32, _callsite: &Arc<Callsite>) -> Hand {
+        Hand::Referring
+    }
+
+    /// The file's header; first, once.
+    fn process(&mut self, header: &Header);
+
+    /// A new thread and its stream slot.
+    fn thread(&mut self, thread: usize, stream: u32);
+
+    /// The thread's OS id and name, from its STREAM frame (which may come after its records).
+    fn thread_named(&mut self, thread: usize, tid: u64, name: &str);
+
+    /// A span begins; the sink's handle comes back with its end.
+    fn span_begin(&mut self, thread: usize, span: &Item<'_>) -> Self::Span;
+
+    /// An event.
+    fn event(&mut self, thread: usize, event: &Item<'_>);
+
+    /// The innermost open span of `thread` ends at `ticks`; `ended` is false when its end was
+    /// not recorded (lost records, or still open at the end of the file).
+    fn span_end(&mut self, thread: usize, span: Self::Span, ticks: u64, ended: bool);
+
+    /// A span of `thread` leaves its stack to end elsewhere; its end comes by
+    /// [`detached_end`](Sink::detached_end).
+    fn detach(&mut self, thread: usize, span: Self::Span, id: u64);
+
+    /// A detached span begun on `thread` ends (by ASYNC_END on any stream, or at the end of the
+    /// file with `ended` false).
+    fn detached_end(&mut self, thread: usize, span: Self::Span, ticks: u64, ended: bool);
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) A chunk of `thread` is read: its spans
+    /// and events took the ids `ids.0 .. ids.1` (those handed over included), and `spans`
+    /// spans and `events` events of them were not handed over.
+    fn skipped(&mut self, _thread: usize, _ids: (u64, u64), _spans: u64, _events: u64) {}
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Span `id` of `thread`, just detached,
+    /// held `items` spans and events begun on the thread while it was open there, which no
+    /// longer sit inside it; and `holder`, if any, is the open span of the thread that held it
+    /// and no longer does.
+    fn detached_from(&mut self, _thread: usize, _id: u64, _items: u32, _holder: Option<u64>) {}
+
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) At the end of the file, before
+    /// [`finish`](Sink::finish): `thread` began `spans` spans of the callsite numbered `index`,
+    /// one the sink asked to have [`Hand::Counted`] (each thread and callsite once, never 0).
+    fn counted(&mut self, _thread: usize, _index: u32, _spans: u64) {}
+
+    /// A link recorded after other records of the thread: it belongs to the thread's latest
+    /// span or event, already handed over.
+    fn late_link(&mut self, _thread: usize, _target: u64) {}
+
+    /// A correlation value recorded after other records of the thread (see `late_link`).
+    fn late_correlation(&mut self, _thread: usize, _value: u64) {}
+
+    /// Records the producer lost on `thread` before its next chunk.
+    fn dropped(&mut self, _thread: usize, _records: u64) {}
+
+    /// A valid CLOCK frame: it applies to every tick of the file, earlier ones included.
+    fn calibration(&mut self, _calibration: Calibration) {}
+
+    /// The file is read; every span has ended.
+    fn finish(&mut self, end: &FileEnd);
+}
+
+/// Decodes one file into `sink`; returns the warnings.
+pub fn decode_path<S: Sink>(path: &Path, sink: &mut S) -> Result<Vec<Warning>, Error> {
+    decode(FrameReader::open(path)?, path, sink)
+}
+
+/// Decodes the frames of `reader` into `sink`; `path` names the file in messages. Fails only
+/// when the file has no usable header; later damage becomes warnings.
+pub fn decode<R: Read, S: Sink>(
+    mut reader: FrameReader<R>,
+    path: &Path,
+    sink: &mut S,
+) -> Result<Vec<Warning>, Error> {
+    let mut warnings = Vec::new();
+    let mut payload = Vec::new();
+    let first = reader.read_frame(&mut warnings, &mut payload);
+    let Some((_, offset)) = first.filter(|&(kind, _)| kind == frame::HEADER) else {
+        let what = warnings.first().map_or("the file has no header frame".to_owned(), |w| w.message.clone());
+        return Err(Error::Corrupt { path: path.to_owned(), offset: 10, what });
+    };
+    let header =
+        read_header(path, &payload).map_err(|what| Error::Corrupt { path: path.to_owned(), offset, what })?;
+    sink.process(&header);
+    let mut d = Decoder::new(path, header.parent_span);
+    while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
+        if let Err(message) = d.frame(kind, offset, &payload, sink) {
+            warnings.push(Warning { path: path.to_owned(), offset, message });
+        }
+    }
+    d.finish(sink);
+    warnings.append(&mut d.warnings);
+    Ok(warnings)
+}
+
+/// The calibration that applies to `path`'s ticks: its last valid CLOCK frame's, found by
+/// reading frame heads only. `None` if it has none (the header's applies) or cannot be read.
+pub fn final_calibration(path: &Path) -> Option<Calibration> {
+    let file = File::open(path).ok()?;
+    let mut reader = FrameReader::new(BufReader::with_capacity(8 << 10, file), path).ok()?;
+    let (mut payload, mut last) = (Vec::new(), None);
+    while reader.next_of_kind(frame::CLOCK, &mut payload).is_some() {
+        last = read_calibration(&mut Cursor::new(&payload)).ok().or(last);
+    }
+    last
+}
+
+fn read_header(path: &Path, payload: &[u8]) -> Result<Header, String> {
+    let mut c = Cursor::new(payload);
+    let pid = c.varint_u32()?;
+    let name = c.str()?;
+    let host = c.str()?;
+    let n_labels = c.varint()?;
+    let mut labels = Vec::new();
+    for _ in 0..n_labels.min(1024) {
+        labels.push((c.str()?, c.str()?));
+    }
+    let _clock_source = c.str()?;
+    let calibration = read_calibration(&mut c)?;
+    let _salt = c.varint()?;
+    let trace_id = u128::from_le_bytes(c.bytes(16)?.try_into().expect("16 bytes"));
+    let parent_span = Some(c.varint()?).filter(|&p| p != 0);
+    let source = path.display().to_string();
+    Ok(Header { source, pid, name, host, labels, trace_id, parent_span, calibration })
+}
+
+pub(super) fn read_calibration(c: &mut Cursor<'_>) -> Result<Calibration, String> {
+    let cal = Calibration {
+        anchor_ticks: c.varint()?,
+        anchor_unix_ns: c.varint()?,
+        ticks: c.varint()?,
+        ns: c.varint()?,
+    };
+    if cal.ticks == 0 || cal.ns == 0 {
+        return Err("clock calibration with a zero interval".into());
+    }
+    Ok(cal)
+}

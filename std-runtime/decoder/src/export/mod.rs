@@ -1,0 +1,284 @@
+//! Exporters: `trace.bin` files or a decoded [`Trace`] written in the formats other tools read.
+//!
+//! Each format is one module that sees only decoded data, never the bytes of a `trace.bin`: the
+//! decoder's records as they stream, in two passes over the files ([`Files`]), so that memory
+//! grows with open spans and cross-references, never with the records. A [`Trace`] already in
+//! memory is played back as the same records ([`export`]). Perfetto has a writer of its own
+//! ([`perfetto::FileExport`]); the others are built on one stream of finished spans
+//! (`spans`). [`Format`] names the formats and picks one from an output file's extension or a
+//! `--format` name.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::{decode::ProcessStats, error::Error, model::Trace, reader::Warning};
+
+mod file;
+#[cfg(test)]
+mod fixtures;
+mod index;
+mod layout;
+mod process;
+mod replay;
+pub(crate) mod spans;
+pub use file::write_file;
+pub mod chrome;
+pub mod jaeger;
+pub mod otlp;
+pub mod perfetto;
+pub mod zipkin;
+
+/// What a recorder's stop hook runs (`waffle_std::Config::at_stop`): it writes the closed
+/// trace to each of `outputs`, in the format its name asks for, streaming the file in two passes
+/// as `waffle-decode` does. The names are checked now, so that a misspelt one fails before
+/// anything is recorded.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let export = waffle_decode::export::at_stop(["run.pftrace", "run.jaeger.json"])?;
+/// let _session = waffle_std::Config::new("run.bin").at_stop(export).start()?;
+/// # Ok(()) }
+/// ```
+#[allow(clippy::type_complexity)]
+pub fn at_stop<P: AsRef<Path>>(
+    outputs: impl IntoIterator<Item = P>,
+) -> Result<
+    impl Fn(&Path) -> Result<(), Box<dyn std::error::Error + Send + Sync>> + Send + Sync + 'static,
+    Error,
+> {
+    let outputs = outputs
+        .into_iter()
+        .map(|p| {
+            let p = p.as_ref();
+            Format::from_path(p)
+                .map(|f| (p.to_owned(), f))
+                .ok_or_else(|| Error::UnknownFormat { path: p.to_owned() })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(move |trace: &Path| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        for (out, format) in &outputs {
+            let files = Files::scan(&[trace], *format, &mut |_| {})?;
+            write_file(out, |w| files.write(w, &mut |_| {})).map_err(|e| Error::io(out, e))?;
+        }
+        Ok(())
+    })
+}
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Perfetto's protobuf trace (`.pftrace`), for ui.perfetto.dev and trace_processor.
+    Perfetto,
+    /// Jaeger's JSON (`.jaeger.json`), as its query API returns traces and its UI opens them.
+    Jaeger,
+    /// Zipkin v2 JSON (`.zipkin.json`): the list of spans Zipkin's API takes and its UI opens.
+    Zipkin,
+    /// OpenTelemetry's OTLP `ExportTraceServiceRequest` in protobuf (`.otlp.pb`), as
+    /// `POST /v1/traces` takes it.
+    Otlp,
+    /// The same request in OTLP/JSON (`.otlp.json`), one line, as collectors read files.
+    OtlpJson,
+    /// Chrome trace-event JSON (`.chrome.json`), for chrome://tracing and Perfetto UI.
+    Chrome,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: &'static [Format] =
+        &[Format::Perfetto, Format::Jaeger, Format::Zipkin, Format::Otlp, Format::OtlpJson, Format::Chrome];
+
+    /// The format an output file's extension asks for, if any.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let file = path.file_name()?.to_str()?.to_ascii_lowercase();
+        for (suffix, format) in [
+            ("jaeger.json", Format::Jaeger),
+            ("zipkin.json", Format::Zipkin),
+            ("otlp.pb", Format::Otlp),
+            ("otlp.json", Format::OtlpJson),
+            ("chrome.json", Format::Chrome),
+        ] {
+            if file.strip_suffix(suffix).is_some_and(|stem| stem.is_empty() || stem.ends_with('.')) {
+                return Some(format);
+            }
+        }
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "pftrace" | "perfetto-trace" | "perfetto" => Some(Format::Perfetto),
+            _ => None,
+        }
+    }
+
+    /// The format with this name (as given to `--format`), if any.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.iter().copied().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The format's name, as `--format` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Perfetto => "perfetto",
+            Format::Jaeger => "jaeger",
+            Format::Zipkin => "zipkin",
+            Format::Otlp => "otlp",
+            Format::OtlpJson => "otlp-json",
+            Format::Chrome => "chrome",
+        }
+    }
+}
+
+/// Files read once to learn the trace, ready to be written in one format: what
+/// `waffle-decode FILES -o OUT` does, in bounded memory.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use waffle_decode::export::{Files, Format};
+/// let files = Files::scan(&["rank0.bin", "rank1.bin"], Format::Jaeger, &mut |_| {})?;
+/// for w in files.warnings() {
+///     eprintln!("warning: {w}");
+/// }
+/// waffle_decode::export::write_file("run.jaeger.json".as_ref(), |out| files.write(out, &mut |_| {}))?;
+/// # Ok(()) }
+/// ```
+pub struct Files {
+    format: Format,
+    scanned: Scanned,
+}
+
+enum Scanned {
+    Perfetto(perfetto::FileExport),
+    Spans(spans::SpanExport),
+}
+
+impl Files {
+    /// Reads `paths` (one `trace.bin` per process) once, for `format`; `progress` is told the
+    /// bytes read. Fails when a file cannot be read or has no usable header.
+    pub fn scan<P: AsRef<Path>>(
+        paths: &[P],
+        format: Format,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Files, Error> {
+        let scanned = match format {
+            Format::Perfetto => Scanned::Perfetto(perfetto::FileExport::scan(paths, progress)?),
+            Format::Chrome => Scanned::Spans(spans::SpanExport::scan(paths, chrome::LOGS, progress)?),
+            _ => Scanned::Spans(spans::SpanExport::scan(paths, spans::LOGS, progress)?),
+        };
+        Ok(Files { format, scanned })
+    }
+
+    /// The format it was scanned for.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Problems in the files that were worked around.
+    pub fn warnings(&self) -> &[Warning] {
+        match &self.scanned {
+            Scanned::Perfetto(p) => &p.warnings,
+            Scanned::Spans(s) => &s.warnings,
+        }
+    }
+
+    /// Writes every process under `name` instead of the name its file gives: Jaeger's and
+    /// Zipkin's service, OTLP's `service.name`, Perfetto's and Chrome's process name.
+    /// [`processes`](Files::processes) reports the new name too.
+    pub fn rename_processes(&mut self, name: &str) {
+        match &mut self.scanned {
+            Scanned::Perfetto(p) => p.rename_processes(name),
+            Scanned::Spans(s) => s.rename_processes(name),
+        }
+    }
+
+    /// Leaves out the arrows between spans matched by order across ranks (the k-th span of a
+    /// name on every rank, see [`crate::matching`]), which the Perfetto format draws by
+    /// default; the other formats draw only recorded links and correlations anyway.
+    pub fn unmatch(&mut self) {
+        if let Scanned::Perfetto(p) = &mut self.scanned {
+            p.unmatch();
+        }
+    }
+
+    /// Each file's process, in numbers.
+    pub fn processes(&self) -> Vec<ProcessStats> {
+        match &self.scanned {
+            Scanned::Perfetto(p) => p.processes.clone(),
+            Scanned::Spans(s) => s.processes(),
+        }
+    }
+
+    /// Reads the files again and writes them to `out`; `progress` is told the bytes read. A
+    /// file that changed since the scan is an error.
+    pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
+        match (self.scanned, self.format) {
+            (Scanned::Perfetto(p), _) => p.write(out, progress),
+            (Scanned::Spans(s), format) => {
+                let source = spans::Source::Files(Box::new(s), progress);
+                match format {
+                    Format::Jaeger => jaeger::write_from(source, out),
+                    Format::Zipkin => zipkin::write_from(source, out),
+                    Format::Otlp => otlp::write_protobuf_from(source, out),
+                    Format::OtlpJson => otlp::write_json_from(source, out),
+                    Format::Chrome => chrome::write_from(source, out),
+                    Format::Perfetto => unreachable!("Perfetto is scanned as such"),
+                }
+            }
+        }
+    }
+
+    /// The scanned span stream, for sending.
+    pub(crate) fn into_spans(self) -> Option<spans::SpanExport> {
+        match self.scanned {
+            Scanned::Spans(s) => Some(s),
+            Scanned::Perfetto(_) => None,
+        }
+    }
+}
+
+/// Writes `trace` to `out` in `format`.
+pub fn export(trace: &Trace, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Perfetto => perfetto::write(trace, out),
+        Format::Jaeger => jaeger::write(trace, out),
+        Format::Zipkin => zipkin::write(trace, out),
+        Format::Otlp => otlp::write_protobuf(trace, out),
+        Format::OtlpJson => otlp::write_json(trace, out),
+        Format::Chrome => chrome::write(trace, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_by_path_and_name() {
+        for p in ["out.pftrace", "a/b.perfetto-trace", "x.PERFETTO"] {
+            assert_eq!(Format::from_path(Path::new(p)), Some(Format::Perfetto), "{p}");
+        }
+        assert_eq!(Format::from_path(Path::new("out.json")), None);
+        assert_eq!(Format::from_path(Path::new("pftrace")), None);
+        for f in Format::ALL {
+            assert_eq!(Format::from_name(f.name()), Some(*f));
+        }
+        assert_eq!(Format::from_name("chrome-ish"), None);
+        for (p, f) in [
+            ("run.jaeger.json", Format::Jaeger),
+            ("a/B.Zipkin.JSON", Format::Zipkin),
+            ("zipkin.json", Format::Zipkin),
+            ("out.jaeger.json", Format::Jaeger),
+        ] {
+            assert_eq!(Format::from_path(Path::new(p)), Some(f), "{p}");
+        }
+        assert_ne!(Format::from_path(Path::new("myzipkin.json")), Some(Format::Zipkin));
+        assert_eq!(Format::from_name("Jaeger"), Some(Format::Jaeger));
+        for (p, f) in [
+            ("run.otlp.json", Format::OtlpJson),
+            ("a/run.OTLP.pb", Format::Otlp),
+            ("run.chrome.json", Format::Chrome),
+        ] {
+            assert_eq!(Format::from_path(Path::new(p)), Some(f), "{p}");
+        }
+        assert_eq!(Format::from_path(Path::new("run.json")), None);
+        assert_eq!(Format::from_path(Path::new("run.pb")), None);
+        assert_eq!(Format::from_name("otlp-json"), Some(Format::OtlpJson));
+    }
+}

@@ -1,0 +1,514 @@
+//! The second pass: packets written as records arrive.
+//!
+//! Each thread is one sequence with its own interning tables, indexed by callsite so that no
+//! record hashes a string; a span's begin and end nest because the records come in their
+//! stream's order. Every sequence starts with defaults (its thread track, its incremental
+//! clock), so a packet carries neither its track nor an absolute time: its timestamp is the
+//! time since the sequence's previous packet. A detached span (known from the [`Plan`]) gets a
+//! track of its own when it begins, which its packets name; its end waits on its thread's
+//! sequence until that sequence's time passes it, so the sequence's time never goes back. Flow
+//! ids come from the plan: an item that others refer to starts its flows, each referrer takes
+//! the next one.
+
+use std::{
+    cmp::Reverse,
+    io::{self, Write},
+};
+use waffle::wire::{Calibration, Converter};
+
+use prost::Message;
+
+use super::{
+    clock_snapshot, first_packet,
+    order::OrderSite,
+    packet::{Packets, Tag, TRACE_PACKET_KEY},
+    plan::Plan,
+    process_track, proto,
+    sequence::{Seq, Special},
+    TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
+};
+use crate::decode::{
+    stream::{FileEnd, Header, Item, Sink},
+    FieldValue,
+};
+
+/// Packets are handed to the output in blocks of about this size.
+const BLOCK: usize = 1 << 20;
+
+/// The flow ids and causal annotations of the item being written.
+#[derive(Default)]
+struct Causal {
+    out: Vec<u64>,
+    into: Vec<u64>,
+    /// The text of an annotation being made, UTF-8 built from bytes: ids in hex, or a
+    /// correlation's key (a `str`), `=` and its value in decimal.
+    text: Vec<u8>,
+}
+
+/// The [`Sink`] that writes the `.pftrace`.
+pub(super) struct Writer<'o> {
+    out: &'o mut dyn Write,
+    error: Option<io::Error>,
+    plan: Plan,
+    /// The calibration of the next file, when known in advance (its last CLOCK frame's).
+    pub(super) next_calibration: Option<Calibration>,
+    cal: Converter,
+    process: usize,
+    process_track: u64,
+    seqs: Vec<Seq>,
+    next_uuid: u64,
+    next_seq: u32,
+    ev: Packets,
+    causal: Causal,
+    /// The current process's callsites matched by order, by callsite index.
+    order: Vec<OrderSite>,
+}
+
+impl<'o> Writer<'o> {
+    pub(super) fn new(out: &'o mut dyn Write, plan: Plan) -> Self {
+        Writer {
+            out,
+            error: None,
+            plan,
+            next_calibration: None,
+            cal: Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter(),
+            process: usize::MAX,
+            process_track: 0,
+            seqs: Vec::new(),
+            next_uuid: UUID_BASE,
+            next_seq: 0,
+            ev: Packets::with_capacity(BLOCK + (64 << 10)),
+            causal: Causal::default(),
+            order: Vec::new(),
+        }
+    }
+
+    /// Writes what is left; the first write error, if any.
+    pub(super) fn finish(mut self) -> io::Result<()> {
+        self.drain(true);
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        }
+    }
+
+    /// Hands the packets written so far to the output once there are enough (or `all`).
+    /// Checked after every packet, so the check is inlined and the write is not.
+    #[inline(always)]
+    fn drain(&mut self, all: bool) {
+        if all || self.ev.len() >= BLOCK {
+            self.write_out();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_out(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(self.ev.bytes()) {
+                self.error = Some(e);
+            }
+        }
+        self.ev.clear();
+    }
+
+    fn message(&mut self, packet: &proto::TracePacket) {
+        let mut bytes = vec![TRACE_PACKET_KEY];
+        packet.encode_length_delimited(&mut bytes).expect("a Vec grows");
+        self.ev.put(&bytes);
+        self.drain(false);
+    }
+
+    fn uuid(&mut self) -> u64 {
+        self.next_uuid += 1;
+        self.next_uuid
+    }
+
+    /// Time `ticks` on sequence `t` in Unix ns, after writing the detached ends that come
+    /// before it.
+    #[inline(always)]
+    fn time(&mut self, t: usize, ticks: u64) -> u64 {
+        let ts = self.cal.to_unix_ns(ticks);
+        if !self.seqs[t].ends.is_empty() {
+            self.ends_before(t, ts);
+        }
+        ts
+    }
+
+    /// Writes the detached ends of sequence `t` that come before `ts`.
+    #[cold]
+    fn ends_before(&mut self, t: usize, ts: u64) {
+        while let Some(&Reverse((end, track, ended))) = self.seqs[t].ends.peek() {
+            if end >= ts.max(self.seqs[t].last_ts) {
+                break;
+            }
+            self.seqs[t].ends.pop();
+            self.end_packet(t, end, Some(track), ended);
+        }
+    }
+
+    /// A slice end at `ts` on sequence `t`: on `track`, or on the thread's track if `None`.
+    #[cold]
+    fn end_packet(&mut self, t: usize, ts: u64, track: Option<u64>, ended: bool) {
+        let seq = &mut self.seqs[t];
+        let delta = seq.advance(ts);
+        if ended && track.is_none() {
+            self.ev.slice_end(delta, seq.key);
+        } else {
+            self.ev.begin(delta, seq.key);
+            if !ended {
+                let iid = seq.special(Special::Unfinished, &mut self.ev);
+                self.ev.annotation(iid, FieldValue::Bool(true));
+            }
+            self.ev.end(TYPE_SLICE_END, Tag::NONE, track, &[], &[]);
+        }
+        self.drain(false);
+    }
+
+    /// Whether `id` is a referenced item of thread `t`, and which.
+    #[inline(always)]
+    fn target(&mut self, t: usize, id: u64) -> Option<usize> {
+        let (ids, seq) = (&self.plan.ids, &mut self.seqs[t]);
+        // Between the last id looked for and the next target: not one (most items).
+        if (seq.looked..seq.next_target).contains(&id) || id == 0 {
+            return None;
+        }
+        let i = seek(ids, seq.cursor, |&x| x < id);
+        (seq.cursor, seq.looked, seq.next_target) = (i, id, ids.get(i).copied().unwrap_or(u64::MAX));
+        (seq.next_target == id).then_some(i)
+    }
+
+    /// Writes a span's begin or an event on `track` (`None`: the thread's).
+    #[inline(always)]
+    fn item(&mut self, t: usize, r: &Item<'_>, kind: i32, track: Option<u64>, target: Option<usize>) {
+        let at_ns = self.time(t, r.ticks);
+        let seq = &mut self.seqs[t];
+        let delta = seq.advance(at_ns);
+        let parent_elsewhere = match r.parent {
+            Some(parent) => track.is_some() || seq.open.last() != Some(&parent),
+            None => false,
+        };
+        let key = seq.key;
+        let (name, names) = seq.names(r, &mut self.ev);
+        // Matched by order with the same span on other ranks (spans only; stand-ins, id 0, not).
+        let matched = match self.order.get(r.callsite_index as usize) {
+            Some(o) if o.name != OrderSite::NONE && kind == TYPE_SLICE_BEGIN && r.id != 0 => Some(*o),
+            _ => None,
+        };
+        if target.is_some()
+            || !r.links.is_empty()
+            || parent_elsewhere
+            || r.correlation.is_some()
+            || matched.is_some()
+        {
+            // Causes and effects: rare, and written out of line.
+            self.ev.begin(delta, key);
+            self.ev.fields(names, r.fields);
+            self.causal(t, r, at_ns, kind, name, track, target, matched);
+        } else {
+            self.ev.event(delta, key, kind, name, track, names, r.fields);
+        }
+        self.drain(false);
+    }
+
+    /// Ends the packet of `r` begun by the caller: its causal annotations, then the rest of
+    /// its event with its flows (gathered in `self.causal`).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn causal(
+        &mut self,
+        t: usize,
+        r: &Item<'_>,
+        at_ns: u64,
+        kind: i32,
+        name: Tag,
+        track: Option<u64>,
+        target: Option<usize>,
+        matched: Option<OrderSite>,
+    ) {
+        let detached = track.is_some();
+        let Writer { plan, seqs, ev, causal, process, .. } = self;
+        let seq = &mut seqs[t];
+        let (out, into) = (&mut causal.out, &mut causal.into);
+        out.clear();
+        into.clear();
+        // Causes: this item starts the flows of those that refer to it.
+        let mut is_cause = false;
+        if let Some(i) = target {
+            let tg = &mut plan.targets[i];
+            if !tg.written {
+                tg.written = true;
+                out.extend((0..u64::from(tg.links)).map(|k| tg.link_base + k));
+                out.extend((0..u64::from(tg.children)).map(|k| tg.child_base + k));
+                is_cause = tg.links > 0;
+            }
+        }
+        if is_cause {
+            causal.text.clear();
+            hex(&mut causal.text, r.id);
+            let iid = seq.special(Special::Id, ev);
+            ev.text_annotation(iid, &causal.text);
+        }
+        // Effects: it ends a flow from each cause in the trace, once per cause.
+        let mut unresolved = 0u64;
+        for (k, &cause) in r.links.iter().enumerate() {
+            if cause == r.id || r.links[..k].contains(&cause) {
+                continue;
+            }
+            match plan.target(cause, seq.cursor).map(|i| &mut plan.targets[i]) {
+                Some(tg) if tg.links_met < tg.links => {
+                    into.push(tg.link_base + u64::from(tg.links_met));
+                    tg.links_met += 1;
+                }
+                Some(_) => {}
+                None => unresolved += 1,
+            }
+        }
+        if !r.links.is_empty() {
+            causal.text.clear();
+            for (k, &id) in r.links.iter().enumerate() {
+                if k > 0 {
+                    causal.text.extend_from_slice(b", ");
+                }
+                hex(&mut causal.text, id);
+            }
+            let iid = seq.special(Special::CausedBy, ev);
+            ev.text_annotation(iid, &causal.text);
+        }
+        if unresolved > 0 {
+            let iid = seq.special(Special::Unresolved, ev);
+            ev.annotation(iid, FieldValue::U64(unresolved));
+        }
+        // A parent that does not hold it on its track: an arrow from the parent.
+        if let Some(parent) = r.parent {
+            let inside = !detached && seq.open.iter().rev().any(|&o| o == parent);
+            if !inside {
+                if let Some(tg) = plan.target(parent, seq.cursor).map(|i| &mut plan.targets[i]) {
+                    if tg.children_met < tg.children {
+                        into.push(tg.child_base + u64::from(tg.children_met));
+                        tg.children_met += 1;
+                    }
+                }
+            }
+        }
+        // A correlation group: one flow through its members in time order.
+        if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
+            if !key.is_empty() {
+                causal.text.clear();
+                causal.text.extend_from_slice(key.as_bytes());
+                causal.text.push(b'=');
+                decimal(&mut causal.text, value);
+                let iid = seq.special(Special::Correlate, ev);
+                ev.text_annotation(iid, &causal.text);
+                if let Some(key) = plan.keys.number(r.callsite_index, key, false) {
+                    let groups = &plan.groups;
+                    let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
+                    seq.group_cursor = i;
+                    if let Some(g) = groups.get(i).filter(|g| g.key == (key, value)) {
+                        // The plan ordered members by their time as converted, not as written.
+                        let member = (at_ns, *process, t, r.id);
+                        if member == g.last {
+                            into.push(g.flow)
+                        } else {
+                            out.push(g.flow)
+                        }
+                    }
+                }
+            }
+        }
+        // The same operation on every rank: one flow through them all.
+        if let Some(o) = matched {
+            let k = seq.occurrence(o.name, o.rank.and_then(|i| r.fields.iter().nth(i)));
+            out.push(plan.matched[o.name as usize].1 + k);
+            let iid = seq.special(Special::Matched, ev);
+            ev.annotation(iid, FieldValue::U64(k));
+        }
+        ev.end(kind, name, track, out, into);
+    }
+}
+
+/// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
+fn hex(text: &mut Vec<u8>, id: u64) {
+    let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
+    text.extend_from_slice(&digits);
+}
+
+/// Appends `v` in decimal (`{v}`).
+fn decimal(text: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[19 - n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    text.extend_from_slice(&digits[20 - n..]);
+}
+
+/// The first index of sorted `items` at which `before` is false, looked for from `from`
+/// onwards first (where the previous search of an ascending series ended).
+#[inline]
+fn seek<T>(items: &[T], from: usize, before: impl Fn(&T) -> bool) -> usize {
+    let mut i = from.min(items.len());
+    if i > 0 && !before(&items[i - 1]) {
+        return items.partition_point(before);
+    }
+    // A few steps forward, then a search of the rest.
+    for _ in 0..4 {
+        if i == items.len() || !before(&items[i]) {
+            return i;
+        }
+        i += 1;
+    }
+    i + items[i..].partition_point(before)
+}
+
+impl Seq {
+    /// Moves the sequence's clock to `ts` (never back): by how much.
+    #[inline]
+    fn advance(&mut self, ts: u64) -> u64 {
+        let ts = ts.max(self.last_ts);
+        let delta = ts - self.last_ts;
+        self.last_ts = ts;
+        delta
+    }
+}
+
+impl Sink for Writer<'_> {
+    /// The span's own track if it is detached, else 0 (its thread's track).
+    type Span = u64;
+
+    /// Writes the process's track and its threads' tracks, each thread's as the first packet
+    /// of its sequence (with the sequence's defaults), then each sequence's clock.
+    fn process(&mut self, header: &Header) {
+        self.process = self.process.wrapping_add(1);
+        let p = self.process;
+        self.cal = self.next_calibration.take().unwrap_or(header.calibration).converter();
+        self.plan.keys.next_process();
+        self.order = self.plan.order.get_mut(p).map(std::mem::take).unwrap_or_default();
+        self.process_track = self.uuid();
+        self.next_seq += 1;
+        let mut packet = first_packet(self.next_seq);
+        let plan: &crate::export::process::ProcessInfo = &self.plan.processes[p];
+        packet.track_descriptor = Some(process_track(&plan.header, self.plan.pids[p], self.process_track));
+        self.message(&packet);
+        self.seqs.clear();
+        for t in 0..self.plan.processes[p].threads.len() {
+            let (track, id) = (self.uuid(), self.next_seq + 1);
+            self.next_seq = id;
+            let thread = &self.plan.processes[p].threads[t];
+            let mut packet = first_packet(id);
+            packet.previous_packet_dropped = (thread.dropped > 0).then_some(true);
+            packet.track_descriptor = Some(proto::TrackDescriptor {
+                uuid: Some(track),
+                parent_uuid: Some(self.process_track),
+                thread: Some(proto::ThreadDescriptor {
+                    pid: Some(self.plan.pids[p]),
+                    tid: Some(self.plan.tids[p][t]),
+                    thread_name: (!thread.name.is_empty()).then(|| thread.name.clone()),
+                }),
+                ..Default::default()
+            });
+            packet.trace_packet_defaults = Some(super::defaults(track));
+            self.message(&packet);
+            self.message(&clock_snapshot(id));
+            self.seqs.push(Seq::new(id));
+        }
+    }
+
+    fn thread(&mut self, thread: usize, _stream: u32) {
+        if thread >= self.seqs.len() && self.error.is_none() {
+            self.error = Some(io::Error::other("a trace file changed while it was being exported"));
+        }
+    }
+
+    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
+
+    #[inline(always)]
+    fn span_begin(&mut self, t: usize, r: &Item<'_>) -> u64 {
+        if t >= self.seqs.len() {
+            return 0;
+        }
+        let target = self.target(t, r.id);
+        if !target.is_some_and(|i| self.plan.targets[i].detached) {
+            self.item(t, r, TYPE_SLICE_BEGIN, None, target);
+            self.seqs[t].open.push(r.id);
+            return 0;
+        }
+        let track = self.uuid();
+        let packet = proto::TracePacket {
+            trusted_packet_sequence_id: Some(self.seqs[t].id),
+            track_descriptor: Some(proto::TrackDescriptor {
+                uuid: Some(track),
+                parent_uuid: Some(self.process_track),
+                name: Some(r.callsite.name.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.message(&packet);
+        self.item(t, r, TYPE_SLICE_BEGIN, Some(track), target);
+        track
+    }
+
+    #[inline(always)]
+    fn event(&mut self, t: usize, r: &Item<'_>) {
+        if t >= self.seqs.len() {
+            return;
+        }
+        let target = self.target(t, r.id);
+        self.item(t, r, TYPE_INSTANT, None, target);
+    }
+
+    #[inline(always)]
+    fn span_end(&mut self, t: usize, span: u64, ticks: u64, ended: bool) {
+        if t >= self.seqs.len() {
+            return;
+        }
+        if span != 0 {
+            // On a track of its own, yet ended on its stack: only if the two passes read
+            // different records. It still ends on its own track.
+            return self.detached_end(t, span, ticks, ended);
+        }
+        let ts = self.time(t, ticks);
+        let seq = &mut self.seqs[t];
+        seq.open.pop();
+        if ended {
+            self.ev.slice_end(seq.advance(ts), seq.key);
+            self.drain(false);
+        } else {
+            self.end_packet(t, ts, None, false);
+        }
+    }
+
+    fn detach(&mut self, t: usize, span: u64, id: u64) {
+        // The plan knows every detached span, so it began on a track of its own. Were it on the
+        // thread's track (the two passes read different records), it ends there now, where it
+        // leaves the thread, rather than never.
+        if span == 0 && t < self.seqs.len() && self.seqs[t].open.last() == Some(&id) {
+            self.seqs[t].open.pop();
+            let ts = self.seqs[t].last_ts;
+            self.end_packet(t, ts, None, false);
+        }
+    }
+
+    fn detached_end(&mut self, t: usize, span: u64, ticks: u64, ended: bool) {
+        if t >= self.seqs.len() || span == 0 {
+            return;
+        }
+        let ts = self.cal.to_unix_ns(ticks);
+        self.seqs[t].ends.push(Reverse((ts, span, ended)));
+    }
+
+    fn finish(&mut self, _end: &FileEnd) {
+        for t in 0..self.seqs.len() {
+            while let Some(Reverse((ts, track, ended))) = self.seqs[t].ends.pop() {
+                self.end_packet(t, ts, Some(track), ended);
+            }
+        }
+    }
+}

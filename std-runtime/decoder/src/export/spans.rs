@@ -1,0 +1,347 @@
+//! The trace as a stream of finished spans, each with its events and its causes resolved:
+//! what the span-list formats (Zipkin, Jaeger, OTLP) and Chrome's JSON are written from.
+//!
+//! Files are read twice, both times as a stream of records (`decode::stream`), and nothing
+//! keeps the records: memory grows with the spans open at once (each with at most
+//! [`SpanWriter::LOGS`] events) and with cross-references (ids that links name, parents on
+//! other threads or processes, correlation groups), never with the file. The first
+//! pass learns the processes and their threads (a thread's name may come after its records),
+//! which ids exist, the correlation groups, and where each referenced item ends up; the second
+//! hands every span to a [`SpanWriter`] once it has ended. A model is played back as the same
+//! records (`replay`), so a format has one writer for files and for models.
+//!
+//! The rules every format shares:
+//! - **Ids.** A span or event keeps its id. A stand-in (id 0: a span whose begin record was
+//!   lost) and an item repeating an id that an earlier run of ids already holds (a file given
+//!   twice) get fresh ids, counting up from `ffffffff00000001` (ids of the last stream of the
+//!   largest process salt, which no real run reaches) and skipping every id the trace uses; the
+//!   same files always get the same ids. Children of a stand-in get it as their parent back.
+//! - **Events.** An event is a log of its parent span when that span is in the same file, still
+//!   open when the event is read, holds fewer than [`SpanWriter::LOGS`] logs, and (for an event
+//!   of another thread, whose records interleave with the span's by chunks) its time falls
+//!   within the span. Any other event is a span of its own, zero-length, with `event` set, the
+//!   child of its parent.
+//! - **Causes.** A link names a span or an event; it resolves to the span that shows it: the
+//!   span itself, or the span the event is a log of, or the event's own span. A link from an
+//!   event that is a log belongs to the span showing it (`from_event`). Links to ids that are
+//!   not in the trace stay unresolved, by their id; links to the span itself are left out.
+//! - **Correlation.** Each member of a correlation group (`key`, value) but the first links to
+//!   the first, in time (then process, thread and id): a pair of ranks' collectives is one
+//!   link, and a group of any size costs one entry, not one per member.
+//! - **Trace id.** One decode is one trace: the trace id of the first process that recorded
+//!   one. When none has, an id is derived from the processes' pids and first times, so the same
+//!   files always give the same id, never zero.
+//! - **Order.** Spans come in the order they end in the files (children before their parents),
+//!   an event of its own when it is read; processes one after the other, in the order given.
+
+use std::{
+    io::{self, Read},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+use waffle::wire::Calibration;
+
+use crate::{
+    decode::{
+        stream::{self, Sink},
+        ProcessStats,
+    },
+    error::Error,
+    model::{Callsite, Trace, Value},
+    reader::{FrameReader, Warning},
+};
+
+mod assemble;
+mod ids;
+pub(crate) mod notation;
+
+pub(crate) use super::process::ProcessInfo;
+use assemble::{Assembler, NoWrite, State};
+
+/// What the first pass learnt about the whole trace, for writers to look up.
+pub(crate) struct Context {
+    /// Processes, in input order.
+    pub(crate) processes: Vec<ProcessInfo>,
+    /// Per process, its earliest span begin or event, Unix ns.
+    pub(crate) first_ns: Vec<Option<u64>>,
+    /// The trace id every span is written under.
+    pub(crate) trace_id: u128,
+}
+
+/// A finished span, as a format writes it.
+pub(crate) struct OutSpan<'a> {
+    /// Index of its process in [`Context::processes`].
+    pub(crate) process: usize,
+    /// Index of its thread in the process.
+    pub(crate) thread: usize,
+    /// Its id, unique over the output.
+    pub(crate) id: u64,
+    /// Name, field names, correlation key.
+    pub(crate) callsite: &'a Callsite,
+    /// Field values, in the callsite's order (empty in a pass that does not read them).
+    pub(crate) fields: &'a [Value],
+    /// Begin and end, Unix ns (`end_ns >= start_ns`; equal for an event).
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    /// Its parent, when that is in the output.
+    pub(crate) parent: Option<u64>,
+    /// Its parent's id, when the parent is not in the trace.
+    pub(crate) unresolved_parent: Option<u64>,
+    /// Where its parent is, when that is not the span enclosing it on its thread.
+    pub(crate) parent_anchor: Option<Anchor>,
+    /// The ids its `caused_by` names, as recorded.
+    pub(crate) caused_by: &'a [u64],
+    /// Its links, and those of the events it shows as logs.
+    pub(crate) links: &'a [Link],
+    /// Its correlation value (the key is the callsite's).
+    pub(crate) correlation: Option<u64>,
+    /// Whether its end was recorded.
+    pub(crate) ended: bool,
+    /// Whether it was detached to follow a future (it may end on another thread).
+    pub(crate) detached: bool,
+    /// Whether it stands for a span whose begin was lost.
+    pub(crate) stand_in: bool,
+    /// Whether it is an event shown as a span of its own.
+    pub(crate) event: bool,
+    /// Whether another item names it (a link, a correlation peer, a child it does not enclose
+    /// on the child's thread), so that a writer may need to find it after it is written.
+    pub(crate) referred: bool,
+    /// The events shown on it, in the order read (time order on one thread).
+    pub(crate) logs: &'a [Log],
+}
+
+impl OutSpan<'_> {
+    /// Field `(name, value)` pairs.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        field_pairs(self.callsite, self.fields)
+    }
+}
+
+/// An event shown on a span.
+pub(crate) struct Log {
+    /// The event's id.
+    pub(crate) id: u64,
+    /// Its thread (the span's may be another).
+    pub(crate) thread: usize,
+    /// When, Unix ns.
+    pub(crate) ts_ns: u64,
+    /// Name and field names.
+    pub(crate) callsite: Arc<Callsite>,
+    /// Field values.
+    pub(crate) fields: Vec<Value>,
+    /// The ids its `caused_by` names, as recorded.
+    pub(crate) caused_by: Vec<u64>,
+    /// Its correlation value.
+    pub(crate) correlation: Option<u64>,
+    /// Whether a link elsewhere names it (then its id is worth showing).
+    pub(crate) linked: bool,
+    /// Whether it happened on another thread than the span's.
+    off_thread: bool,
+    /// The id recorded, and whether the event holds it (not a repeat).
+    raw: u64,
+    owns: bool,
+}
+
+impl Log {
+    /// Field `(name, value)` pairs.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        field_pairs(&self.callsite, &self.fields)
+    }
+}
+
+fn field_pairs<'a>(
+    callsite: &'a Callsite,
+    fields: &'a [Value],
+) -> impl Iterator<Item = (&'a str, &'a Value)> {
+    callsite.fields.iter().map(|(n, _)| n.as_str()).zip(fields)
+}
+
+/// A link from a span (or an event it shows) to the span showing a cause or a correlated peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Link {
+    /// The span showing the target; the target's own id when it is not in the trace.
+    pub(crate) span: u64,
+    /// Whether the target is in the trace.
+    pub(crate) resolved: bool,
+    /// The target, when it is an event (shown by `span`).
+    pub(crate) target_event: Option<u64>,
+    /// Where the target is, when it is in the trace.
+    pub(crate) anchor: Option<Anchor>,
+    /// The event of this span the link is from, when it is not the span itself.
+    pub(crate) from_event: Option<u64>,
+    /// Why.
+    pub(crate) kind: LinkKind,
+}
+
+/// Where an item is: its process, thread and time, and whether it is (or is shown by) a
+/// detached span, which formats with rows may put on a row of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    /// Index of its process in [`Context::processes`].
+    pub(crate) process: u32,
+    /// Index of its thread in the process.
+    pub(crate) thread: u32,
+    /// Its begin (span) or time (event), Unix ns.
+    pub(crate) ts_ns: u64,
+    /// The detached span showing it, if any (by id).
+    pub(crate) detached: Option<u64>,
+}
+
+/// Why one item links to another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkKind {
+    /// The item names the target in `caused_by`.
+    Cause,
+    /// The target is the first member of its correlation group.
+    Correlated,
+}
+
+/// How many events a span shows as logs unless its format says otherwise: OpenTelemetry SDKs
+/// keep 128 events a span by default, and so do we.
+pub(crate) const LOGS: usize = 128;
+
+/// What a format does with the spans.
+pub(crate) trait SpanWriter {
+    /// How many events a span shows as logs; later ones are spans of their own.
+    const LOGS: usize = LOGS;
+
+    /// Whether the writer reads field values (the first pass does not).
+    const FIELDS: bool = true;
+
+    /// A process begins; `ctx` knows all of them already.
+    fn begin_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// A finished span (or an event shown as one).
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()>;
+
+    /// A process's last span has been handed over.
+    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Files exported in two streaming passes: [`scan`](SpanExport::scan) learns the trace,
+/// [`write`](SpanExport::write) hands its spans to a writer.
+pub(crate) struct SpanExport {
+    paths: Vec<PathBuf>,
+    /// Per file, its last CLOCK frame's calibration, and its size when scanned.
+    files: Vec<(Option<Calibration>, Option<u64>)>,
+    state: State,
+    /// Problems in the files that were worked around.
+    pub(crate) warnings: Vec<Warning>,
+}
+
+impl SpanExport {
+    /// The first pass over `paths`, for a writer whose [`SpanWriter::LOGS`] is `logs`;
+    /// `progress` is told the bytes read.
+    pub(crate) fn scan<P: AsRef<Path>>(
+        paths: &[P],
+        logs: usize,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<SpanExport, Error> {
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_owned()).collect();
+        let mut state = State::new(logs);
+        let mut warnings = Vec::new();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in &paths {
+            let cal = stream::final_calibration(path);
+            files.push((cal, std::fs::metadata(path).map(|m| m.len()).ok()));
+            state.next_calibration = cal;
+            let mut pass = Assembler::new(&mut state, NoWrite);
+            warnings.extend(decode_counting(path, &mut pass, progress)?);
+        }
+        state.seal();
+        Ok(SpanExport { paths, files, state, warnings })
+    }
+
+    /// Each file's process, in numbers.
+    pub(crate) fn processes(&self) -> Vec<ProcessStats> {
+        self.state.ctx.processes.iter().map(ProcessInfo::stats).collect()
+    }
+
+    /// Gives every process `name`. The second pass takes processes from the first pass's
+    /// [`Context`], not from the headers it reads again, so the new name is the one written.
+    pub(crate) fn rename_processes(&mut self, name: &str) {
+        for process in &mut self.state.ctx.processes {
+            name.clone_into(&mut process.header.name);
+        }
+    }
+
+    /// The second pass: hands every span to `writer`. A file that changed since the first pass
+    /// is an error.
+    pub(crate) fn write<W: SpanWriter>(
+        mut self,
+        writer: &mut W,
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<()> {
+        assert_eq!(self.state.logs, W::LOGS, "scanned for another writer");
+        for (path, (cal, size)) in self.paths.iter().zip(self.files) {
+            if std::fs::metadata(path).map(|m| m.len()).ok() != size {
+                return Err(io::Error::other(format!("{}: changed while it was read", path.display())));
+            }
+            self.state.next_calibration = cal;
+            let mut pass = Assembler::new(&mut self.state, &mut *writer);
+            decode_counting(path, &mut pass, progress).map_err(io::Error::other)?;
+            pass.result()?;
+        }
+        Ok(())
+    }
+}
+
+/// Where spans come from: a model in memory, or files the first pass has read.
+pub(crate) enum Source<'a> {
+    /// A decoded trace, played back as records.
+    Trace(&'a Trace),
+    /// Scanned files, read again; the progress callback is told the bytes read.
+    Files(Box<SpanExport>, &'a mut dyn FnMut(u64)),
+}
+
+impl Source<'_> {
+    /// Hands every span to `writer`.
+    pub(crate) fn write<W: SpanWriter>(self, writer: &mut W) -> io::Result<()> {
+        match self {
+            Source::Trace(trace) => write_trace(trace, writer),
+            Source::Files(export, progress) => export.write(writer, progress),
+        }
+    }
+}
+
+/// Hands every span of `trace` to `writer`, by the same rules as files.
+pub(crate) fn write_trace<W: SpanWriter>(trace: &Trace, writer: &mut W) -> io::Result<()> {
+    let mut state = State::new(W::LOGS);
+    super::replay::replay(trace, &mut Assembler::new(&mut state, NoWrite));
+    state.seal();
+    let mut pass = Assembler::new(&mut state, writer);
+    super::replay::replay(trace, &mut pass);
+    pass.result()
+}
+
+/// Decodes the file at `path` into `sink`, telling `progress` the bytes read.
+pub(crate) fn decode_counting<S: Sink>(
+    path: &Path,
+    sink: &mut S,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Vec<Warning>, Error> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let input = io::BufReader::with_capacity(1 << 20, Counting { inner: file, progress });
+    stream::decode(FrameReader::new(input, path)?, path, sink)
+}
+
+/// A reader that reports how much it read.
+struct Counting<'a, R> {
+    inner: R,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        (self.progress)(n as u64);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests;

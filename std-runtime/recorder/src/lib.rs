@@ -1,0 +1,64 @@
+//! # waffle-std
+//!
+//! The recorder of [waffle](waffle): it drains every thread's buffer into a `trace.bin` file on
+//! a collector thread, registers callsites made at run time (by C and Python), and keeps what
+//! was recorded through panics, signals and `exit`. Reading the file is another crate's work,
+//! `waffle-decode`; the two share only the format, `waffle::wire`.
+//!
+//! ```no_run
+//! fn main() -> Result<(), waffle_std::Error> {
+//!     let _session = waffle_std::start("trace.bin")?; // flushes and closes on drop
+//!     std::thread::scope(|s| {
+//!         for t in 0..4u64 {
+//!             s.spawn(move || (0..1000).for_each(|i| step(t * 1000 + i, 0.01)));
+//!         }
+//!     });
+//!     Ok(())
+//! }
+//!
+//! #[waffle::instrument]
+//! fn step(i: u64, dt: f64) {
+//!     let _s = waffle::span!("stencil", cells = 4096u64);
+//!     let _e: waffle::EventId = waffle::event!("converged", residual = 1e-9, ok = true);
+//! }
+//! ```
+//!
+//! Then `waffle-decode trace.bin -o trace.pftrace` and open the result in ui.perfetto.dev.
+//!
+//! A program that never starts a session records when run with `WAFFLE_OUTPUT=trace-%p.bin`
+//! set: see [`autostart`] (a Rust program that uses only `waffle`'s macros names this crate
+//! once, `use waffle_std as _;`, so that it is linked).
+//!
+//! Modules: [`session`] starts and stops recording, the collector writes the file, [`clock`]
+//! calibrates ticks, [`dynamic`] holds run-time callsites, [`autostart`] and [`launcher`] start
+//! a recording from the environment.
+
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod autostart;
+pub mod clock;
+mod collector;
+mod crash;
+pub mod dynamic;
+mod error;
+pub mod frames;
+mod header;
+pub mod launcher;
+mod registry;
+pub mod session;
+
+pub use collector::Stats;
+pub use error::Error;
+pub use session::{Config, Session};
+
+/// What [`no_autostart!`] expands to refers to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use linkme;
+}
+
+/// Starts recording to `path` with default settings (see [`Config`]).
+pub fn start(path: impl AsRef<std::path::Path>) -> Result<Session, Error> {
+    Config::new(path).start()
+}

@@ -1,0 +1,413 @@
+//! Starting and stopping a recording session.
+
+use crate::{
+    clock,
+    collector::{Collector, Stats},
+    error::Error,
+    frames::FrameWriter,
+    header::Preamble,
+    launcher, registry,
+};
+use std::{
+    fs::File,
+    io::BufWriter,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+/// The session recording now, if any. It lives here rather than in [`Session`] so that the
+/// exit handler can close the file when the program calls `std::process::exit` without
+/// dropping its session (see [`crate::crash`]).
+static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
+
+/// What stopping a session needs.
+struct Active {
+    epoch: u32,
+    path: PathBuf,
+    collector: Collector,
+    /// What to run on the closed file.
+    at_stop: Vec<AtStop>,
+    /// The process that started it. A child made by `fork` has a copy of this but not the
+    /// collector thread: it must neither wait for that thread nor write to the parent's file.
+    pid: u32,
+    /// Started by `WAFFLE_OUTPUT` rather than by the program ([`crate::autostart`]): an explicit
+    /// start replaces it.
+    automatic: bool,
+    /// How long stopping waits for exiting threads' last records.
+    exit_wait: Duration,
+}
+
+/// Takes the active session if it belongs to this process; a copy inherited through `fork` is
+/// dropped without joining its (absent) collector, and recording in the child stops.
+fn take_own(slot: &mut Option<Active>) -> Option<Active> {
+    let a = slot.take()?;
+    if a.pid == std::process::id() {
+        return Some(a);
+    }
+    waffle::runtime::uninstall(a.epoch);
+    std::mem::forget(a); // its thread and file handle belong to the parent
+    None
+}
+
+fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
+    ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How to record: the output file, labels and buffer sizes. [`start`](crate::start) uses the
+/// defaults.
+#[derive(Clone, Debug)]
+pub struct Config {
+    path: PathBuf,
+    process_name: Option<String>,
+    labels: Vec<(String, String)>,
+    parent: Option<waffle::Context>,
+    trace_id: Option<waffle::TraceId>,
+    queue_bytes: usize,
+    staging_bytes: usize,
+    drain_interval: Duration,
+    exit_wait: Duration,
+    at_stop: Vec<AtStop>,
+}
+
+/// The error an [`at_stop`](Config::at_stop) hook returns.
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A hook run on the closed trace file (see [`Config::at_stop`]).
+#[derive(Clone)]
+struct AtStop(Arc<Hook>);
+
+type Hook = dyn Fn(&Path) -> Result<(), HookError> + Send + Sync;
+
+impl std::fmt::Debug for AtStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AtStop(..)")
+    }
+}
+
+impl Config {
+    /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
+    /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
+    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
+    ///
+    /// The trace id comes from the environment, in this order: the parent context of
+    /// `WAFFLE_TRACEPARENT` (see [`Config::parent`]), then `WAFFLE_TRACE_ID` (see
+    /// [`Config::trace_id`]), then the launch this process belongs to, so that the ranks of one
+    /// `mpirun` or `srun` share a trace and two launches do not (see [`crate::launcher`]);
+    /// without any of these, a random id.
+    pub fn new(path: impl AsRef<Path>) -> Config {
+        let env = |name: &str| std::env::var(name).ok();
+        let labels = launcher::rank(env).map(|r| vec![("rank".to_owned(), r)]).unwrap_or_default();
+        let parent = env("WAFFLE_TRACEPARENT").and_then(|t| waffle::Context::from_traceparent(&t).ok());
+        let trace_id =
+            env("WAFFLE_TRACE_ID").and_then(|t| parse_trace_id(&t)).or_else(|| launcher::job_trace_id(env));
+        Config {
+            path: path.as_ref().to_owned(),
+            process_name: None,
+            labels,
+            parent,
+            trace_id,
+            queue_bytes: 4 << 20,
+            staging_bytes: 16 << 10,
+            drain_interval: Duration::from_millis(1),
+            exit_wait: Duration::from_millis(250),
+            at_stop: Vec::new(),
+        }
+    }
+
+    /// Names the process in the trace (default: the executable's name).
+    pub fn process_name(mut self, name: impl Into<String>) -> Config {
+        self.process_name = Some(name.into());
+        self
+    }
+
+    /// Adds a label to the file header, such as `("rank", "3")`; a key given twice keeps the
+    /// last value.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
+        let key = key.into();
+        self.labels.retain(|(k, _)| *k != key);
+        self.labels.push((key, value.into()));
+        self
+    }
+
+    /// Makes this process part of the trace of `parent` (another process's context, say from
+    /// [`waffle::Context::from_traceparent`]): the session takes its trace id, and the
+    /// decoder makes `parent`'s span the parent of this process's top-level spans. By default
+    /// it is read from the `WAFFLE_TRACEPARENT` environment variable, if set; otherwise the
+    /// session starts a new trace with a random id.
+    pub fn parent(mut self, parent: waffle::Context) -> Config {
+        self.parent = Some(parent);
+        self
+    }
+
+    /// Records under trace id `id`, so that the processes of one run share a trace without a
+    /// parent span (say, ranks started by a launcher that set `WAFFLE_TRACE_ID`, 32 lower-case
+    /// hex digits, which [`Config::new`] reads). A parent context, if any, wins: its trace id
+    /// is used.
+    pub fn trace_id(mut self, id: waffle::TraceId) -> Config {
+        self.trace_id = Some(id).filter(|t| !t.is_null());
+        self
+    }
+
+    /// Bytes of each thread's queue (at least 4 KiB, at most 8 MiB). Applies to threads that
+    /// first record after this session starts; a full queue drops records and counts them.
+    pub fn queue_bytes(mut self, bytes: usize) -> Config {
+        self.queue_bytes = bytes.clamp(4 << 10, 8 << 20);
+        self
+    }
+
+    /// Bytes each thread stages before pushing a chunk (at least 256, at most 64 KiB).
+    pub fn staging_bytes(mut self, bytes: usize) -> Config {
+        self.staging_bytes = bytes.clamp(256, 64 << 10);
+        self
+    }
+
+    /// How often the collector drains the queues (default 1 ms). Records also wait at most
+    /// about this long in a thread's staging area while the thread keeps recording. Together
+    /// these bound what a process killed outright loses: about two intervals of records (see
+    /// `docs/reliability.md`).
+    pub fn drain_interval(mut self, d: Duration) -> Config {
+        self.drain_interval = d.max(Duration::from_micros(100));
+        self
+    }
+
+    /// Runs `hook` with the trace's path once the session has stopped and the file is closed,
+    /// in the thread that stops it; hooks run in the order given, and the first that fails
+    /// makes the stop fail with [`Error::AtStop`] (the trace file itself is complete). This is
+    /// how a program that never runs `waffle-decode` gets other formats: the decoder crate
+    /// makes such a hook.
+    ///
+    /// ```ignore
+    /// let export = waffle_decode::export::at_stop(["run.pftrace", "run.jaeger.json"])?;
+    /// let _session = waffle_std::Config::new("run.bin").at_stop(export).start()?;
+    /// ```
+    pub fn at_stop(
+        mut self,
+        hook: impl Fn(&Path) -> Result<(), HookError> + Send + Sync + 'static,
+    ) -> Config {
+        self.at_stop.push(AtStop(Arc::new(hook)));
+        self
+    }
+
+    /// Starts recording.
+    ///
+    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
+    /// one starts as asked: its file is kept if it holds any record, removed if not.
+    pub fn start(self) -> Result<Session, Error> {
+        let (epoch, path) = self.start_as(false)?;
+        Ok(Session { epoch, path, stopped: false })
+    }
+
+    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
+    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
+    pub(crate) fn start_automatic(self) -> Result<(), Error> {
+        self.start_as(true).map(drop)
+    }
+
+    fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
+        if registry::forked() {
+            return Err(Error::ForkedChild);
+        }
+        let mut active = active();
+        if let Some(a) = take_own(&mut active) {
+            if !a.automatic {
+                let path = a.path.clone();
+                *active = Some(a);
+                return Err(Error::AlreadyStarted(path));
+            }
+            replace_automatic(a);
+        }
+        crate::crash::install();
+        let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let start = Arc::new(clock::Start::now());
+        let cal = start.measure_over(Duration::from_millis(2));
+        let salt = random_u128() as u32;
+        let trace_id = match (self.parent, self.trace_id) {
+            (Some(p), _) => p.trace_id(),
+            (None, Some(id)) => id,
+            (None, None) => waffle::TraceId::from_u128(random_u128().max(1)),
+        };
+        waffle::runtime::set_trace_id(trace_id);
+        let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let preamble = Preamble {
+            process_name: self.process_name.as_deref(),
+            labels: &self.labels,
+            cal: &cal,
+            salt,
+            trace_id,
+            parent_span: self.parent.map(|c| c.span_id()),
+        };
+        preamble.write(&mut out).map_err(|e| Error::io(&self.path, e))?;
+        registry::configure(self.queue_bytes, self.staging_bytes, salt);
+        waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
+        let collector =
+            Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
+        let epoch = waffle::runtime::install(&registry::HOOKS);
+        *active = Some(Active {
+            epoch,
+            path: self.path.clone(),
+            collector,
+            at_stop: self.at_stop,
+            pid: std::process::id(),
+            automatic,
+            exit_wait: self.exit_wait,
+        });
+        Ok((epoch, self.path))
+    }
+}
+
+/// Stops the automatic session `a` for an explicit start (the caller holds the lock): its file
+/// stays if it recorded anything, and is removed if not, so that a program that starts its own
+/// session early leaves only that session's file. Threads still running are not waited for,
+/// as at exit: they may never give their slots back.
+fn replace_automatic(a: Active) {
+    let path = a.path.clone();
+    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }) {
+        Ok(stats) if stats.data_frames == 0 => {
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("waffle: closing the trace WAFFLE_OUTPUT started: {e}"),
+    }
+}
+
+/// The file of the session `WAFFLE_OUTPUT` started, while it records.
+pub(crate) fn automatic_path() -> Option<PathBuf> {
+    let active = active();
+    active.as_ref().filter(|a| a.automatic && a.pid == std::process::id()).map(|a| a.path.clone())
+}
+
+/// The session `WAFFLE_OUTPUT` started, as a [`Session`] that stops it when dropped; from then
+/// on it is an ordinary session, which an explicit start no longer replaces.
+pub(crate) fn take_automatic() -> Option<Session> {
+    let mut active = active();
+    let a = active.as_mut().filter(|a| a.automatic && a.pid == std::process::id())?;
+    a.automatic = false;
+    Some(Session { epoch: a.epoch, path: a.path.clone(), stopped: false })
+}
+
+/// A trace id written as 32 lower-case hex digits, not all zero.
+fn parse_trace_id(s: &str) -> Option<waffle::TraceId> {
+    let s = s.trim();
+    let hex = s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let v = u128::from_str_radix(s, 16).ok().filter(|&v| hex && v != 0)?;
+    Some(waffle::TraceId::from_u128(v))
+}
+
+/// 128 random bits, from the standard library's per-process hash keys, the pid and the time.
+fn random_u128() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    let word = |i: u64| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u64(i);
+        h.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    u128::from(word(0)) << 64 | u128::from(word(1))
+}
+
+/// A recording session: the collector thread and the open file. Dropping it stops recording,
+/// drains every buffer and closes the file; [`Session::stop`] does the same and reports errors.
+///
+/// If the program ends without dropping it (`std::process::exit`, or a panic that is not
+/// unwound), an exit handler or the panic hook that [`Config::start`] installs saves what it can:
+/// see `docs/reliability.md`.
+#[must_use = "recording stops when the session is dropped"]
+pub struct Session {
+    epoch: u32,
+    path: PathBuf,
+    stopped: bool,
+}
+
+impl Session {
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops recording and closes the file, returning the session's totals.
+    ///
+    /// Records staged by this thread are written. Threads that have exited are waited for
+    /// (their last records are pushed as they exit); threads still running and idle keep what
+    /// they staged since their last push — call [`waffle::flush`] in them before stopping to
+    /// keep it.
+    pub fn stop(mut self) -> Result<Stats, Error> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<Stats, Error> {
+        if std::mem::replace(&mut self.stopped, true) {
+            return Ok(Stats::default());
+        }
+        stop_active(Some(self.epoch), Wait::Full).unwrap_or_else(|| Ok(Stats::default()))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            eprintln!("waffle: {e}");
+        }
+    }
+}
+
+/// How stopping waits for threads that still own a stream slot. A thread that has finished
+/// pushes its last records from a thread-local destructor, which may still be running: a scoped
+/// thread, for one, counts as done once its closure returns, before its destructors run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wait {
+    /// Up to the session's exit wait (a drop or `stop`, after the program's own threads).
+    Full,
+    /// Up to the session's exit wait, but only while slots keep coming back: giving up after
+    /// `quiet` without one. For the exit of the process, where threads still running (an idle
+    /// pool) may never give theirs back.
+    WhileReleasing {
+        /// How long without a slot coming back ends the wait.
+        quiet: Duration,
+    },
+}
+
+/// Stops the active session (only if its epoch is `epoch`, when given): ends recording, pushes
+/// this thread's staged records, waits as `wait` says for exiting threads to push theirs, then
+/// lets the collector write the last data, the clock and the END frame. `None` if there was no
+/// such session (already stopped, for instance by the exit handler).
+pub(crate) fn stop_active(epoch: Option<u32>, wait: Wait) -> Option<Result<Stats, Error>> {
+    // The lock is held to the end, so that a new session cannot start while this one closes.
+    let mut guard = active();
+    if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
+        return None;
+    }
+    let a = take_own(&mut guard)?;
+    Some(close(a, wait))
+}
+
+/// Stops the session `a`, taken from [`ACTIVE`] by a caller that still holds the lock.
+fn close(a: Active, wait: Wait) -> Result<Stats, Error> {
+    let Active { epoch, path, collector, at_stop, exit_wait, .. } = a;
+    waffle::runtime::uninstall(epoch);
+    waffle::local::with_local(|l| l.release());
+    let start = Instant::now();
+    let (mut owned, mut last_release) = (registry::owned(), start);
+    while owned > 0 && start.elapsed() < exit_wait {
+        if let Wait::WhileReleasing { quiet } = wait {
+            if last_release.elapsed() >= quiet {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+        let now = registry::owned();
+        if now < owned {
+            last_release = Instant::now();
+        }
+        owned = now;
+    }
+    let stats = collector.finish().map_err(|e| Error::io(&path, e))?;
+    for hook in &at_stop {
+        (hook.0)(&path).map_err(|source| Error::AtStop { path: path.clone(), source })?;
+    }
+    Ok(stats)
+}

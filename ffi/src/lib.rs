@@ -46,6 +46,7 @@ mod boundary;
 mod callsite;
 mod context;
 mod cstr;
+mod kvs;
 mod record;
 mod session;
 mod status;

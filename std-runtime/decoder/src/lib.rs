@@ -1,6 +1,6 @@
 //! # waffle-decode
 //!
-//! The reading side of [waffle](waffle): it decodes the `trace.bin` files that `waffle-std`
+//! The reading side of [`waffle`]: it decodes the `trace.bin` files that `waffle-std`
 //! records, as a stream of records or into a [`model`], and turns one or many of them into
 //! Perfetto, Jaeger, Zipkin, OTLP or Chrome traces, sends them to a collector, and answers
 //! "what caused this?" ([`analysis`]). The `waffle-decode` binary is its command-line face.

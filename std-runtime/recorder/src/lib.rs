@@ -1,6 +1,6 @@
 //! # waffle-std
 //!
-//! The recorder of [waffle](waffle): it drains every thread's buffer into a `trace.bin` file on
+//! The recorder of [`waffle`]: it drains every thread's buffer into a `trace.bin` file on
 //! a collector thread, registers callsites made at run time (by C and Python), and keeps what
 //! was recorded through panics, signals and `exit`. Reading the file is another crate's work,
 //! `waffle-decode`; the two share only the format, `waffle::wire`.
@@ -39,6 +39,7 @@
 pub mod autostart;
 pub mod clock;
 mod collector;
+mod config;
 mod crash;
 pub mod dynamic;
 mod error;

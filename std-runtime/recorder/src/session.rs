@@ -1,12 +1,14 @@
 //! Starting and stopping a recording session.
 
+pub use crate::config::{Config, HookError};
 use crate::{
     clock,
     collector::{Collector, Stats},
+    config::AtStop,
     error::Error,
     frames::FrameWriter,
     header::Preamble,
-    launcher, registry,
+    registry,
 };
 use std::{
     fs::File,
@@ -54,157 +56,9 @@ fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// How to record: the output file, labels and buffer sizes. [`start`](crate::start) uses the
-/// defaults.
-#[derive(Clone, Debug)]
-pub struct Config {
-    path: PathBuf,
-    process_name: Option<String>,
-    labels: Vec<(String, String)>,
-    parent: Option<waffle::Context>,
-    trace_id: Option<waffle::TraceId>,
-    queue_bytes: usize,
-    staging_bytes: usize,
-    drain_interval: Duration,
-    exit_wait: Duration,
-    at_stop: Vec<AtStop>,
-}
-
-/// The error an [`at_stop`](Config::at_stop) hook returns.
-pub type HookError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A hook run on the closed trace file (see [`Config::at_stop`]).
-#[derive(Clone)]
-struct AtStop(Arc<Hook>);
-
-type Hook = dyn Fn(&Path) -> Result<(), HookError> + Send + Sync;
-
-impl std::fmt::Debug for AtStop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AtStop(..)")
-    }
-}
-
 impl Config {
-    /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
-    /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
-    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
-    ///
-    /// The trace id comes from the environment, in this order: the parent context of
-    /// `WAFFLE_TRACEPARENT` (see [`Config::parent`]), then `WAFFLE_TRACE_ID` (see
-    /// [`Config::trace_id`]), then the launch this process belongs to, so that the ranks of one
-    /// `mpirun` or `srun` share a trace and two launches do not (see [`crate::launcher`]);
-    /// without any of these, a random id.
-    pub fn new(path: impl AsRef<Path>) -> Config {
-        let env = |name: &str| std::env::var(name).ok();
-        let labels = launcher::rank(env).map(|r| vec![("rank".to_owned(), r)]).unwrap_or_default();
-        let parent = env("WAFFLE_TRACEPARENT").and_then(|t| waffle::Context::from_traceparent(&t).ok());
-        let trace_id =
-            env("WAFFLE_TRACE_ID").and_then(|t| parse_trace_id(&t)).or_else(|| launcher::job_trace_id(env));
-        Config {
-            path: path.as_ref().to_owned(),
-            process_name: None,
-            labels,
-            parent,
-            trace_id,
-            queue_bytes: 4 << 20,
-            staging_bytes: 16 << 10,
-            drain_interval: Duration::from_millis(1),
-            exit_wait: Duration::from_millis(250),
-            at_stop: Vec::new(),
-        }
-    }
-
-    /// Names the process in the trace (default: the executable's name).
-    pub fn process_name(mut self, name: impl Into<String>) -> Config {
-        self.process_name = Some(name.into());
-        self
-    }
-
-    /// Adds a label to the file header, such as `("rank", "3")`; a key given twice keeps the
-    /// last value.
-    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
-        let key = key.into();
-        self.labels.retain(|(k, _)| *k != key);
-        self.labels.push((key, value.into()));
-        self
-    }
-
-    /// Makes this process part of the trace of `parent` (another process's context, say from
-    /// [`waffle::Context::from_traceparent`]): the session takes its trace id, and the
-    /// decoder makes `parent`'s span the parent of this process's top-level spans. By default
-    /// it is read from the `WAFFLE_TRACEPARENT` environment variable, if set; otherwise the
-    /// session starts a new trace with a random id.
-    pub fn parent(mut self, parent: waffle::Context) -> Config {
-        self.parent = Some(parent);
-        self
-    }
-
-    /// Records under trace id `id`, so that the processes of one run share a trace without a
-    /// parent span (say, ranks started by a launcher that set `WAFFLE_TRACE_ID`, 32 lower-case
-    /// hex digits, which [`Config::new`] reads). A parent context, if any, wins: its trace id
-    /// is used.
-    pub fn trace_id(mut self, id: waffle::TraceId) -> Config {
-        self.trace_id = Some(id).filter(|t| !t.is_null());
-        self
-    }
-
-    /// Bytes of each thread's queue (at least 4 KiB, at most 8 MiB). Applies to threads that
-    /// first record after this session starts; a full queue drops records and counts them.
-    pub fn queue_bytes(mut self, bytes: usize) -> Config {
-        self.queue_bytes = bytes.clamp(4 << 10, 8 << 20);
-        self
-    }
-
-    /// Bytes each thread stages before pushing a chunk (at least 256, at most 64 KiB).
-    pub fn staging_bytes(mut self, bytes: usize) -> Config {
-        self.staging_bytes = bytes.clamp(256, 64 << 10);
-        self
-    }
-
-    /// How often the collector drains the queues (default 1 ms). Records also wait at most
-    /// about this long in a thread's staging area while the thread keeps recording. Together
-    /// these bound what a process killed outright loses: about two intervals of records (see
-    /// `docs/reliability.md`).
-    pub fn drain_interval(mut self, d: Duration) -> Config {
-        self.drain_interval = d.max(Duration::from_micros(100));
-        self
-    }
-
-    /// Runs `hook` with the trace's path once the session has stopped and the file is closed,
-    /// in the thread that stops it; hooks run in the order given, and the first that fails
-    /// makes the stop fail with [`Error::AtStop`] (the trace file itself is complete). This is
-    /// how a program that never runs `waffle-decode` gets other formats: the decoder crate
-    /// makes such a hook.
-    ///
-    /// ```ignore
-    /// let export = waffle_decode::export::at_stop(["run.pftrace", "run.jaeger.json"])?;
-    /// let _session = waffle_std::Config::new("run.bin").at_stop(export).start()?;
-    /// ```
-    pub fn at_stop(
-        mut self,
-        hook: impl Fn(&Path) -> Result<(), HookError> + Send + Sync + 'static,
-    ) -> Config {
-        self.at_stop.push(AtStop(Arc::new(hook)));
-        self
-    }
-
-    /// Starts recording.
-    ///
-    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
-    /// one starts as asked: its file is kept if it holds any record, removed if not.
-    pub fn start(self) -> Result<Session, Error> {
-        let (epoch, path) = self.start_as(false)?;
-        Ok(Session { epoch, path, stopped: false })
-    }
-
-    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
-    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
-    pub(crate) fn start_automatic(self) -> Result<(), Error> {
-        self.start_as(true).map(drop)
-    }
-
-    fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
+    /// Starts recording as `config` says; `automatic` for the session `WAFFLE_OUTPUT` asks for.
+    pub(crate) fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
         if registry::forked() {
             return Err(Error::ForkedChild);
         }
@@ -287,16 +141,8 @@ pub(crate) fn take_automatic() -> Option<Session> {
     Some(Session { epoch: a.epoch, path: a.path.clone(), stopped: false })
 }
 
-/// A trace id written as 32 lower-case hex digits, not all zero.
-fn parse_trace_id(s: &str) -> Option<waffle::TraceId> {
-    let s = s.trim();
-    let hex = s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    let v = u128::from_str_radix(s, 16).ok().filter(|&v| hex && v != 0)?;
-    Some(waffle::TraceId::from_u128(v))
-}
-
 /// 128 random bits, from the standard library's per-process hash keys, the pid and the time.
-fn random_u128() -> u128 {
+pub(crate) fn random_u128() -> u128 {
     use std::hash::{BuildHasher, Hasher};
     let word = |i: u64| {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -324,6 +170,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// The handle of the session just started with `epoch`, recording to `path`.
+    pub(crate) fn started(epoch: u32, path: PathBuf) -> Session {
+        Session { epoch, path, stopped: false }
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path

@@ -17,7 +17,7 @@ use std::{
     process::Command,
 };
 use waffle::{Context, EventId, Instrument};
-use waffle_decode::export::perfetto::{self, FileExport};
+use waffle_decode::export::{perfetto, Files, Format};
 
 #[path = "common/perfetto_pb.rs"]
 mod pb;
@@ -210,10 +210,10 @@ fn both(files: &[PathBuf], exact_times: bool) -> (Shown, Shown) {
     let mut model = Vec::new();
     perfetto::write(&decoded.trace, &mut model).expect("write the model");
     let mut read = 0u64;
-    let export = FileExport::scan(files, &mut |n| read += n).expect("scan");
-    assert_eq!(export.warnings, decoded.warnings);
+    let export = Files::scan(files, Format::Perfetto, &mut |n| read += n).expect("scan");
+    assert_eq!(export.warnings(), decoded.warnings);
     let stats: Vec<_> = decoded.trace.processes.iter().map(waffle_decode::decode::ProcessStats::of).collect();
-    assert_eq!(export.processes, stats);
+    assert_eq!(export.processes(), stats);
     let mut streamed = Vec::new();
     export.write(&mut streamed, &mut |n| read += n).expect("write the stream");
     let size: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();

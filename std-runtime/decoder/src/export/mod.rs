@@ -3,21 +3,24 @@
 //! Each format is one module that sees only decoded data, never the bytes of a `trace.bin`: the
 //! decoder's records as they stream, in two passes over the files ([`Files`]), so that memory
 //! grows with open spans and cross-references, never with the records. A [`Trace`] already in
-//! memory is played back as the same records ([`export`]). Perfetto has a writer of its own
-//! ([`perfetto::FileExport`]); the others are built on one stream of finished spans
-//! (`spans`). [`Format`] names the formats and picks one from an output file's extension or a
-//! `--format` name.
+//! memory is played back as the same records ([`export`]). Every format's two passes are
+//! driven by one scaffold (`passes`: sources, calibration, progress, the plan between the
+//! passes). Perfetto has passes of its own (`perfetto::plan` and its writer); the others are
+//! built on one stream of finished spans (`spans`). [`Format`] names the formats and picks one
+//! from an output file's extension or a `--format` name.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use crate::{decode::ProcessStats, error::Error, model::Trace, reader::Warning};
+use passes::{Plan, Scanned, Source};
 
 mod file;
 #[cfg(test)]
 mod fixtures;
 mod index;
 mod layout;
+pub(crate) mod passes;
 mod process;
 mod replay;
 pub(crate) mod spans;
@@ -141,12 +144,36 @@ impl Format {
 /// ```
 pub struct Files {
     format: Format,
-    scanned: Scanned,
+    scanned: Scanned<Plans>,
 }
 
-enum Scanned {
-    Perfetto(perfetto::FileExport),
-    Spans(spans::SpanExport),
+/// The plans of the formats' first passes: Perfetto's own, or the span formats' shared one.
+enum Plans {
+    Perfetto(perfetto::Plan),
+    Spans(spans::State),
+}
+
+impl Plan for Plans {
+    fn processes(&self) -> &[process::ProcessInfo] {
+        match self {
+            Plans::Perfetto(p) => p.processes(),
+            Plans::Spans(s) => s.processes(),
+        }
+    }
+
+    fn processes_mut(&mut self) -> &mut [process::ProcessInfo] {
+        match self {
+            Plans::Perfetto(p) => p.processes_mut(),
+            Plans::Spans(s) => s.processes_mut(),
+        }
+    }
+
+    fn unmatch(&mut self) {
+        match self {
+            Plans::Perfetto(p) => p.unmatch(),
+            Plans::Spans(s) => s.unmatch(),
+        }
+    }
 }
 
 impl Files {
@@ -158,9 +185,11 @@ impl Files {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Files, Error> {
         let scanned = match format {
-            Format::Perfetto => Scanned::Perfetto(perfetto::FileExport::scan(paths, progress)?),
-            Format::Chrome => Scanned::Spans(spans::SpanExport::scan(paths, chrome::LOGS, progress)?),
-            _ => Scanned::Spans(spans::SpanExport::scan(paths, spans::LOGS, progress)?),
+            Format::Perfetto => Scanned::scan(paths, perfetto::Scan::new, progress)?.map(Plans::Perfetto),
+            Format::Chrome => {
+                Scanned::scan(paths, |_| spans::first_pass(chrome::LOGS), progress)?.map(Plans::Spans)
+            }
+            _ => Scanned::scan(paths, |_| spans::first_pass(spans::LOGS), progress)?.map(Plans::Spans),
         };
         Ok(Files { format, scanned })
     }
@@ -172,63 +201,53 @@ impl Files {
 
     /// Problems in the files that were worked around.
     pub fn warnings(&self) -> &[Warning] {
-        match &self.scanned {
-            Scanned::Perfetto(p) => &p.warnings,
-            Scanned::Spans(s) => &s.warnings,
-        }
+        &self.scanned.warnings
     }
 
     /// Writes every process under `name` instead of the name its file gives: Jaeger's and
     /// Zipkin's service, OTLP's `service.name`, Perfetto's and Chrome's process name.
     /// [`processes`](Files::processes) reports the new name too.
     pub fn rename_processes(&mut self, name: &str) {
-        match &mut self.scanned {
-            Scanned::Perfetto(p) => p.rename_processes(name),
-            Scanned::Spans(s) => s.rename_processes(name),
-        }
+        self.scanned.rename_processes(name);
     }
 
     /// Leaves out the arrows between spans matched by order across ranks (the k-th span of a
     /// name on every rank, see [`crate::matching`]), which the Perfetto format draws by
     /// default; the other formats draw only recorded links and correlations anyway.
     pub fn unmatch(&mut self) {
-        if let Scanned::Perfetto(p) = &mut self.scanned {
-            p.unmatch();
-        }
+        self.scanned.plan.unmatch();
     }
 
     /// Each file's process, in numbers.
     pub fn processes(&self) -> Vec<ProcessStats> {
-        match &self.scanned {
-            Scanned::Perfetto(p) => p.processes.clone(),
-            Scanned::Spans(s) => s.processes(),
-        }
+        self.scanned.stats()
     }
 
     /// Reads the files again and writes them to `out`; `progress` is told the bytes read. A
     /// file that changed since the scan is an error.
     pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
-        match (self.scanned, self.format) {
-            (Scanned::Perfetto(p), _) => p.write(out, progress),
-            (Scanned::Spans(s), format) => {
-                let source = spans::Source::Files(Box::new(s), progress);
-                match format {
-                    Format::Jaeger => jaeger::write_from(source, out),
-                    Format::Zipkin => zipkin::write_from(source, out),
-                    Format::Otlp => otlp::write_protobuf_from(source, out),
-                    Format::OtlpJson => otlp::write_json_from(source, out),
-                    Format::Chrome => chrome::write_from(source, out),
-                    Format::Perfetto => unreachable!("Perfetto is scanned as such"),
-                }
+        let (plan, files) = self.scanned.take_plan();
+        let spans = match plan {
+            Plans::Perfetto(p) => {
+                return perfetto::write_from(Source::Files(Box::new(files.with(p)), progress), out)
             }
+            Plans::Spans(s) => Source::Files(Box::new(files.with(s)), progress),
+        };
+        match self.format {
+            Format::Jaeger => jaeger::write_from(spans, out),
+            Format::Zipkin => zipkin::write_from(spans, out),
+            Format::Otlp => otlp::write_protobuf_from(spans, out),
+            Format::OtlpJson => otlp::write_json_from(spans, out),
+            Format::Chrome => chrome::write_from(spans, out),
+            Format::Perfetto => unreachable!("Perfetto is scanned as such"),
         }
     }
 
-    /// The scanned span stream, for sending.
-    pub(crate) fn into_spans(self) -> Option<spans::SpanExport> {
-        match self.scanned {
-            Scanned::Spans(s) => Some(s),
-            Scanned::Perfetto(_) => None,
+    /// The scanned files, for sending their spans.
+    pub(crate) fn into_spans(self) -> Option<Scanned<spans::State>> {
+        match self.scanned.take_plan() {
+            (Plans::Spans(s), files) => Some(files.with(s)),
+            (Plans::Perfetto(_), _) => None,
         }
     }
 }

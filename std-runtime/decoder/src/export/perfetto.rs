@@ -48,25 +48,17 @@
 //!   timestamp on it, alone in its packet (the trace processor reads nothing else of a packet
 //!   with a snapshot), and reaching BOOTTIME, the trace's time.
 //!
-//! One writer serves files and models, in two passes over the records (see `plan`): the first
-//! learns what refers to what, the second writes packets as records arrive. From files
-//! ([`FileExport`]) both passes stream (`decode::stream`): memory grows with open spans and
-//! cross-references, never with records. A model ([`write()`]) is played back as records
-//! (`replay`).
+//! One writer serves files and models, in the two passes every streaming format makes
+//! (`export::passes`): the first ([`Scan`], see `plan`) learns what refers to what, the second
+//! ([`Writer`](writer::Writer)) writes packets as records arrive. From files
+//! ([`Files`](super::Files)) both passes stream (`decode::stream`): memory grows with open
+//! spans and cross-references, never with records. A model ([`write()`]) is played back as
+//! records (`replay`).
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use waffle::wire::Calibration;
 
-use crate::{
-    decode::{
-        stream::{self, Header},
-        ProcessStats,
-    },
-    error::Error,
-    model::Trace,
-    reader::Warning,
-};
+use super::passes::Source;
+use crate::{decode::stream::Header, model::Trace};
 
 #[doc(hidden)]
 pub mod encoding;
@@ -77,7 +69,7 @@ mod proto;
 mod sequence;
 mod writer;
 
-use plan::{Plan, Scan};
+pub(crate) use plan::{Plan, Scan};
 use proto::TracePacket;
 use writer::Writer;
 
@@ -106,78 +98,13 @@ const ID: &str = "waffle.id";
 
 /// Writes `trace` to `out` as a Perfetto `.pftrace`.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    let mut scan = Scan::new(trace.processes.len());
-    super::replay::replay(trace, &mut scan);
-    let mut writer = Writer::new(out, Plan::new(scan));
-    super::replay::replay(trace, &mut writer);
-    writer.finish()
+    write_from(Source::Trace(trace), out)
 }
 
-/// Files exported in two streaming passes: [`scan`](FileExport::scan) reads them once and
-/// learns what refers to what, [`write`](FileExport::write) reads them again and writes the
-/// `.pftrace`. Neither holds the records: memory grows with open spans and with the references
-/// between items (links, correlations, entered contexts, detached spans), not with the files.
-pub struct FileExport {
-    paths: Vec<PathBuf>,
-    /// Per file, its last CLOCK frame's calibration, and its size when scanned.
-    files: Vec<(Option<Calibration>, Option<u64>)>,
-    plan: Plan,
-    /// Problems in the files that were worked around.
-    pub warnings: Vec<Warning>,
-    /// Each file's process, in numbers.
-    pub processes: Vec<ProcessStats>,
-}
-
-impl FileExport {
-    /// The first pass over `paths` (one `trace.bin` per process); `progress` is told the bytes
-    /// read as they are read.
-    pub fn scan<P: AsRef<Path>>(paths: &[P], progress: &mut dyn FnMut(u64)) -> Result<FileExport, Error> {
-        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_owned()).collect();
-        let mut scan = Scan::new(paths.len());
-        let mut warnings = Vec::new();
-        let mut files = Vec::with_capacity(paths.len());
-        for path in &paths {
-            // Every tick is converted with the file's last calibration: found first, from the
-            // frame heads.
-            let cal = stream::final_calibration(path);
-            files.push((cal, std::fs::metadata(path).map(|m| m.len()).ok()));
-            scan.next_calibration = cal;
-            warnings.extend(super::spans::decode_counting(path, &mut scan, progress)?);
-        }
-        let plan = Plan::new(scan);
-        let processes = plan.stats();
-        Ok(FileExport { paths, files, plan, warnings, processes })
-    }
-
-    /// Gives every process `name`: the writer takes each process track from the plan's
-    /// headers, never from the files' second reading.
-    pub(crate) fn rename_processes(&mut self, name: &str) {
-        for process in &mut self.plan.processes {
-            name.clone_into(&mut process.header.name);
-        }
-        for stats in &mut self.processes {
-            name.clone_into(&mut stats.name);
-        }
-    }
-
-    /// Draws no arrows between spans matched by order across ranks, only the recorded ones.
-    pub(crate) fn unmatch(&mut self) {
-        self.plan.unmatch();
-    }
-
-    /// The second pass: writes the `.pftrace` to `out`. The files' warnings were the first
-    /// pass's; a file that changed in between is an error.
-    pub fn write(self, out: &mut dyn Write, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
-        let mut writer = Writer::new(out, self.plan);
-        for (path, (cal, size)) in self.paths.iter().zip(self.files) {
-            if std::fs::metadata(path).map(|m| m.len()).ok() != size {
-                return Err(io::Error::other(format!("{}: changed while it was read", path.display())));
-            }
-            writer.next_calibration = cal;
-            super::spans::decode_counting(path, &mut writer, progress).map_err(io::Error::other)?;
-        }
-        writer.finish()
-    }
+/// Writes `source` to `out` as a Perfetto `.pftrace`: the plan (its files' scan, or the
+/// model's first pass now), then the packets as the records are read again.
+pub(super) fn write_from(source: Source<'_, Plan>, out: &mut dyn Write) -> io::Result<()> {
+    source.run(Scan::new, |plan| Writer::new(out, plan))
 }
 
 /// The first packet of a sequence: it clears (and so starts) the incremental state.

@@ -34,21 +34,15 @@
 //! - **Order.** Spans come in the order they end in the files (children before their parents),
 //!   an event of its own when it is read; processes one after the other, in the order given.
 
-use std::{
-    io::{self, Read},
-    path::{Path, PathBuf},
-    sync::Arc,
-};
-use waffle::wire::Calibration;
+use std::{io, sync::Arc};
 
+use super::passes::{self, FirstPass, Pass, Records};
+#[cfg(test)]
+use crate::model::Trace;
 use crate::{
-    decode::{
-        stream::{self, Sink},
-        ProcessStats,
-    },
     error::Error,
-    model::{Callsite, Trace, Value},
-    reader::{FrameReader, Warning},
+    model::{Callsite, Value},
+    reader::Warning,
 };
 
 mod assemble;
@@ -56,7 +50,8 @@ mod ids;
 pub(crate) mod notation;
 
 pub(crate) use super::process::ProcessInfo;
-use assemble::{Assembler, NoWrite, State};
+pub(crate) use assemble::State;
+use assemble::{Assembler, NoWrite};
 
 /// What the first pass learnt about the whole trace, for writers to look up.
 pub(crate) struct Context {
@@ -222,124 +217,74 @@ pub(crate) trait SpanWriter {
     }
 }
 
-/// Files exported in two streaming passes: [`scan`](SpanExport::scan) learns the trace,
-/// [`write`](SpanExport::write) hands its spans to a writer.
-pub(crate) struct SpanExport {
-    paths: Vec<PathBuf>,
-    /// Per file, its last CLOCK frame's calibration, and its size when scanned.
-    files: Vec<(Option<Calibration>, Option<u64>)>,
-    state: State,
-    /// Problems in the files that were worked around.
-    pub(crate) warnings: Vec<Warning>,
-}
-
-impl SpanExport {
-    /// The first pass over `paths`, for a writer whose [`SpanWriter::LOGS`] is `logs`;
-    /// `progress` is told the bytes read.
-    pub(crate) fn scan<P: AsRef<Path>>(
-        paths: &[P],
-        logs: usize,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<SpanExport, Error> {
-        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_owned()).collect();
-        let mut state = State::new(logs);
-        let mut warnings = Vec::new();
-        let mut files = Vec::with_capacity(paths.len());
-        for path in &paths {
-            let cal = stream::final_calibration(path);
-            files.push((cal, std::fs::metadata(path).map(|m| m.len()).ok()));
-            state.next_calibration = cal;
-            let mut pass = Assembler::new(&mut state, NoWrite);
-            warnings.extend(decode_counting(path, &mut pass, progress)?);
-        }
-        state.seal();
-        Ok(SpanExport { paths, files, state, warnings })
-    }
-
-    /// Each file's process, in numbers.
-    pub(crate) fn processes(&self) -> Vec<ProcessStats> {
-        self.state.ctx.processes.iter().map(ProcessInfo::stats).collect()
-    }
-
-    /// Gives every process `name`. The second pass takes processes from the first pass's
-    /// [`Context`], not from the headers it reads again, so the new name is the one written.
-    pub(crate) fn rename_processes(&mut self, name: &str) {
-        for process in &mut self.state.ctx.processes {
-            name.clone_into(&mut process.header.name);
-        }
-    }
-
-    /// The second pass: hands every span to `writer`. A file that changed since the first pass
-    /// is an error.
-    pub(crate) fn write<W: SpanWriter>(
-        mut self,
-        writer: &mut W,
-        progress: &mut dyn FnMut(u64),
-    ) -> io::Result<()> {
-        assert_eq!(self.state.logs, W::LOGS, "scanned for another writer");
-        for (path, (cal, size)) in self.paths.iter().zip(self.files) {
-            if std::fs::metadata(path).map(|m| m.len()).ok() != size {
-                return Err(io::Error::other(format!("{}: changed while it was read", path.display())));
-            }
-            self.state.next_calibration = cal;
-            let mut pass = Assembler::new(&mut self.state, &mut *writer);
-            decode_counting(path, &mut pass, progress).map_err(io::Error::other)?;
-            pass.result()?;
-        }
-        Ok(())
-    }
-}
-
 /// Where spans come from: a model in memory, or files the first pass has read.
-pub(crate) enum Source<'a> {
-    /// A decoded trace, played back as records.
-    Trace(&'a Trace),
-    /// Scanned files, read again; the progress callback is told the bytes read.
-    Files(Box<SpanExport>, &'a mut dyn FnMut(u64)),
-}
+pub(crate) type Source<'a> = passes::Source<'a, State>;
 
 impl Source<'_> {
     /// Hands every span to `writer`.
     pub(crate) fn write<W: SpanWriter>(self, writer: &mut W) -> io::Result<()> {
-        match self {
-            Source::Trace(trace) => write_trace(trace, writer),
-            Source::Files(export, progress) => export.write(writer, progress),
-        }
+        self.run(|_| first_pass(W::LOGS), |state| WritePass::new(state, writer))
     }
 }
 
+/// The first pass, for a writer whose [`SpanWriter::LOGS`] is `logs`: it assembles the spans
+/// as the second will, writing none, and leaves the [`State`] the second starts from.
+pub(crate) fn first_pass(logs: usize) -> impl FirstPass<Plan = State> {
+    ScanPass(State::new(logs))
+}
+
 /// Hands every span of `trace` to `writer`, by the same rules as files.
+#[cfg(test)]
 pub(crate) fn write_trace<W: SpanWriter>(trace: &Trace, writer: &mut W) -> io::Result<()> {
-    let mut state = State::new(W::LOGS);
-    super::replay::replay(trace, &mut Assembler::new(&mut state, NoWrite));
-    state.seal();
-    let mut pass = Assembler::new(&mut state, writer);
-    super::replay::replay(trace, &mut pass);
-    pass.result()
+    passes::Source::Trace(trace).write(writer)
 }
 
-/// Decodes the file at `path` into `sink`, telling `progress` the bytes read.
-pub(crate) fn decode_counting<S: Sink>(
-    path: &Path,
-    sink: &mut S,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Vec<Warning>, Error> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let input = io::BufReader::with_capacity(1 << 20, Counting { inner: file, progress });
-    stream::decode(FrameReader::new(input, path)?, path, sink)
+/// See [`first_pass`].
+struct ScanPass(State);
+
+impl Pass for ScanPass {
+    /// Each file is its own assembly: nothing but the state carries over to the next.
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.0.next_calibration = records.calibration();
+        records.decode(&mut Assembler::new(&mut self.0, NoWrite))
+    }
 }
 
-/// A reader that reports how much it read.
-struct Counting<'a, R> {
-    inner: R,
-    progress: &'a mut dyn FnMut(u64),
+impl FirstPass for ScanPass {
+    type Plan = State;
+
+    fn into_plan(mut self) -> State {
+        self.0.seal();
+        self.0
+    }
 }
 
-impl<R: Read> Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        (self.progress)(n as u64);
-        Ok(n)
+/// The second pass: the same assembly, handing each finished span to the writer.
+struct WritePass<'w, W> {
+    state: State,
+    writer: &'w mut W,
+    /// The writer's first error on the file just read.
+    error: Option<io::Error>,
+}
+
+impl<'w, W: SpanWriter> WritePass<'w, W> {
+    fn new(state: State, writer: &'w mut W) -> Self {
+        assert_eq!(state.logs, W::LOGS, "scanned for another writer");
+        WritePass { state, writer, error: None }
+    }
+}
+
+impl<W: SpanWriter> Pass for WritePass<'_, W> {
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.state.next_calibration = records.calibration();
+        let mut pass = Assembler::new(&mut self.state, &mut *self.writer);
+        let warnings = records.decode(&mut pass)?;
+        self.error = pass.result().err();
+        Ok(warnings)
+    }
+
+    fn written(&mut self) -> io::Result<()> {
+        self.error.take().map_or(Ok(()), Err)
     }
 }
 

@@ -25,14 +25,14 @@
 use super::order::{OrderCount, OrderSite};
 use crate::export::{
     index::Keys,
+    passes::{self, FirstPass, Pass, Records},
     process::{Assigned, OsIds, ProcessInfo},
 };
 use crate::{
-    decode::{
-        stream::{FileEnd, Hand, Header, Item, Sink},
-        ProcessStats,
-    },
+    decode::stream::{FileEnd, Hand, Header, Item, Sink},
+    error::Error,
     model::Callsite,
+    reader::Warning,
 };
 use std::sync::Arc;
 use waffle::wire::{Calibration, Converter};
@@ -66,12 +66,12 @@ pub(super) type Member = (u64, usize, usize, u64);
 
 /// The first pass over the records.
 #[derive(Default)]
-pub(super) struct Scan {
+pub(crate) struct Scan {
     /// What matching by order counts.
     order: OrderCount,
     processes: Vec<ProcessInfo>,
     /// The calibration of the next file (its last CLOCK frame's), when known in advance.
-    pub(super) next_calibration: Option<Calibration>,
+    next_calibration: Option<Calibration>,
     cal: Option<Converter>,
     threads: Vec<ThreadScan>,
     runs: Vec<(u64, u64)>,
@@ -87,7 +87,7 @@ pub(super) struct Scan {
 
 impl Scan {
     /// A first pass over `files` files.
-    pub(super) fn new(files: usize) -> Scan {
+    pub(crate) fn new(files: usize) -> Scan {
         Scan { order: OrderCount::new(files), ..Scan::default() }
     }
 
@@ -143,6 +143,21 @@ impl Scan {
 
     fn process(&mut self) -> &mut ProcessInfo {
         self.processes.last_mut().expect("the header comes first")
+    }
+}
+
+impl Pass for Scan {
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.next_calibration = records.calibration();
+        records.decode(self)
+    }
+}
+
+impl FirstPass for Scan {
+    type Plan = Plan;
+
+    fn into_plan(self) -> Plan {
+        Plan::new(self)
     }
 }
 
@@ -326,7 +341,7 @@ pub(super) struct GroupPlan {
 }
 
 /// What the writer knows before it starts.
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub(super) processes: Vec<ProcessInfo>,
     pub(super) pids: Vec<i32>,
     pub(super) tids: Vec<Vec<i64>>,
@@ -434,13 +449,6 @@ impl Plan {
         }
     }
 
-    /// Forgets the matching by order: no flows between spans of different ranks but those
-    /// recorded.
-    pub(super) fn unmatch(&mut self) {
-        self.matched.clear();
-        self.order.iter_mut().for_each(Vec::clear);
-    }
-
     /// The index of the referenced item `id`, if it is one; looked for first just before
     /// `near` (a link's cause is most often a recent item of the same thread), then among the
     /// last found (or an item many refer to).
@@ -459,9 +467,22 @@ impl Plan {
         *memo = (id, i);
         Some(i)
     }
+}
 
-    /// The numbers of each process.
-    pub(super) fn stats(&self) -> Vec<ProcessStats> {
-        self.processes.iter().map(ProcessInfo::stats).collect()
+impl passes::Plan for Plan {
+    fn processes(&self) -> &[ProcessInfo] {
+        &self.processes
+    }
+
+    /// The writer takes each process track from here, never from the files' second reading.
+    fn processes_mut(&mut self) -> &mut [ProcessInfo] {
+        &mut self.processes
+    }
+
+    /// Forgets the matching by order: no flows between spans of different ranks but those
+    /// recorded.
+    fn unmatch(&mut self) {
+        self.matched.clear();
+        self.order.iter_mut().for_each(Vec::clear);
     }
 }

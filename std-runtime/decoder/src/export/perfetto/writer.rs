@@ -27,9 +27,14 @@ use super::{
     sequence::{Seq, Special},
     TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
 };
-use crate::decode::{
-    stream::{FileEnd, Header, Item, Sink},
-    FieldValue,
+use crate::{
+    decode::{
+        stream::{FileEnd, Header, Item, Sink},
+        FieldValue,
+    },
+    error::Error,
+    export::passes::{Pass, Records},
+    reader::Warning,
 };
 
 /// Packets are handed to the output in blocks of about this size.
@@ -51,7 +56,7 @@ pub(super) struct Writer<'o> {
     error: Option<io::Error>,
     plan: Plan,
     /// The calibration of the next file, when known in advance (its last CLOCK frame's).
-    pub(super) next_calibration: Option<Calibration>,
+    next_calibration: Option<Calibration>,
     cal: Converter,
     process: usize,
     process_track: u64,
@@ -84,7 +89,7 @@ impl<'o> Writer<'o> {
     }
 
     /// Writes what is left; the first write error, if any.
-    pub(super) fn finish(mut self) -> io::Result<()> {
+    fn close(mut self) -> io::Result<()> {
         self.drain(true);
         match self.error.take() {
             Some(e) => Err(e),
@@ -375,6 +380,19 @@ impl Seq {
         let delta = ts - self.last_ts;
         self.last_ts = ts;
         delta
+    }
+}
+
+/// The second pass: one writer over every file, so sequence ids and track uuids run on.
+impl Pass for Writer<'_> {
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.next_calibration = records.calibration();
+        records.decode(self)
+    }
+
+    /// Every file read: the detached ends still waiting, then the last block.
+    fn finish(self) -> io::Result<()> {
+        self.close()
     }
 }
 

@@ -12,7 +12,10 @@ use super::{
 };
 use crate::{
     decode::stream::{FileEnd, Header, Item, Sink},
-    export::index::{IdMap, Keys},
+    export::{
+        index::{IdMap, Keys},
+        passes,
+    },
     model::{Callsite, Value},
 };
 
@@ -46,8 +49,8 @@ struct Group {
     members: u32,
 }
 
-/// What the passes share.
-pub(super) struct State {
+/// What the passes share: after the first, the plan of the second.
+pub(crate) struct State {
     pub(super) ctx: Context,
     /// The calibration of the next file (its last CLOCK frame's).
     pub(super) next_calibration: Option<Calibration>,
@@ -109,6 +112,18 @@ impl State {
         if let Some(t) = self.targets.get_mut(&id) {
             t.place = Some(place);
         }
+    }
+}
+
+impl passes::Plan for State {
+    fn processes(&self) -> &[ProcessInfo] {
+        &self.ctx.processes
+    }
+
+    /// The second pass takes processes from the first pass's [`Context`], not from the
+    /// headers it reads again.
+    fn processes_mut(&mut self) -> &mut [ProcessInfo] {
+        &mut self.ctx.processes
     }
 }
 

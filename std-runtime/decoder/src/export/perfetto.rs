@@ -66,11 +66,15 @@ mod order;
 mod packet;
 mod plan;
 mod proto;
+mod put;
+mod scan;
 mod sequence;
+mod tally;
 mod writer;
 
-pub(crate) use plan::{Plan, Scan};
+pub(crate) use plan::Plan;
 use proto::TracePacket;
+pub(crate) use scan::Scan;
 use writer::Writer;
 
 /// The sequence-scoped clock a sequence's timestamps are on (64 to 127 are the sequence's own).

@@ -299,8 +299,8 @@ fn detached_spans_get_their_own_tracks_and_threads_still_nest() {
 #[test]
 fn flow_ids_are_written_unpacked() {
     let mut packets = packet::Packets::with_capacity(0);
-    packets.begin(7, packet::Tag::new(10 << 3, 1));
-    packets.end(TYPE_INSTANT, packet::Tag::NONE, Some(5), &[1, 2], &[3]);
+    packets.begin(7, put::Tag::new(10 << 3, 1));
+    packets.end(TYPE_INSTANT, put::Tag::NONE, Some(5), &[1, 2], &[3]);
     let bytes = packets.bytes().to_vec();
     // Field 47, wire type 1 (fixed64): key 47 << 3 | 1 = 0x179, varint f9 02; field 48: 81 03.
     let keys = |key: [u8; 2]| bytes.windows(2).filter(|w| *w == key).count();

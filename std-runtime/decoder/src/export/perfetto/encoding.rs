@@ -10,8 +10,9 @@
 use prost::Message;
 
 use super::{
-    packet::{key, Packets, Tag, TRACE_PACKET_KEY},
+    packet::Packets,
     proto::{self, AnnotationValue},
+    put::{key, Tag, TRACE_PACKET_KEY},
     TYPE_SLICE_END,
 };
 use crate::decode::{FieldValue, Fields};

@@ -7,7 +7,8 @@
 use std::{cmp::Reverse, collections::BinaryHeap};
 
 use super::{
-    packet::{key, Packets, Tag},
+    packet::Packets,
+    put::{key, Tag},
     CAUSED_BY, CORRELATE, ID, MATCHED, UNFINISHED, UNRESOLVED,
 };
 use crate::decode::Item;

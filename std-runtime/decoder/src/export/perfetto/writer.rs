@@ -8,7 +8,7 @@
 //! track of its own when it begins, which its packets name; its end waits on its thread's
 //! sequence until that sequence's time passes it, so the sequence's time never goes back. Flow
 //! ids come from the plan: an item that others refer to starts its flows, each referrer takes
-//! the next one.
+//! the next one (`causal.rs`).
 
 use std::{
     cmp::Reverse,
@@ -21,9 +21,10 @@ use prost::Message;
 use super::{
     clock_snapshot, first_packet,
     order::OrderSite,
-    packet::{Packets, Tag, TRACE_PACKET_KEY},
+    packet::Packets,
     plan::Plan,
     process_track, proto,
+    put::{Tag, TRACE_PACKET_KEY},
     sequence::{Seq, Special},
     TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
 };
@@ -37,18 +38,12 @@ use crate::{
     reader::Warning,
 };
 
+mod causal;
+
+use causal::Causal;
+
 /// Packets are handed to the output in blocks of about this size.
 const BLOCK: usize = 1 << 20;
-
-/// The flow ids and causal annotations of the item being written.
-#[derive(Default)]
-struct Causal {
-    out: Vec<u64>,
-    into: Vec<u64>,
-    /// The text of an annotation being made, UTF-8 built from bytes: ids in hex, or a
-    /// correlation's key (a `str`), `=` and its value in decimal.
-    text: Vec<u8>,
-}
 
 /// The [`Sink`] that writes the `.pftrace`.
 pub(super) struct Writer<'o> {
@@ -215,143 +210,6 @@ impl<'o> Writer<'o> {
         }
         self.drain(false);
     }
-
-    /// Ends the packet of `r` begun by the caller: its causal annotations, then the rest of
-    /// its event with its flows (gathered in `self.causal`).
-    #[cold]
-    #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn causal(
-        &mut self,
-        t: usize,
-        r: &Item<'_>,
-        at_ns: u64,
-        kind: i32,
-        name: Tag,
-        track: Option<u64>,
-        target: Option<usize>,
-        matched: Option<OrderSite>,
-    ) {
-        let detached = track.is_some();
-        let Writer { plan, seqs, ev, causal, process, .. } = self;
-        let seq = &mut seqs[t];
-        let (out, into) = (&mut causal.out, &mut causal.into);
-        out.clear();
-        into.clear();
-        // Causes: this item starts the flows of those that refer to it.
-        let mut is_cause = false;
-        if let Some(i) = target {
-            let tg = &mut plan.targets[i];
-            if !tg.written {
-                tg.written = true;
-                out.extend((0..u64::from(tg.links)).map(|k| tg.link_base + k));
-                out.extend((0..u64::from(tg.children)).map(|k| tg.child_base + k));
-                is_cause = tg.links > 0;
-            }
-        }
-        if is_cause {
-            causal.text.clear();
-            hex(&mut causal.text, r.id);
-            let iid = seq.special(Special::Id, ev);
-            ev.text_annotation(iid, &causal.text);
-        }
-        // Effects: it ends a flow from each cause in the trace, once per cause.
-        let mut unresolved = 0u64;
-        for (k, &cause) in r.links.iter().enumerate() {
-            if cause == r.id || r.links[..k].contains(&cause) {
-                continue;
-            }
-            match plan.target(cause, seq.cursor).map(|i| &mut plan.targets[i]) {
-                Some(tg) if tg.links_met < tg.links => {
-                    into.push(tg.link_base + u64::from(tg.links_met));
-                    tg.links_met += 1;
-                }
-                Some(_) => {}
-                None => unresolved += 1,
-            }
-        }
-        if !r.links.is_empty() {
-            causal.text.clear();
-            for (k, &id) in r.links.iter().enumerate() {
-                if k > 0 {
-                    causal.text.extend_from_slice(b", ");
-                }
-                hex(&mut causal.text, id);
-            }
-            let iid = seq.special(Special::CausedBy, ev);
-            ev.text_annotation(iid, &causal.text);
-        }
-        if unresolved > 0 {
-            let iid = seq.special(Special::Unresolved, ev);
-            ev.annotation(iid, FieldValue::U64(unresolved));
-        }
-        // A parent that does not hold it on its track: an arrow from the parent.
-        if let Some(parent) = r.parent {
-            let inside = !detached && seq.open.iter().rev().any(|&o| o == parent);
-            if !inside {
-                if let Some(tg) = plan.target(parent, seq.cursor).map(|i| &mut plan.targets[i]) {
-                    if tg.children_met < tg.children {
-                        into.push(tg.child_base + u64::from(tg.children_met));
-                        tg.children_met += 1;
-                    }
-                }
-            }
-        }
-        // A correlation group: one flow through its members in time order.
-        if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
-            if !key.is_empty() {
-                causal.text.clear();
-                causal.text.extend_from_slice(key.as_bytes());
-                causal.text.push(b'=');
-                decimal(&mut causal.text, value);
-                let iid = seq.special(Special::Correlate, ev);
-                ev.text_annotation(iid, &causal.text);
-                if let Some(key) = plan.keys.number(r.callsite_index, key, false) {
-                    let groups = &plan.groups;
-                    let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
-                    seq.group_cursor = i;
-                    if let Some(g) = groups.get(i).filter(|g| g.key == (key, value)) {
-                        // The plan ordered members by their time as converted, not as written.
-                        let member = (at_ns, *process, t, r.id);
-                        if member == g.last {
-                            into.push(g.flow)
-                        } else {
-                            out.push(g.flow)
-                        }
-                    }
-                }
-            }
-        }
-        // The same operation on every rank: one flow through them all.
-        if let Some(o) = matched {
-            let k = seq.occurrence(o.name, o.rank.and_then(|i| r.fields.iter().nth(i)));
-            out.push(plan.matched[o.name as usize].1 + k);
-            let iid = seq.special(Special::Matched, ev);
-            ev.annotation(iid, FieldValue::U64(k));
-        }
-        ev.end(kind, name, track, out, into);
-    }
-}
-
-/// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).
-fn hex(text: &mut Vec<u8>, id: u64) {
-    let digits: [u8; 16] = std::array::from_fn(|k| b"0123456789abcdef"[(id >> (60 - 4 * k)) as usize & 15]);
-    text.extend_from_slice(&digits);
-}
-
-/// Appends `v` in decimal (`{v}`).
-fn decimal(text: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut n = 0;
-    loop {
-        digits[19 - n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    text.extend_from_slice(&digits[20 - n..]);
 }
 
 /// The first index of sorted `items` at which `before` is false, looked for from `from`

@@ -1,0 +1,266 @@
+//! Perfetto's first pass: what the writer must know about the whole trace before it writes a
+//! record.
+//!
+//! Flows are pairs of ids on two packets, and either packet may come first in the output, so
+//! both ends must be numbered before anything is written. A first pass over the records
+//! ([`Scan`], a [`Sink`]) keeps only what cross-references need, so its memory grows with
+//! references, not with records. It is handed only the items that refer elsewhere (links,
+//! correlations, parents that do not hold them on their track); the decoder tells the rest in
+//! numbers (`Sink::EVERY_ITEM`), and counts what each open span holds, for spans that are
+//! detached. It learns:
+//! - per id that something refers to: how many items link to it, how many children sit off its
+//!   track (a context entered on another thread or process, a detached span's children, a
+//!   detached span itself), and whether it is detached (then it gets a track of its own from
+//!   its begin);
+//! - the runs of ids that exist, so that links to ids outside the trace are told apart;
+//! - per correlation group: its size and its last member in time;
+//! - per span name and rank, how many spans and on which thread, for matching by order
+//!   (`order.rs`);
+//! - per process its header and threads, for the track descriptors written first.
+//!
+//! What it leaves is turned into the [`Plan`] (`plan.rs`).
+
+use super::{
+    order::OrderCount,
+    plan::Plan,
+    tally::{Add, Tally},
+};
+use crate::export::{
+    index::Keys,
+    passes::{FirstPass, Pass, Records},
+    process::ProcessInfo,
+};
+use crate::{
+    decode::stream::{FileEnd, Hand, Header, Item, Sink},
+    error::Error,
+    model::Callsite,
+    reader::Warning,
+};
+use std::sync::Arc;
+use waffle::wire::{Calibration, Converter};
+
+/// How an id is referred to.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Refs {
+    /// Items whose links name it (each once, however often it names it).
+    pub(super) links: u32,
+    /// Items whose parent it is and that do not sit inside it on their track.
+    pub(super) children: u32,
+    pub(super) detached: bool,
+}
+
+#[derive(Default)]
+struct ThreadScan {
+    /// The run of consecutive ids being extended (first, last).
+    run: Option<(u64, u64)>,
+}
+
+/// A correlation group: members so far and the latest, by (time, process, thread, id).
+#[derive(Clone, Copy)]
+pub(super) struct Group {
+    pub(super) members: u32,
+    pub(super) last: Member,
+}
+
+/// A correlated item by (time in Unix ns, process, thread, id): the order the group's flow
+/// follows.
+pub(super) type Member = (u64, usize, usize, u64);
+
+/// The first pass over the records.
+#[derive(Default)]
+pub(crate) struct Scan {
+    /// What matching by order counts.
+    pub(super) order: OrderCount,
+    pub(super) processes: Vec<ProcessInfo>,
+    /// The calibration of the next file (its last CLOCK frame's), when known in advance.
+    next_calibration: Option<Calibration>,
+    cal: Option<Converter>,
+    threads: Vec<ThreadScan>,
+    pub(super) runs: Vec<(u64, u64)>,
+    pub(super) refs: Tally<u64, Refs>,
+    pub(super) keys: Keys,
+    pub(super) groups: Tally<(u32, u64), Group>,
+    /// Links counted and not yet in `refs`: (id, links), the latest first.
+    pub(super) hot: [(u64, u32); 2],
+    /// The current process's spans and events so far.
+    spans: u64,
+    events: u64,
+}
+
+impl Scan {
+    /// A first pass over `files` files.
+    pub(crate) fn new(files: usize) -> Scan {
+        Scan { order: OrderCount::new(files), ..Scan::default() }
+    }
+
+    /// An item that refers elsewhere (the decoder hands over no other).
+    fn item(&mut self, r: &Item<'_>, t: usize) {
+        if let (Some(parent), false) = (r.parent, r.held) {
+            self.refs.add(parent, Refs { children: 1, ..Refs::default() });
+        }
+        if !r.links.is_empty() || r.correlation.is_some() {
+            self.causes(t, r);
+        }
+    }
+
+    /// `r`'s links and correlation.
+    fn causes(&mut self, t: usize, r: &Item<'_>) {
+        for (k, &cause) in r.links.iter().enumerate() {
+            if cause != r.id && !r.links[..k].contains(&cause) {
+                self.link(cause);
+            }
+        }
+        if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
+            if !key.is_empty() {
+                let cal = self.cal.expect("the header comes first");
+                let member = (cal.to_unix_ns(r.ticks), self.processes.len() - 1, t, r.id);
+                let key = self.keys.number(r.callsite_index, key, true).expect("added");
+                self.groups.add((key, value), Group { members: 1, last: member });
+            }
+        }
+    }
+
+    /// One more item links to `cause`. The two causes linked last keep their counts here
+    /// until others push them out: a cause that many items name (a run's origin, say) then
+    /// adds an entry to the references' tally once in a while, not once per link.
+    fn link(&mut self, cause: u64) {
+        match &mut self.hot {
+            [(id, n), _] if *id == cause => *n = n.saturating_add(1),
+            [a, b] if b.0 == cause => {
+                b.1 = b.1.saturating_add(1);
+                std::mem::swap(a, b);
+            }
+            [a, b] => {
+                let (id, n) = std::mem::replace(b, std::mem::replace(a, (cause, 1)));
+                self.count_links(id, n);
+            }
+        }
+    }
+
+    pub(super) fn count_links(&mut self, id: u64, n: u32) {
+        if n > 0 {
+            self.refs.add(id, Refs { links: n, ..Refs::default() });
+        }
+    }
+
+    fn process(&mut self) -> &mut ProcessInfo {
+        self.processes.last_mut().expect("the header comes first")
+    }
+}
+
+impl Pass for Scan {
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.next_calibration = records.calibration();
+        records.decode(self)
+    }
+}
+
+impl FirstPass for Scan {
+    type Plan = Plan;
+
+    fn into_plan(self) -> Plan {
+        Plan::new(self)
+    }
+}
+
+impl Sink for Scan {
+    type Span = ();
+    const FIELDS: bool = false;
+    const EVERY_ITEM: bool = false;
+
+    fn process(&mut self, header: &Header) {
+        self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
+        self.threads.clear();
+        self.keys.next_process();
+        self.processes.push(ProcessInfo::new(header));
+    }
+
+    fn thread(&mut self, _thread: usize, _stream: u32) {
+        self.threads.push(ThreadScan::default());
+        self.process().thread();
+    }
+
+    fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
+        self.process().thread_named(thread, tid, name);
+    }
+
+    fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
+        self.order.hand(index, callsite)
+    }
+
+    fn counted(&mut self, thread: usize, index: u32, spans: u64) {
+        self.order.counted(thread, index, spans);
+    }
+
+    fn span_begin(&mut self, thread: usize, span: &Item<'_>) {
+        self.item(span, thread);
+        self.spans += 1;
+        self.order.span(thread, span);
+    }
+
+    fn event(&mut self, thread: usize, event: &Item<'_>) {
+        self.item(event, thread);
+        self.events += 1;
+    }
+
+    fn skipped(&mut self, thread: usize, (first, end): (u64, u64), spans: u64, events: u64) {
+        self.spans += spans;
+        self.events += events;
+        // The chunk's ids extend the thread's run if they follow it (0 is no id).
+        let first = first.max(1);
+        if end <= first {
+            return;
+        }
+        match &mut self.threads[thread].run {
+            Some((_, last)) if last.wrapping_add(1) == first => *last = end - 1,
+            run => {
+                self.runs.extend(run.take());
+                *run = Some((first, end - 1));
+            }
+        }
+    }
+
+    fn span_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
+
+    fn detach(&mut self, _thread: usize, _span: (), _id: u64) {}
+
+    /// The span goes to a track of its own: what it held on the thread's track no longer sits
+    /// inside it, nor does it sit inside its holder.
+    fn detached_from(&mut self, _thread: usize, id: u64, items: u32, holder: Option<u64>) {
+        self.refs.add(id, Refs { children: items, links: 0, detached: true });
+        if let Some(holder) = holder {
+            self.refs.add(holder, Refs { children: 1, ..Refs::default() });
+        }
+    }
+
+    fn detached_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
+
+    fn dropped(&mut self, thread: usize, records: u64) {
+        self.process().dropped(thread, records);
+    }
+
+    fn finish(&mut self, end: &FileEnd) {
+        let runs = self.threads.iter_mut().filter_map(|t| t.run.take());
+        self.runs.extend(runs);
+        self.order.finish_process(self.processes.len() - 1);
+        let (spans, events) = (std::mem::take(&mut self.spans), std::mem::take(&mut self.events));
+        let p = self.processes.last_mut().expect("the header comes first");
+        (p.spans, p.events) = (spans, events);
+        p.finish(end);
+    }
+}
+
+impl Add for Refs {
+    fn add(&mut self, other: Refs) {
+        self.links = self.links.saturating_add(other.links);
+        self.children = self.children.saturating_add(other.children);
+        self.detached |= other.detached;
+    }
+}
+
+impl Add for Group {
+    fn add(&mut self, other: Group) {
+        self.members = self.members.saturating_add(other.members);
+        self.last = self.last.max(other.last);
+    }
+}

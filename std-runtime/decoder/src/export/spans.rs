@@ -48,10 +48,11 @@ use crate::{
 mod assemble;
 mod ids;
 pub(crate) mod notation;
+mod state;
 
 pub(crate) use super::process::ProcessInfo;
-pub(crate) use assemble::State;
-use assemble::{Assembler, NoWrite};
+use assemble::Assembler;
+pub(crate) use state::State;
 
 /// What the first pass learnt about the whole trace, for writers to look up.
 pub(crate) struct Context {
@@ -214,6 +215,30 @@ pub(crate) trait SpanWriter {
     /// A process's last span has been handed over.
     fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// The first pass's writer: nothing is written, no field is read.
+struct NoWrite;
+
+impl SpanWriter for NoWrite {
+    const FIELDS: bool = false;
+    fn span(&mut self, _ctx: &Context, _span: &OutSpan<'_>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: SpanWriter> SpanWriter for &mut W {
+    const LOGS: usize = W::LOGS;
+    const FIELDS: bool = W::FIELDS;
+    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        (**self).begin_process(ctx, process)
+    }
+    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        (**self).span(ctx, span)
+    }
+    fn end_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+        (**self).end_process(ctx, process)
     }
 }
 

@@ -1,145 +1,29 @@
 //! The sink both passes run (see the parent module for the rules it applies). The first pass
 //! writes nothing and reads no field values; it leaves in [`State`] what the second pass must
 //! know in advance. Both make the same decisions in the same order, so where an item ends up is
-//! the same in both.
+//! the same in both. How parents and causes resolve is in `resolve.rs`; what a span that ends
+//! hands to the writer, in `finish.rs`.
 
-use std::{io, mem, sync::Arc};
-use waffle::wire::{Calibration, Converter};
+use std::{io, sync::Arc};
+use waffle::wire::Converter;
 
 use super::{
-    ids::{Ids, Run},
-    Anchor, Context, Link, LinkKind, Log, OutSpan, ProcessInfo, SpanWriter,
+    ids::Run,
+    state::{Group, Place, State},
+    Anchor, Log, ProcessInfo, SpanWriter,
 };
 use crate::{
     decode::stream::{FileEnd, Header, Item, Sink},
-    export::{
-        index::{IdMap, Keys},
-        passes,
-    },
+    export::index::IdMap,
     model::{Callsite, Value},
 };
 
-/// Where a referenced item ends up.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Place {
-    /// The span showing it.
-    span: u64,
-    /// In the first pass: `span` is the count of a fresh id, not the id.
-    fresh: bool,
-    /// Whether it is an event.
-    event: bool,
-    /// Where it is.
-    anchor: Anchor,
-}
-
-/// An id something refers to.
-#[derive(Clone, Copy, Debug, Default)]
-struct Target {
-    place: Option<Place>,
-    /// Whether a link names it.
-    linked: bool,
-}
-
-/// A correlated item: (time in Unix ns, process, thread, id), the order of its group.
-type Member = (u64, u32, u32, u64);
-
-/// A correlation group: its first member so far, and how many it has.
-struct Group {
-    first: Member,
-    members: u32,
-}
-
-/// What the passes share: after the first, the plan of the second.
-pub(crate) struct State {
-    pub(super) ctx: Context,
-    /// The calibration of the next file (its last CLOCK frame's).
-    pub(super) next_calibration: Option<Calibration>,
-    pub(super) logs: usize,
-    ids: Ids,
-    targets: IdMap<u64, Target>,
-    keys: Keys,
-    /// Correlation groups by key number and value; after the first pass, only those of two
-    /// or more members.
-    groups: IdMap<(u32, u64), Group>,
-    sealed: bool,
-    /// Processes begun in this pass.
-    processes_seen: usize,
-}
-
-impl State {
-    pub(super) fn new(logs: usize) -> State {
-        State {
-            ctx: Context { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0 },
-            next_calibration: None,
-            logs,
-            ids: Ids::default(),
-            targets: IdMap::default(),
-            keys: Keys::default(),
-            groups: IdMap::default(),
-            sealed: false,
-            processes_seen: 0,
-        }
-    }
-
-    /// The first pass is over.
-    pub(super) fn seal(&mut self) {
-        self.ids.seal();
-        for t in self.targets.values_mut() {
-            if let Some(p) = t.place.as_mut().filter(|p| p.fresh) {
-                let id = self.ids.nth_fresh(p.span);
-                if p.anchor.detached == Some(p.span) {
-                    p.anchor.detached = Some(id);
-                }
-                (p.span, p.fresh) = (id, false);
-            }
-        }
-        self.groups.retain(|_, g| g.members > 1);
-        self.ctx.trace_id = trace_id(&self.ctx);
-        self.sealed = true;
-        self.processes_seen = 0;
-    }
-
-    /// Notes that something refers to `id`.
-    fn refer(&mut self, id: u64, linked: bool) {
-        if id != 0 && !self.sealed {
-            let t = self.targets.entry(id).or_default();
-            t.linked |= linked;
-        }
-    }
-
-    /// Where `id` ends up, if something refers to it: now known.
-    fn settle(&mut self, id: u64, place: Place) {
-        if let Some(t) = self.targets.get_mut(&id) {
-            t.place = Some(place);
-        }
-    }
-}
-
-impl passes::Plan for State {
-    fn processes(&self) -> &[ProcessInfo] {
-        &self.ctx.processes
-    }
-
-    /// The second pass takes processes from the first pass's [`Context`], not from the
-    /// headers it reads again.
-    fn processes_mut(&mut self) -> &mut [ProcessInfo] {
-        &mut self.ctx.processes
-    }
-}
-
-/// The first pass's writer: nothing is written, no field is read.
-pub(super) struct NoWrite;
-
-impl SpanWriter for NoWrite {
-    const FIELDS: bool = false;
-    fn span(&mut self, _ctx: &Context, _span: &OutSpan<'_>) -> io::Result<()> {
-        Ok(())
-    }
-}
+mod finish;
+mod resolve;
 
 /// A span's parent as known at its begin.
 #[derive(Clone, Copy)]
-enum Parent {
+pub(super) enum Parent {
     None,
     /// The span enclosing it on its thread when it began, by its output id and slot (which
     /// tells, when the child ends, whether the span has left the thread since: detached).
@@ -151,21 +35,21 @@ enum Parent {
 }
 
 /// An open span.
-struct Open {
-    thread: usize,
+pub(super) struct Open {
+    pub(super) thread: usize,
     /// The id recorded (0 for a stand-in), and the id written.
-    raw: u64,
-    id: u64,
+    pub(super) raw: u64,
+    pub(super) id: u64,
     /// Whether `id` is a first-pass count of a fresh id.
-    fresh: bool,
-    callsite: Arc<Callsite>,
-    fields: Vec<Value>,
-    start_ns: u64,
-    parent: Parent,
-    links: Vec<u64>,
-    correlation: Option<u64>,
-    detached: bool,
-    logs: Vec<Log>,
+    pub(super) fresh: bool,
+    pub(super) callsite: Arc<Callsite>,
+    pub(super) fields: Vec<Value>,
+    pub(super) start_ns: u64,
+    pub(super) parent: Parent,
+    pub(super) links: Vec<u64>,
+    pub(super) correlation: Option<u64>,
+    pub(super) detached: bool,
+    pub(super) logs: Vec<Log>,
 }
 
 /// What a late link or correlation belongs to: a thread's latest item, while it is held.
@@ -289,215 +173,6 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
             // A stand-in's children: the decoder cannot name their parent.
             (None, Some((0, id, slot))) => Parent::Known(id, slot),
             (None, _) => Parent::None,
-        }
-    }
-
-    /// The span showing `id`, if it is in the trace.
-    fn place(&self, id: u64) -> Option<Place> {
-        self.st.targets.get(&id).and_then(|t| t.place)
-    }
-
-    /// The parent written, the parent not found, and where the parent is when it does not
-    /// enclose the child on its thread.
-    fn resolve_parent(&self, parent: Parent) -> (Option<u64>, Option<u64>, Option<Anchor>) {
-        match parent {
-            Parent::None => (None, None, None),
-            Parent::Known(id, slot) => {
-                // Detached after the child began: it no longer encloses the child's row.
-                let moved = self.slots[slot].as_ref().filter(|o| o.id == id && o.detached);
-                (Some(id), None, moved.map(|o| self.anchor(o)))
-            }
-            Parent::Off(id, anchor) => (Some(id), None, Some(anchor)),
-            Parent::Lookup(id) => match self.open.get(&id) {
-                Some(&slot) => {
-                    let o = self.slots[slot].as_ref().expect("open");
-                    (Some(o.id), None, Some(self.anchor(o)))
-                }
-                None => match self.place(id) {
-                    Some(p) => (Some(p.span), None, Some(p.anchor)),
-                    None => (None, Some(id), None),
-                },
-            },
-        }
-    }
-
-    /// Where an open span is.
-    fn anchor(&self, o: &Open) -> Anchor {
-        Anchor {
-            process: self.process as u32,
-            thread: o.thread as u32,
-            ts_ns: o.start_ns,
-            detached: o.detached.then_some(o.id),
-        }
-    }
-
-    /// Where an event shown by `host` (if any) is.
-    fn event_anchor(&self, thread: usize, ts_ns: u64, host: Option<&Open>) -> Anchor {
-        let detached = host.filter(|h| h.detached).map(|h| h.id);
-        Anchor { process: self.process as u32, thread: thread as u32, ts_ns, detached }
-    }
-
-    /// The links of an item shown by span `shown_by`.
-    #[allow(clippy::too_many_arguments)]
-    fn links_of(
-        &self,
-        out: &mut Vec<Link>,
-        shown_by: u64,
-        from_event: Option<u64>,
-        item: (u64, u32, u64),
-        callsite: &Callsite,
-        causes: &[u64],
-        correlation: Option<u64>,
-    ) {
-        let (id, thread, ts_ns) = item;
-        for (k, &cause) in causes.iter().enumerate() {
-            if cause == 0 || causes[..k].contains(&cause) {
-                continue;
-            }
-            let link = match self.place(cause) {
-                Some(p) if p.span == shown_by => continue,
-                Some(p) => Link {
-                    span: p.span,
-                    resolved: true,
-                    target_event: p.event.then_some(cause),
-                    anchor: Some(p.anchor),
-                    from_event,
-                    kind: LinkKind::Cause,
-                },
-                None => Link {
-                    span: cause,
-                    resolved: false,
-                    target_event: None,
-                    anchor: None,
-                    from_event,
-                    kind: LinkKind::Cause,
-                },
-            };
-            out.push(link);
-        }
-        let Some(value) = correlation.filter(|_| !callsite.correlate.is_empty()) else { return };
-        let Some(key) = self.st.keys.numbers.get(&callsite.correlate) else { return };
-        let Some(group) = self.st.groups.get(&(*key, value)) else { return };
-        let first = group.first;
-        if first == (ts_ns, self.process as u32, thread, id) {
-            return;
-        }
-        if let Some(p) = self.place(first.3).filter(|p| p.span != shown_by) {
-            let (target_event, anchor) = (p.event.then_some(first.3), Some(p.anchor));
-            out.push(Link {
-                span: p.span,
-                resolved: true,
-                target_event,
-                anchor,
-                from_event,
-                kind: LinkKind::Correlated,
-            });
-        }
-    }
-
-    fn emit(&mut self, span: &OutSpan<'_>) {
-        if self.error.is_none() {
-            if let Err(e) = self.writer.span(&self.st.ctx, span) {
-                self.error = Some(e);
-            }
-        }
-    }
-
-    /// An event shown as a span of its own.
-    fn own_event(&mut self, thread: usize, id: u64, parent: Parent, ev: &Log) {
-        let (parent, unresolved_parent, parent_anchor) = self.resolve_parent(parent);
-        let mut links = Vec::new();
-        if self.st.sealed {
-            let item = (ev.raw, thread as u32, ev.ts_ns);
-            self.links_of(&mut links, id, None, item, &ev.callsite, &ev.caused_by, ev.correlation);
-        }
-        let span = OutSpan {
-            process: self.process,
-            thread,
-            id,
-            callsite: &ev.callsite,
-            fields: &ev.fields,
-            start_ns: ev.ts_ns,
-            end_ns: ev.ts_ns,
-            parent,
-            unresolved_parent,
-            parent_anchor,
-            caused_by: &ev.caused_by,
-            links: &links,
-            correlation: ev.correlation,
-            ended: true,
-            detached: false,
-            stand_in: false,
-            event: true,
-            referred: ev.owns && self.st.targets.contains_key(&ev.raw),
-            logs: &[],
-        };
-        self.emit(&span);
-    }
-
-    /// A span ends: it is written, with the events it shows.
-    fn finish_span(&mut self, slot: usize, ticks: u64, ended: bool) {
-        let mut s = self.slots[slot].take().expect("open");
-        self.free.push(slot);
-        if s.raw != 0 && self.open.get(&s.raw) == Some(&slot) {
-            self.open.remove(&s.raw);
-        }
-        for t in &mut self.threads {
-            if matches!(t.last, Last::Span(k) | Last::Log(k, _) if k == slot) {
-                t.last = Last::None;
-            }
-        }
-        let end_ns = self.ns(ticks).max(s.start_ns);
-        // An event of another thread is shown only if it falls within the span.
-        let (logs, strays): (Vec<Log>, Vec<Log>) = mem::take(&mut s.logs)
-            .into_iter()
-            .partition(|l| !l.off_thread || (s.start_ns..=end_ns).contains(&l.ts_ns));
-        s.logs = logs;
-        for l in s.logs.iter().filter(|l| l.off_thread && l.owns) {
-            let anchor = self.event_anchor(l.thread, l.ts_ns, Some(&s));
-            self.st.settle(l.raw, Place { span: s.id, fresh: s.fresh, event: true, anchor });
-        }
-        if self.st.sealed {
-            let (parent, unresolved_parent, parent_anchor) = self.resolve_parent(s.parent);
-            let mut links = Vec::new();
-            let item = (s.raw, s.thread as u32, s.start_ns);
-            self.links_of(&mut links, s.id, None, item, &s.callsite, &s.links, s.correlation);
-            for l in &s.logs {
-                let item = (l.raw, l.thread as u32, l.ts_ns);
-                self.links_of(&mut links, s.id, Some(l.id), item, &l.callsite, &l.caused_by, l.correlation);
-            }
-            let span = OutSpan {
-                process: self.process,
-                thread: s.thread,
-                id: s.id,
-                callsite: &s.callsite,
-                fields: &s.fields,
-                start_ns: s.start_ns,
-                end_ns,
-                parent,
-                unresolved_parent,
-                parent_anchor,
-                caused_by: &s.links,
-                links: &links,
-                correlation: s.correlation,
-                ended,
-                detached: s.detached,
-                stand_in: s.raw == 0,
-                event: false,
-                referred: s.id == s.raw && self.st.targets.contains_key(&s.raw),
-                logs: &s.logs,
-            };
-            self.emit(&span);
-        }
-        let host = Parent::Off(s.id, self.anchor(&s));
-        for l in strays {
-            if l.owns {
-                let anchor = self.event_anchor(l.thread, l.ts_ns, None);
-                self.st.settle(l.raw, Place { span: l.id, fresh: false, event: true, anchor });
-            }
-            if self.st.sealed {
-                self.own_event(l.thread, l.id, host, &l);
-            }
         }
     }
 }
@@ -717,38 +392,4 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             }
         }
     }
-}
-
-impl<W: SpanWriter> SpanWriter for &mut W {
-    const LOGS: usize = W::LOGS;
-    const FIELDS: bool = W::FIELDS;
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
-        (**self).begin_process(ctx, process)
-    }
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        (**self).span(ctx, span)
-    }
-    fn end_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
-        (**self).end_process(ctx, process)
-    }
-}
-
-/// The trace id of the first process that has one; else one derived from the processes.
-fn trace_id(ctx: &Context) -> u128 {
-    if let Some(id) = ctx.processes.iter().map(|p| p.header.trace_id).find(|&id| id != 0) {
-        return id;
-    }
-    let mut h = 0x5741_4646_u64; // "WAFF"
-    for (p, first) in ctx.processes.iter().zip(&ctx.first_ns) {
-        h = splitmix(h ^ u64::from(p.header.pid));
-        h = splitmix(h ^ first.unwrap_or(0));
-    }
-    ((u128::from(splitmix(h)) << 64) | u128::from(splitmix(!h))).max(1)
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }

@@ -150,7 +150,7 @@ fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
 
 #[test]
 fn events_of_other_threads_are_logs_only_within_their_span() {
-    let mut state = assemble::State::new(LOGS);
+    let mut state = state::State::new(LOGS);
     interleaved(&mut Assembler::new(&mut state, NoWrite));
     state.seal();
     let mut c = Collect::default();
@@ -228,7 +228,7 @@ fn stand_ins_and_repeats_get_fresh_ids_that_skip_used_ones() {
 
 #[test]
 fn a_span_detached_under_its_child_is_anchored_off_the_row() {
-    let mut state = assemble::State::new(LOGS);
+    let mut state = state::State::new(LOGS);
     records(&mut Assembler::new(&mut state, NoWrite), true);
     state.seal();
     let mut c = Collect::default();

@@ -161,7 +161,7 @@ def test_golden_trace_follows_the_ui_rules():
     types = {f["key"]: f["type"] for f in symptom["fields"]}
     assert types == {"event": "string", "count": "int64", "delta": "int64", "loss": "float64",
                      "ok": "bool", "note": "string", "big": "string", "low": "string",
-                     "bad": "string", "waffle.caused_by": "string"}
+                     "bad": "string", "waffle.id": "string", "waffle.caused_by": "string"}
     assert tags(symptom)["big"] == str(2**64 - 1) and tags(symptom)["bad"] == "NaN"
     p = trace["processes"]
     assert [tags(p[k])["rank"] for k in sorted(p)] == ["0", "1"]

@@ -6,7 +6,7 @@
 //! file to bytes thrown away (`io::sink`), so disk writes are left out (the file is read from
 //! the page cache after the first iteration):
 //! - group `decode`, on a 64 MB trace: Perfetto through the streaming exporter
-//!   (`FileExport`, two passes over the file), and its parts: the first pass alone
+//!   (`export::Files` for Perfetto, two passes over the file), and its parts: the first pass alone
 //!   (`perfetto_scan`), the second alone (`perfetto_write`), and the decoder into a sink that
 //!   keeps nothing (`decode_only`, what one pass costs before any exporting);
 //! - group `decode_small`, on a 2 MB trace of the same shape: every format, streamed as
@@ -31,11 +31,7 @@ use std::{
 use waffle::EventId;
 use waffle_decode::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
-    export::{
-        self,
-        perfetto::{encoding, FileExport},
-        Format,
-    },
+    export::{self, perfetto::encoding, Files, Format},
 };
 
 /// Records about `mb` MB of trace into `path`: each of 4 threads runs steps of an outer span
@@ -78,8 +74,12 @@ fn record(path: &Path, mb: u64) -> u64 {
         eprintln!("decode bench: {} records dropped while recording {}", stats.dropped, path.display());
     }
     let bytes = std::fs::metadata(path).expect("the trace").len();
-    let spans: u64 =
-        FileExport::scan(&[path], &mut |_| {}).expect("scan").processes.iter().map(|p| p.spans).sum();
+    let spans: u64 = Files::scan(&[path], Format::Perfetto, &mut |_| {})
+        .expect("scan")
+        .processes()
+        .iter()
+        .map(|p| p.spans)
+        .sum();
     eprintln!("decode bench: {} ({bytes} bytes, {spans} spans)", path.display());
     bytes
 }
@@ -107,7 +107,7 @@ impl Sink for Nothing {
 }
 
 fn perfetto(files: &[PathBuf]) {
-    let export = FileExport::scan(files, &mut |_| {}).expect("scan");
+    let export = Files::scan(files, Format::Perfetto, &mut |_| {}).expect("scan");
     export.write(&mut io::sink(), &mut |_| {}).expect("write");
 }
 
@@ -139,10 +139,12 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
     group.throughput(Throughput::Bytes(big_bytes));
     group.bench_function("perfetto", |b| b.iter(|| perfetto(&big)));
-    group.bench_function("perfetto_scan", |b| b.iter(|| FileExport::scan(&big, &mut |_| {}).expect("scan")));
+    group.bench_function("perfetto_scan", |b| {
+        b.iter(|| Files::scan(&big, Format::Perfetto, &mut |_| {}).expect("scan"))
+    });
     group.bench_function("perfetto_write", |b| {
         b.iter_batched(
-            || FileExport::scan(&big, &mut |_| {}).expect("scan"),
+            || Files::scan(&big, Format::Perfetto, &mut |_| {}).expect("scan"),
             |export| export.write(&mut io::sink(), &mut |_| {}).expect("write"),
             BatchSize::PerIteration,
         )
@@ -168,7 +170,10 @@ fn bench(c: &mut Criterion) {
 
     // The same packets through both encoders: what the exporter does against what prost does.
     let mut pftrace = Vec::new();
-    FileExport::scan(&small, &mut |_| {}).expect("scan").write(&mut pftrace, &mut |_| {}).expect("write");
+    Files::scan(&small, Format::Perfetto, &mut |_| {})
+        .expect("scan")
+        .write(&mut pftrace, &mut |_| {})
+        .expect("write");
     let sample = encoding::Sample::new(&pftrace).expect("the .pftrace reads back");
     let mut group = c.benchmark_group("perfetto_encode");
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));

@@ -83,9 +83,10 @@ fn fixed_trace_mapping() {
             .collect()
     };
     let r = |kind: &str, id: u64| (kind.to_owned(), hex(id));
-    // Rank 0's allreduce: its parent only; the cause its symptom names (rank 1's NaN input)
-    // stays with the symptom, a log, in its `waffle.caused_by`.
-    assert_eq!(refs(AR0), [r("CHILD_OF", STEP0)]);
+    // Rank 0's allreduce: its parent, then the span holding its cause (rank 1's NaN input, an
+    // event of rank 1's train_step). The same cause named by its symptom, a log, stays in the
+    // log's `waffle.caused_by`: only a span's own links are references.
+    assert_eq!(refs(AR0), [r("CHILD_OF", STEP0), r("FOLLOWS_FROM", STEP1)]);
     // Rank 1's: its parent, the span holding its cause, its correlation peer before it.
     assert_eq!(refs(AR1), [r("CHILD_OF", STEP1), r("FOLLOWS_FROM", STEP1), r("FOLLOWS_FROM", AR0)]);
 }

@@ -173,10 +173,11 @@ pub fn fixed_trace() -> Trace {
     let late_ack = callsite("late_ack", Kind::Event, &[], "");
 
     // Rank 0, main thread: train_step { sample; allreduce { symptom }; checkpoint (unfinished) };
-    // the symptom names rank 1's cause event as its cause.
+    // the allreduce and the symptom both name rank 1's cause event as their cause.
     let mut ar0 =
         span(&allreduce, AR0, Some(STEP0), 1, vec![Value::U64(0), Value::U64(4096)], (2_000, 8_000));
     ar0.correlation = Some(2);
+    ar0.links = vec![CAUSE];
     let mut ckpt = span(&checkpoint, CHECKPOINT, Some(STEP0), 1, vec![], (9_000, 9_500));
     ckpt.ended = false;
     let sample_fields = vec![

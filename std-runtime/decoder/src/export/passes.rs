@@ -13,7 +13,9 @@
 //!   a [`Trace`] in memory played back as the same records (`replay`);
 //! - **calibration**: every tick of a file is converted with its last CLOCK frame's
 //!   calibration, found from the frame heads before each pass reads the file
-//!   ([`Records::calibration`]); a pass's sink takes it in place of the header's;
+//!   ([`Records::calibration`]); a pass's sink takes it in place of the header's. (The sink
+//!   is told, rather than handed a header rewritten by a wrapping sink: such a wrapper would
+//!   forward every `Sink` method, and would silently stop forwarding one the decoder adds.)
 //! - **progress**: both passes tell the caller every byte they read;
 //! - **process order**: files are read one after the other, in the order given, each one
 //!   process; the plan keeps each one's [`ProcessInfo`], which renaming and the summary use;
@@ -190,6 +192,11 @@ impl Scanned<()> {
         }
         Ok(Scanned { inputs, plan: pass.into_plan(), warnings })
     }
+
+    /// The files with `plan`.
+    pub(crate) fn with<P>(self, plan: P) -> Scanned<P> {
+        self.map(|()| plan)
+    }
 }
 
 impl<P> Scanned<P> {
@@ -202,13 +209,6 @@ impl<P> Scanned<P> {
     pub(crate) fn take_plan(self) -> (P, Scanned<()>) {
         let Scanned { inputs, plan, warnings } = self;
         (plan, Scanned { inputs, plan: (), warnings })
-    }
-}
-
-impl Scanned<()> {
-    /// The files with `plan`.
-    pub(crate) fn with<P>(self, plan: P) -> Scanned<P> {
-        self.map(|()| plan)
     }
 }
 

@@ -47,10 +47,10 @@ use crate::{
 
 /// The records a pass reads at one go: one file, or a whole model.
 pub(crate) struct Records<'a> {
-    from: From<'a>,
+    from: Origin<'a>,
 }
 
-enum From<'a> {
+enum Origin<'a> {
     /// A `trace.bin`, its calibration, and who is told the bytes read.
     File(&'a Path, Option<Calibration>, &'a mut dyn FnMut(u64)),
     /// A decoded trace, every process of it.
@@ -62,15 +62,15 @@ impl Records<'_> {
     /// header's: a file's last CLOCK frame's. (A model's times are nanoseconds already.)
     pub(crate) fn calibration(&self) -> Option<Calibration> {
         match self.from {
-            From::File(_, cal, _) => cal,
-            From::Trace(_) => None,
+            Origin::File(_, cal, _) => cal,
+            Origin::Trace(_) => None,
         }
     }
 
     /// Hands the records to `sink`; the file's warnings.
     pub(crate) fn decode<S: Sink>(&mut self, sink: &mut S) -> Result<Vec<Warning>, Error> {
         match &mut self.from {
-            From::File(path, _, progress) => {
+            Origin::File(path, _, progress) => {
                 let path: &Path = path;
                 let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
                 let input = io::BufReader::with_capacity(
@@ -79,7 +79,7 @@ impl Records<'_> {
                 );
                 stream::decode(FrameReader::new(input, path)?, path, sink)
             }
-            From::Trace(trace) => {
+            Origin::Trace(trace) => {
                 super::replay::replay(trace, sink);
                 Ok(Vec::new())
             }
@@ -186,7 +186,7 @@ impl Scanned<()> {
                 calibration: stream::final_calibration(path),
                 size: Input::size(path),
             };
-            let mut records = Records { from: From::File(path, input.calibration, &mut *progress) };
+            let mut records = Records { from: Origin::File(path, input.calibration, &mut *progress) };
             warnings.extend(pass.read(&mut records)?);
             inputs.push(input);
         }
@@ -233,7 +233,7 @@ impl<P: Plan> Scanned<P> {
                 let path = input.path.display();
                 return Err(io::Error::other(format!("{path}: changed while it was read")));
             }
-            let mut records = Records { from: From::File(&input.path, input.calibration, &mut *progress) };
+            let mut records = Records { from: Origin::File(&input.path, input.calibration, &mut *progress) };
             pass.read(&mut records).map_err(io::Error::other)?;
             pass.written()?;
         }
@@ -266,9 +266,9 @@ impl<P: Plan> Source<'_, P> {
         match self {
             Source::Trace(trace) => {
                 let mut pass = first(trace.processes.len());
-                pass.read(&mut Records { from: From::Trace(trace) }).map_err(io::Error::other)?;
+                pass.read(&mut Records { from: Origin::Trace(trace) }).map_err(io::Error::other)?;
                 let mut pass = second(pass.into_plan());
-                pass.read(&mut Records { from: From::Trace(trace) }).map_err(io::Error::other)?;
+                pass.read(&mut Records { from: Origin::Trace(trace) }).map_err(io::Error::other)?;
                 pass.written()?;
                 pass.finish()
             }

@@ -17,6 +17,9 @@ rustup target add thumbv7em-none-eabihf
 cargo +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
 rustup component add rust-src --toolchain nightly
 
+step "ARCHITECTURE.md names every source file"
+./scripts/check-architecture.sh
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -27,11 +27,17 @@
 //! - `std` (default): thread-local buffers and the platform clock. Without it there is one
 //!   recording context and [`clock::set_clock`] supplies timestamps.
 //! - `compile-out`: every span and event compiles to nothing that runs.
+//! - `frames`: the frame grammar of `trace.bin` in [`wire`] (typed HEADER, CALLSITES, STREAM,
+//!   DATA head, CLOCK and END payloads encoded with postcard, and the frame envelope), shared
+//!   by the recorder and the decoder. It needs `alloc`, not `std`, so a bare-metal recorder can
+//!   write the same files; without it the crate never allocates.
 
 #![no_std]
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+#[cfg(feature = "frames")]
+extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 

@@ -4,7 +4,10 @@
 use core::time::Duration;
 
 /// Converts ticks to Unix nanoseconds: `anchor_ns + (t - anchor_ticks) * ns / ticks`.
+///
+/// On the wire (HEADER, CLOCK): four varints, in field order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "frames", derive(serde::Serialize, serde::Deserialize))]
 pub struct Calibration {
     /// A tick reading taken together with `anchor_unix_ns`.
     pub anchor_ticks: u64,

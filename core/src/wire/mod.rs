@@ -1,12 +1,42 @@
-//! The wire format shared by the encoder (this crate) and the decoder (`waffle-std`).
+//! The wire format of `trace.bin`: its one grammar, shared by every writer and reader.
 //!
-//! Everything that both sides must agree on lives here: the file magic and version, frame kinds,
-//! record tags, field type codes and the varint codec. `docs/wire-format.md` specifies the same
-//! bytes in prose; a change here changes that document, [`FORMAT_VERSION`] and the byte-level
-//! tests together.
+//! Everything both sides must agree on is defined here, once: the file magic and version, the
+//! frame envelope ([`envelope`]), every frame payload as a typed value with its encode and
+//! decode side by side ([`frames`]: HEADER, CALLSITES, STREAM, DATA's head, CLOCK, END), the
+//! head of a data chunk ([`chunk`]), record tags, field type codes and the varint codec.
+//! `docs/wire-format.md` specifies the same bytes in prose; a change here changes that
+//! document, [`FORMAT_VERSION`] and the byte-level tests (`core/tests/frames.rs`,
+//! `core/tests/encode.rs`) together.
+//!
+//! Why here, in `waffle` core: it is the lowest crate that both sides already depend on. The
+//! recorder (`waffle-std`) writes through it, the decoder (`waffle-decode`) reads through it and
+//! so needs nothing of the recorder, and a bare-metal recorder that has only this crate can
+//! write the same frames.
+//!
+//! Two encodings, by temperature. The cold frames (written once, or once per thread or per
+//! callsite) are postcard, from serde derives, behind the `frames` feature (it needs `alloc`,
+//! not `std`; the default build of this crate stays free of allocation). The hot record stream
+//! (chunk heads and records, written on the user's thread) keeps hand-written LEB128 varints,
+//! the same bytes postcard would write for those integers, without its machinery.
 
 mod calibration;
+pub mod chunk;
+#[cfg(feature = "frames")]
+pub mod envelope;
+#[cfg(feature = "frames")]
+pub mod frames;
+#[cfg(feature = "frames")]
+mod text;
+
 pub use calibration::{Calibration, Converter};
+pub use chunk::ChunkHead;
+#[cfg(feature = "frames")]
+pub use envelope::{FrameCrc, FrameHead};
+#[cfg(feature = "frames")]
+pub use frames::{
+    CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, Frame, FrameError, Header, Problem,
+    Stream,
+};
 
 /// The first eight bytes of every `trace.bin`. The high byte and the CR/LF pair catch files
 /// that went through a text-mode transfer.
@@ -36,6 +66,19 @@ pub mod frame {
     pub const CLOCK: u8 = 0x05;
     /// Per-stream totals written at a clean shutdown.
     pub const END: u8 = 0x06;
+
+    /// The kind's name, as the format names it ("unknown" for a kind it does not define).
+    pub const fn name(kind: u8) -> &'static str {
+        match kind {
+            HEADER => "HEADER",
+            CALLSITES => "CALLSITES",
+            STREAM => "STREAM",
+            DATA => "DATA",
+            CLOCK => "CLOCK",
+            END => "END",
+            _ => "unknown",
+        }
+    }
 }
 
 /// Record tags: the first byte of each record inside a data chunk.

@@ -1,0 +1,150 @@
+//! Where a recording context's [`Local`](super::Local) lives: a thread-local per thread with
+//! `std` (reached by `with_local`, or by a handle cached by C code), the one context without.
+//! The re-entrancy guard that keeps a record made inside another (user code run while encoding,
+//! an interrupt) from interleaving with it is here too.
+
+#[cfg(feature = "std")]
+mod imp {
+    use crate::local::Local;
+    use core::{
+        cell::{Cell, UnsafeCell},
+        ptr::NonNull,
+    };
+
+    /// A thread's state, and whether a call of `with_local` is using it right now.
+    ///
+    /// Public only as the pointee of a [`thread_handle`]: its fields stay private.
+    pub struct ThreadLocal {
+        entered: Cell<bool>,
+        local: UnsafeCell<Local>,
+    }
+
+    impl Drop for ThreadLocal {
+        /// Runs in the thread's TLS destructors. `entered` stays true from here on, so that a
+        /// [`with_local_at`] reached later (from another TLS destructor, through a handle cached
+        /// by C code) finds the state taken and records nothing; `local` drops after this,
+        /// releasing the slot.
+        fn drop(&mut self) {
+            self.entered.set(true);
+        }
+    }
+
+    std::thread_local! {
+        static LOCAL: ThreadLocal =
+            const { ThreadLocal { entered: Cell::new(false), local: UnsafeCell::new(Local::EMPTY) } };
+    }
+
+    /// Clears `entered` when `f` returns or unwinds, so that a panic inside a record (a
+    /// user's `FieldValue` impl, say) does not end the thread's recording.
+    struct Leave<'a>(&'a Cell<bool>);
+
+    impl Drop for Leave<'_> {
+        #[inline(always)]
+        fn drop(&mut self) {
+            self.0.set(false);
+        }
+    }
+
+    /// Runs `f` on `tls` unless a call is already using it (or it has been destroyed).
+    #[inline(always)]
+    fn enter<R>(tls: &ThreadLocal, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+        if tls.entered.replace(true) {
+            return None;
+        }
+        let _leave = Leave(&tls.entered);
+        // SAFETY: the state is the calling thread's own (both callers ensure it), and
+        // `entered` was false: no other call of `with_local`/`with_local_at` on this thread is
+        // running, so this is the only reference to it until `_leave` drops.
+        Some(f(unsafe { &mut *tls.local.get() }))
+    }
+
+    /// Runs `f` on this thread's state; `None` while the thread is being torn down, or when
+    /// called from inside another `with_local` (user code run while encoding, or a panic hook
+    /// reached from there), which then records nothing rather than interleave.
+    #[inline(always)]
+    pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+        LOCAL.try_with(|tls| enter(tls, f)).ok().flatten()
+    }
+
+    /// A pointer to the calling thread's state, for [`with_local_at`]: code that keeps it in
+    /// storage of its own that is cheaper to reach than this library's thread-local (a C
+    /// program's `_Thread_local`, which uses the initial-exec model where a shared library's
+    /// Rust thread-local goes through `__tls_get_addr`). `None` once the thread's state has
+    /// been destroyed, and on targets where the handle's lifetime argument (see
+    /// [`with_local_at`]) has not been made.
+    ///
+    /// Taking the handle initialises the state and registers its destructor, as `with_local`
+    /// does.
+    #[inline]
+    pub fn thread_handle() -> Option<NonNull<ThreadLocal>> {
+        if cfg!(target_os = "linux") {
+            LOCAL.try_with(|tls| NonNull::from(tls)).ok()
+        } else {
+            None
+        }
+    }
+
+    /// [`with_local`] on the state `handle` points to, without looking the thread-local up:
+    /// the same re-entrancy check, and `None` once the state has been destroyed.
+    ///
+    /// Why a handle stays usable for its thread's whole life, on Linux (the only target where
+    /// [`thread_handle`] gives one): std keeps a `const`-initialised `thread_local!` in the
+    /// thread's own TLS block (`#[thread_local]`, the native implementation, never boxed),
+    /// at an address fixed for the thread's life; its destructor runs among the thread's TLS
+    /// destructors and leaves the memory in place, which the C library frees (or recycles
+    /// with the thread's stack) only after every TLS and thread-specific destructor has run.
+    /// A library with pending TLS destructors is not unloaded by `dlclose`. So until the
+    /// thread has exited the memory stays valid; after [`ThreadLocal`]'s `drop` it holds
+    /// `entered == true`, which makes this return `None` (the bytes of `entered` are a
+    /// `Cell<bool>` with no drop glue, untouched by the drop of `local`).
+    ///
+    /// # Safety
+    /// `handle` came from [`thread_handle`] on the calling thread.
+    #[inline(always)]
+    pub unsafe fn with_local_at<R>(
+        handle: NonNull<ThreadLocal>,
+        f: impl FnOnce(&mut Local) -> R,
+    ) -> Option<R> {
+        // SAFETY: the handle is the calling thread's (the caller's promise) and its memory
+        // outlives every use on that thread (above); only shared references to the cell-based
+        // state are made, as `with_local` makes them.
+        enter(unsafe { handle.as_ref() }, f)
+    }
+}
+
+#[cfg(not(feature = "std"))]
+mod imp {
+    use crate::local::Local;
+    use core::{
+        cell::UnsafeCell,
+        sync::atomic::{AtomicBool, Ordering},
+    };
+
+    /// Without threads there is one recording context; a record made while another is being
+    /// written (from an interrupt, say) is skipped rather than interleaved.
+    struct Single {
+        taken: AtomicBool,
+        local: UnsafeCell<Local>,
+    }
+
+    // SAFETY: `local` is only reached through `with_local`, which holds `taken` exclusively.
+    unsafe impl Sync for Single {}
+
+    static SINGLE: Single = Single { taken: AtomicBool::new(false), local: UnsafeCell::new(Local::EMPTY) };
+
+    /// Runs `f` on the recording context; `None` if it is busy (a nested interrupt).
+    #[inline(always)]
+    pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+        if SINGLE.taken.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: `taken` was false and is now ours, so no other reference to `local` exists.
+        let r = f(unsafe { &mut *SINGLE.local.get() });
+        SINGLE.taken.store(false, Ordering::Release);
+        Some(r)
+    }
+}
+
+pub use imp::with_local;
+#[cfg(feature = "std")]
+pub use imp::{thread_handle, with_local_at, ThreadLocal};

@@ -89,7 +89,7 @@ struct Nothing;
 
 impl Sink for Nothing {
     type Span = ();
-    fn process(&mut self, _: &Header) {}
+    fn process(&mut self, _: &str, _: &Header) {}
     fn thread(&mut self, _: usize, _: u32) {}
     fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
     fn span_begin(&mut self, _: usize, span: &Item<'_>) {

@@ -68,8 +68,8 @@ fn records_without_a_start_call(link: Link, name: &str) {
     assert_eq!(files(&dir, &exe), [format!("t-{pid}.bin")]);
     let trace = decode(&[dir.join(format!("t-{pid}.bin"))]);
     let p = &trace.processes[0];
-    assert_eq!(p.pid, pid);
-    assert_ne!(p.trace_id, 0);
+    assert_eq!(p.header.pid, pid);
+    assert_ne!(p.header.trace_id, 0);
     assert_tree(&render(&trace), &WORK.replace("PROGRAM", name));
     let _ = std::fs::remove_dir_all(dir);
 }

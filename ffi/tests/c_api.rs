@@ -64,7 +64,7 @@ fn every_function_survives_null_and_garbage_arguments() {
     run_ok(command(&exe).arg(&trace_file));
     let trace = decode(&[trace_file]);
     let p = &trace.processes[0];
-    assert_eq!(p.label("site"), Some("lab"));
+    assert_eq!(p.header.label("site"), Some("lab"));
     let g = "g".repeat(1024);
     assert_tree(
         &render(&trace).replace(&g, "g*1024"),
@@ -315,9 +315,9 @@ fn cpp_nccl_example_across_two_processes() {
     let files = [dir.join("rank0.bin"), dir.join("rank1.bin")];
     let trace = decode(&files);
     let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
-    assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
-    assert_ne!(r0.trace_id, 0);
-    assert_eq!(r0.trace_id, r1.trace_id, "rank 1 records under rank 0's trace id");
+    assert_eq!((r0.header.label("rank"), r1.header.label("rank")), (Some("0"), Some("1")));
+    assert_ne!(r0.header.trace_id, 0);
+    assert_eq!(r0.header.trace_id, r1.header.trace_id, "rank 1 records under rank 0's trace id");
 
     let mut expected = String::new();
     for rank in 0..2 {

@@ -108,12 +108,12 @@ fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
     let trace = decode(&files);
     let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
     assert_eq!(
-        (r0.label("rank"), r1.label("rank")),
+        (r0.header.label("rank"), r1.header.label("rank")),
         (Some("0"), Some("1")),
         "rank labels from OMPI_COMM_WORLD_RANK"
     );
-    assert_ne!(r0.trace_id, 0);
-    assert_eq!(r0.trace_id, r1.trace_id, "rank 1 records under the trace id rank 0 broadcast");
+    assert_ne!(r0.header.trace_id, 0);
+    assert_eq!(r0.header.trace_id, r1.header.trace_id, "rank 1 records under the trace id rank 0 broadcast");
     let mut expected = String::new();
     for rank in 0..2 {
         expected += &format!("process allreduce rank={rank}\n  thread\n");
@@ -199,9 +199,9 @@ fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
         let files = [run.join("rank0.bin"), run.join("rank1.bin")];
         let trace = decode(&files);
         let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
-        assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
-        assert_ne!(r0.trace_id, 0);
-        assert_eq!(r0.trace_id, r1.trace_id, "{name}: one launch, one trace id, no code");
+        assert_eq!((r0.header.label("rank"), r1.header.label("rank")), (Some("0"), Some("1")));
+        assert_ne!(r0.header.trace_id, 0);
+        assert_eq!(r0.header.trace_id, r1.header.trace_id, "{name}: one launch, one trace id, no code");
         let expected = format!(
             "process {name} rank=0\n  thread\n    MPI_Allreduce_op rank=0\n      ! {ORIGINAL_SYMPTOM}\n\
              process {name} rank=1\n  thread\n    ! {CAUSE} rank=1\n    MPI_Allreduce_op rank=1 <- event {CAUSE:?}\n\
@@ -265,14 +265,14 @@ fn ranks_record_without_a_start_call_under_the_launchs_trace_id() {
         assert_eq!(names, ["rank0.bin", "rank1.bin"]);
         let trace = decode(&[out.join("rank0.bin"), out.join("rank1.bin")]);
         let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
-        assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
-        assert_ne!(r0.trace_id, 0);
-        assert_eq!(r0.trace_id, r1.trace_id, "the ranks of one launch share its trace id");
+        assert_eq!((r0.header.label("rank"), r1.header.label("rank")), (Some("0"), Some("1")));
+        assert_ne!(r0.header.trace_id, 0);
+        assert_eq!(r0.header.trace_id, r1.header.trace_id, "the ranks of one launch share its trace id");
         assert_tree(
             &render(&trace),
             "process no_start rank=0\n  thread\n    compute rank=0\nprocess no_start rank=1\n  thread\n    compute rank=1\n",
         );
-        trace_ids.push(r0.trace_id);
+        trace_ids.push(r0.header.trace_id);
     }
     assert_ne!(trace_ids[0], trace_ids[1], "two launches, two traces");
     let _ = std::fs::remove_dir_all(dir);

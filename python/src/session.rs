@@ -225,12 +225,12 @@ pub(crate) fn decode(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Py<PyDict
     let procs = PyList::empty(py);
     for p in &decoded.trace.processes {
         let d = PyDict::new(py);
-        d.set_item("pid", p.pid)?;
-        d.set_item("name", &p.name)?;
-        d.set_item("host", &p.host)?;
-        d.set_item("labels", p.labels.iter().cloned().collect::<std::collections::HashMap<_, _>>())?;
-        d.set_item("trace_id", format!("{:032x}", p.trace_id))?;
-        d.set_item("parent_span", p.parent_span)?;
+        d.set_item("pid", p.header.pid)?;
+        d.set_item("name", &p.header.name)?;
+        d.set_item("host", &p.header.host)?;
+        d.set_item("labels", p.header.labels.iter().cloned().collect::<std::collections::HashMap<_, _>>())?;
+        d.set_item("trace_id", format!("{:032x}", p.header.trace_id))?;
+        d.set_item("parent_span", p.header.parent_span())?;
         d.set_item("dropped", p.dropped)?;
         d.set_item("complete", p.complete)?;
         let threads = PyList::empty(py);

@@ -217,8 +217,8 @@ pub fn render(trace: &Trace) -> String {
     };
     let mut out = String::new();
     for p in &trace.processes {
-        let rank = p.label("rank").map_or(String::new(), |r| format!(" rank={r}"));
-        writeln!(out, "process {}{rank}", p.name).unwrap();
+        let rank = p.header.label("rank").map_or(String::new(), |r| format!(" rank={r}"));
+        writeln!(out, "process {}{rank}", p.header.name).unwrap();
         for t in p.threads.iter().filter(|t| !t.spans.is_empty() || !t.events.is_empty()) {
             writeln!(out, "  thread").unwrap();
             // (id, parent, line) of every item of the thread, in id (record) order.

@@ -4,7 +4,10 @@
 //! ticks with its calibration and wall-clock anchor, so processes of one run share a time base.
 
 use std::sync::Arc;
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{FieldType, Header},
+};
 
 /// A whole decoded trace: one or many processes (one per input file).
 #[derive(Debug, Default)]
@@ -134,35 +137,23 @@ pub struct ItemView<'a> {
 }
 
 /// One traced process (one `trace.bin`).
+///
+/// What its file's HEADER frame says (pid, names, labels, trace id, parent span, calibration)
+/// is [`header`](Process::header), the frame grammar's own type; the rest is what the decoder
+/// read after it.
 #[derive(Debug)]
 pub struct Process {
     /// The file it was read from, as given.
     pub source: String,
-    /// OS process id.
-    pub pid: u32,
-    /// Process name (executable name unless set).
-    pub name: String,
-    /// Host name.
-    pub host: String,
-    /// Free-form labels from the header, such as `rank`.
-    pub labels: Vec<(String, String)>,
-    /// The trace id the process recorded under.
-    pub trace_id: u128,
-    /// A span of another process that this process's top-level spans belong to.
-    pub parent_span: Option<u64>,
+    /// The file's HEADER: pid, process and host names, labels (such as `rank`), trace id,
+    /// parent span ([`Header::parent_span`]) and the header's clock calibration.
+    pub header: Header,
     /// Threads (streams), in the order they appeared.
     pub threads: Vec<Thread>,
     /// Records the producer dropped because a buffer was full, over all threads.
     pub dropped: u64,
     /// Whether the file ended with a clean-shutdown frame.
     pub complete: bool,
-}
-
-impl Process {
-    /// The value of a header label.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
 }
 
 /// One thread's recorded spans and events.

@@ -1,4 +1,5 @@
-//! Reading `trace.bin` frames without trusting the file.
+//! Reading `trace.bin` frames without trusting the file: the io loop around the envelope that
+//! `waffle::wire::envelope` defines (file head check, frame head, checksum).
 //!
 //! A frame whose checksum fails is skipped with a warning; a frame cut short, or a length
 //! field beyond the format's limit, ends the reading with a warning that names the offset.
@@ -11,7 +12,11 @@ use std::{
     io::{self, BufReader, Read, Seek},
     path::{Path, PathBuf},
 };
-use waffle::wire::{self, FORMAT_VERSION, FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC, MAX_FRAME_PAYLOAD};
+use waffle::wire::{
+    self,
+    envelope::{check_file_head, FileHeadError, FrameCrc, FrameHead, FILE_HEAD_LEN},
+    FORMAT_VERSION, FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAX_FRAME_PAYLOAD,
+};
 
 /// Something wrong in a file that did not stop the decoding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +90,9 @@ impl<R: Read + Seek> FrameReader<BufReader<R>> {
                 self.done = true;
                 return None;
             }
-            if crc(&head, payload) == u32::from_le_bytes(tail) {
+            let mut crc = FrameCrc::new(&head);
+            crc.update(payload);
+            if crc.check(tail) {
                 return Some(offset);
             }
         }
@@ -96,26 +103,22 @@ impl<R: Read + Seek> FrameReader<BufReader<R>> {
 impl<R: Read> FrameReader<R> {
     /// Reads the magic and version from `input`; `path` names it in messages.
     pub fn new(mut input: R, path: &Path) -> Result<Self, Error> {
-        let mut head = [0u8; 10];
+        let mut head = [0u8; FILE_HEAD_LEN];
         let n = read_full(&mut input, &mut head).map_err(|e| Error::io(path, e))?;
-        if n < MAGIC.len() || head[..MAGIC.len()] != MAGIC {
-            return Err(Error::NotATrace { path: path.to_owned() });
-        }
-        if n < head.len() {
-            return Err(Error::Corrupt {
-                path: path.to_owned(),
-                offset: n as u64,
-                what: "file ends inside the format version".into(),
-            });
-        }
-        let version = u16::from_le_bytes([head[8], head[9]]);
-        if version > FORMAT_VERSION || version == 0 {
-            return Err(Error::UnknownVersion {
-                path: path.to_owned(),
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
+        let version = match check_file_head(&head[..n]) {
+            Ok(v) => v,
+            Err(FileHeadError::NotATrace) => return Err(Error::NotATrace { path: path.to_owned() }),
+            Err(FileHeadError::Truncated(at)) => {
+                return Err(Error::Corrupt {
+                    path: path.to_owned(),
+                    offset: at as u64,
+                    what: "file ends inside the format version".into(),
+                })
+            }
+            Err(FileHeadError::UnknownVersion(found)) => {
+                return Err(Error::UnknownVersion { path: path.to_owned(), found, supported: FORMAT_VERSION })
+            }
+        };
         Ok(FrameReader { input, path: path.to_owned(), offset: head.len() as u64, done: false, version })
     }
 
@@ -152,7 +155,9 @@ impl<R: Read> FrameReader<R> {
                 return self.stop(warnings, offset, format!("file ends inside a frame of kind {kind} ({got} of {len} payload bytes); the frame is lost"));
             }
             self.offset += (FRAME_HEAD_LEN + len as usize + FRAME_TAIL_LEN) as u64;
-            if crc(&head, payload) != u32::from_le_bytes(tail) {
+            let mut crc = FrameCrc::new(&head);
+            crc.update(payload);
+            if !crc.check(tail) {
                 warnings.push(self.warning(
                     offset,
                     format!("frame of kind {kind} ({len} bytes) fails its checksum; skipped"),
@@ -179,12 +184,10 @@ impl<R: Read> FrameReader<R> {
                 "file ends inside a frame header ({n} of {FRAME_HEAD_LEN} bytes); the rest is lost"
             ));
         }
-        let kind = head[0];
-        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
-        if len > MAX_FRAME_PAYLOAD {
-            return Err(format!("frame length {len} exceeds the {MAX_FRAME_PAYLOAD}-byte limit (corrupt length field); the rest of the file is not read"));
+        match FrameHead::decode(head) {
+            Ok(h) => Ok(Some((h.kind, h.len, head))),
+            Err(len) => Err(format!("frame length {len} exceeds the {MAX_FRAME_PAYLOAD}-byte limit (corrupt length field); the rest of the file is not read")),
         }
-        Ok(Some((kind, len, head)))
     }
 
     /// Byte offset of the next frame.
@@ -201,13 +204,6 @@ impl<R: Read> FrameReader<R> {
         self.done = true;
         None
     }
-}
-
-fn crc(head: &[u8], payload: &[u8]) -> u32 {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(head);
-    crc.update(payload);
-    crc.finalize()
 }
 
 #[inline(never)]

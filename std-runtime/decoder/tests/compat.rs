@@ -14,11 +14,11 @@ fn v1() -> &'static Path {
 fn a_version_1_file_decodes_to_what_it_held() {
     let (p, warnings) = decode_file(v1()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!((p.pid, p.name.as_str(), p.host.as_str()), (10004, "v1-sample", "vm"));
-    let labels: Vec<(&str, &str)> = p.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!((p.header.pid, p.header.name.as_str(), p.header.host.as_str()), (10004, "v1-sample", "vm"));
+    let labels: Vec<(&str, &str)> = p.header.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(labels, [("rank", "0"), ("job", "compat")]);
-    assert_eq!(p.trace_id, 0x0af7651916cd43dd8448eb211c80319c);
-    assert_eq!(p.parent_span, Some(0xb7ad6b7169203331));
+    assert_eq!(p.header.trace_id, 0x0af7651916cd43dd8448eb211c80319c);
+    assert_eq!(p.header.parent_span(), Some(0xb7ad6b7169203331));
     assert_eq!((p.dropped, p.complete, p.threads.len()), (0, true, 2));
 
     // The main thread: outer { inner { ready } }.

@@ -11,13 +11,19 @@ use std::{
         Mutex,
     },
 };
-use waffle::wire::{frame, FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{
+        frame, write_varint, Calibration, CallsiteDesc, Callsites, ChunkHead, Clock, DataHead, FieldDesc,
+        FieldType, Frame, Header, Stream,
+    },
+};
 use waffle_decode::{
     decode::decode_reader,
     reader::{FrameReader, Warning},
     Error,
 };
-use waffle_std::frames::{FrameWriter, Payload};
+use waffle_std::frames::FrameWriter;
 
 const LIMIT: usize = 64 << 20;
 
@@ -181,48 +187,82 @@ fn flipped_bytes_are_skipped_with_the_frame_offset() {
     );
 }
 
+/// Bytes the grammar would not make (hostile lengths) and records (the hot stream, which has
+/// no grammar types): varints, strings and raw bytes, by hand.
+#[derive(Default)]
+struct Bytes(Vec<u8>);
+
+impl Bytes {
+    fn varint(&mut self, v: u64) -> &mut Bytes {
+        let mut buf = [0u8; 10];
+        let n = write_varint(&mut buf, v);
+        self.0.extend_from_slice(&buf[..n]);
+        self
+    }
+    fn str(&mut self, s: &str) -> &mut Bytes {
+        self.varint(s.len() as u64).bytes(s.as_bytes())
+    }
+    fn bytes(&mut self, b: &[u8]) -> &mut Bytes {
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+fn header() -> Header {
+    Header {
+        pid: 1,
+        name: "p".into(),
+        host: "host".into(),
+        clock_source: "tsc".into(),
+        calibration: Calibration {
+            anchor_ticks: 1000,
+            anchor_unix_ns: 1_700_000_000_000_000_000,
+            ticks: 3,
+            ns: 1,
+        },
+        trace_id: 1,
+        ..Header::default()
+    }
+}
+
 /// A file made frame by frame: preamble, HEADER, one CALLSITES frame (span `s` with a `str`
 /// field, callsite 0), a STREAM frame, then `rest`.
 fn file(rest: &[(u8, Vec<u8>)]) -> Vec<u8> {
     let mut out = FrameWriter::new(Vec::new()).unwrap();
-    let mut h = Payload::new();
-    h.varint(1).str("p").str("host").varint(0).str("tsc");
-    h.varint(1000).varint(1_700_000_000_000_000_000).varint(3).varint(1).varint(0);
-    h.bytes(&1u128.to_le_bytes()).varint(0);
-    out.frame(frame::HEADER, &[&h.0]).unwrap();
-    let mut c = Payload::new();
-    c.varint(0).varint(0).varint(1).byte(1).str("s").str("m").str("f.rs").varint(1);
-    c.varint(1).str("text").byte(FieldType::Str as u8).str("");
-    out.frame(frame::CALLSITES, &[&c.0]).unwrap();
-    let mut s = Payload::new();
-    s.varint(0).varint(1).varint(0).varint(7).str("t");
-    out.frame(frame::STREAM, &[&s.0]).unwrap();
+    out.write(&header()).unwrap();
+    let s = CallsiteDesc {
+        kind: Kind::Span,
+        name: "s".into(),
+        module: "m".into(),
+        file: "f.rs".into(),
+        line: 1,
+        fields: vec![FieldDesc { name: "text".into(), ty: FieldType::Str }],
+        correlate: "".into(),
+    };
+    out.write(&Callsites { module: 0, first: 0, callsites: vec![s] }).unwrap();
+    out.write(&Stream { stream: 0, generation: 1, module: 0, tid: 7, name: "t".into() }).unwrap();
     for (kind, payload) in rest {
         out.frame(*kind, &[payload]).unwrap();
     }
     out.get_mut().clone()
 }
 
-/// A chunk of stream 0: header fields, then records.
+/// A chunk of stream 0 (with its length): header fields, then records.
 fn chunk(first_id: u64, depth: u64, dropped: u64, records: u64, body: &[u8]) -> Vec<u8> {
-    let mut c = Payload::new();
-    c.varint(1).varint(2000).varint(first_id).varint(depth).varint(dropped).varint(records).bytes(body);
-    c.0
+    let head = ChunkHead { generation: 1, base_ts: 2000, first_id, depth, dropped, records };
+    let mut prefix = [0u8; waffle::wire::chunk::MAX_CHUNK_PREFIX_LEN];
+    [head.encode(body.len(), &mut prefix), body].concat()
 }
 
+/// A DATA payload of stream 0.
 fn data(chunks: &[Vec<u8>]) -> Vec<u8> {
-    let mut p = Payload::new();
-    p.varint(0);
-    for c in chunks {
-        p.varint(c.len() as u64).bytes(c);
-    }
-    p.0
+    [DataHead { stream: 0 }.encode(), chunks.concat()].concat()
 }
 
 /// A SPAN_BEGIN of callsite 0 with a string, and a SPAN_END.
 fn span_records(text: &str) -> Vec<u8> {
-    let mut r = Payload::new();
-    r.byte(0x01).varint(0).varint(2).str(text).byte(0x02).varint(2);
+    let mut r = Bytes::default();
+    r.bytes(&[0x01]).varint(0).varint(2).str(text).bytes(&[0x02]).varint(2);
     r.0
 }
 
@@ -251,8 +291,8 @@ fn hostile_lengths_are_refused_without_allocating_them() {
 
     // A chunk body of 2^40 bytes, CRC intact: the rest of that frame is skipped, later frames
     // still read; the warning names the chunk's offset.
-    let mut payload = Payload::new();
-    payload.varint(0).varint(1 << 40).bytes(&chunk(1, 0, 0, 2, &span_records("x")));
+    let mut payload = Bytes::default();
+    payload.varint(0).varint(1 << 40).bytes(&chunk(1, 0, 0, 2, &span_records("x"))[1..]);
     let bad = file(&[(frame::DATA, payload.0), (frame::DATA, good.clone())]);
     let (p, w) = single(&bad);
     assert_eq!(w.offset, data_at + 5 + 1, "after the frame head and the stream number");
@@ -260,8 +300,8 @@ fn hostile_lengths_are_refused_without_allocating_them() {
     assert_eq!(p.threads[0].spans.len(), 1, "the next frame's span");
 
     // A string of 2^40 bytes in a record's field: that chunk ends there, the next decodes.
-    let mut rec = Payload::new();
-    rec.byte(0x01).varint(0).varint(2).varint(1 << 40).bytes(b"short");
+    let mut rec = Bytes::default();
+    rec.bytes(&[0x01]).varint(0).varint(2).varint(1 << 40).bytes(b"short");
     let bad =
         file(&[(frame::DATA, data(&[chunk(1, 0, 0, 1, &rec.0), chunk(3, 0, 0, 2, &span_records("ok"))]))]);
     let (p, w) = single(&bad);
@@ -269,27 +309,29 @@ fn hostile_lengths_are_refused_without_allocating_them() {
     assert!(w.message.contains("1099511627776 bytes wanted"), "{w}");
     assert_eq!(p.threads[0].spans.len(), 1);
 
-    // ...in a thread name (STREAM) and a callsite name (CALLSITES): that frame is skipped.
-    let mut stream = Payload::new();
+    // ...in a thread name (STREAM) and a callsite name (CALLSITES): that frame is skipped, and
+    // the warning names the frame and the byte of its payload where the string was to start.
+    let mut stream = Bytes::default();
     stream.varint(0).varint(1).varint(0).varint(7).varint(1 << 40).bytes(b"name");
-    let mut sites = Payload::new();
-    sites.varint(0).varint(5).varint(1).byte(1).varint(1 << 40).bytes(b"name");
+    let mut sites = Bytes::default();
+    sites.varint(0).varint(5).varint(1).bytes(&[1]).varint(1 << 40).bytes(b"name");
     for (kind, payload) in [(frame::STREAM, stream.0), (frame::CALLSITES, sites.0)] {
         let bad = file(&[(kind, payload), (frame::DATA, good.clone())]);
         let (p, w) = single(&bad);
         assert_eq!(w.offset, data_at);
-        assert!(w.message.contains("1099511627776 bytes wanted"), "{w}");
+        let name = frame::name(kind);
+        assert!(w.message.contains(&format!("{name} payload at byte 10: ends inside a value")), "{w}");
         assert_eq!(p.threads[0].spans.len(), 1);
     }
 
     // ...and as the label count and a label's length in the HEADER: a clear error.
-    let mut h = Payload::new();
+    let mut h = Bytes::default();
     h.varint(1).str("p").str("host").varint(1 << 40).varint(1 << 40).bytes(b"key");
     let mut out = FrameWriter::new(Vec::new()).unwrap();
     out.frame(frame::HEADER, &[&h.0]).unwrap();
     match decode(out.get_mut()) {
         Err(Error::Corrupt { offset: 10, what, .. }) => {
-            assert!(what.contains("1099511627776 bytes wanted"), "{what}")
+            assert!(what.contains("HEADER payload at byte 20: ends inside a value"), "{what}")
         }
         other => panic!("{other:?}"),
     }
@@ -327,10 +369,61 @@ fn hostile_counters_and_depths_stay_bounded() {
     assert!(w.iter().any(|w| w.message.contains("stand-ins for lost begins are not made")), "{w:?}");
 
     // A calibration of 2^64 ns per tick: times saturate instead of overflowing.
-    let mut h = Payload::new();
-    h.varint(1).varint(u64::MAX).varint(1).varint(u64::MAX);
-    let bad = file(&[(frame::DATA, data(&[chunk(1, 0, 0, 2, &span_records("a"))])), (frame::CLOCK, h.0)]);
+    let clock = Clock {
+        calibration: Calibration { anchor_ticks: 1, anchor_unix_ns: u64::MAX, ticks: 1, ns: u64::MAX },
+    };
+    let bad = file(&[
+        (frame::DATA, data(&[chunk(1, 0, 0, 2, &span_records("a"))])),
+        (frame::CLOCK, clock.encode()),
+    ]);
     let (p, w) = decode(&bad).unwrap();
     assert!(w.is_empty(), "{w:?}");
     assert_eq!(p.threads[0].spans[0].start_ns, u64::MAX);
+}
+
+#[test]
+fn bad_codes_and_calibrations_are_named() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let good = data(&[chunk(1, 0, 0, 2, &span_records("fine"))]);
+    let data_at = frame_starts(&file(&[]))[3];
+    // Callsites 5 (fine), 6 (kind 9): 5 is kept, 6 and after are not.
+    let site = |kind: u8, ty: u8| {
+        let mut b = Bytes::default();
+        b.bytes(&[kind]).str("n").str("m").str("f").varint(1).varint(1).str("k").bytes(&[ty]).str("");
+        b.0
+    };
+    let mut sites = Bytes::default();
+    sites.varint(0).varint(5).varint(3).bytes(&site(1, 1)).bytes(&site(9, 1)).bytes(&site(1, 1));
+    let (_, w) = single(&file(&[(frame::CALLSITES, sites.0), (frame::DATA, good.clone())]));
+    assert_eq!(w.offset, data_at);
+    assert!(w.message.contains("CALLSITES payload at byte 16: callsite 6 has unknown kind 9"), "{w}");
+    assert!(w.message.contains("the callsites before it are kept"), "{w}");
+    // A field type code of 6.
+    let mut sites = Bytes::default();
+    sites.varint(0).varint(5).varint(1).bytes(&site(1, 6));
+    let (_, w) = single(&file(&[(frame::CALLSITES, sites.0), (frame::DATA, good.clone())]));
+    assert!(w.message.contains("a field of callsite 5 has unknown type code 6"), "{w}");
+
+    // A CLOCK whose interval is zero: a warning, and the header's calibration stays.
+    let zero = Clock { calibration: Calibration { anchor_ticks: 1, anchor_unix_ns: 1, ticks: 0, ns: 1 } };
+    let (p, w) = single(&file(&[(frame::DATA, good.clone()), (frame::CLOCK, zero.encode())]));
+    assert!(w.message.contains("CLOCK payload: clock calibration with a zero interval; ignored"), "{w}");
+    // Tick 2001, by the header's calibration (anchor 1000, 3 ticks a ns).
+    assert_eq!(p.threads[0].spans[0].start_ns, 1_700_000_000_000_000_333);
+    // ...and in the HEADER: the file is refused.
+    let mut out = FrameWriter::new(Vec::new()).unwrap();
+    let mut h = header();
+    h.calibration.ns = 0;
+    out.frame(frame::HEADER, &[&h.encode()]).unwrap();
+    match decode(out.get_mut()) {
+        Err(Error::Corrupt { offset: 10, what, .. }) => assert!(what.contains("zero interval"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+
+    // An END claiming 2^40 entries: a warning, nothing allocated for them.
+    let mut end = Bytes::default();
+    end.varint(1 << 40).varint(0).varint(5);
+    let (p, w) = single(&file(&[(frame::DATA, good), (frame::END, end.0)]));
+    assert!(w.message.contains("END payload at byte 8: ends inside a value"), "{w}");
+    assert!(!p.complete);
 }

@@ -178,7 +178,7 @@ fn otlp_links_events_and_ids() {
 fn otlp_trace_id_fallback() {
     let unnamed = || {
         let mut trace = fixed_trace();
-        trace.processes.iter_mut().for_each(|p| p.trace_id = 0);
+        trace.processes.iter_mut().for_each(|p| p.header.trace_id = 0);
         trace
     };
     let trace_ids = |json: &Json| -> std::collections::BTreeSet<String> {
@@ -196,6 +196,6 @@ fn otlp_trace_id_fallback() {
 
     // Only the second process has one: it names the trace.
     let mut trace = unnamed();
-    trace.processes[1].trace_id = 7;
+    trace.processes[1].header.trace_id = 7;
     assert_eq!(trace_ids(&otlp::to_json(&trace)), [format!("{:032x}", 7)].into());
 }

@@ -248,7 +248,7 @@ fn nan_allreduce_exports_follow_the_rules() {
     check_zipkin(&zipkin, &trace);
     check_jaeger(&jaeger, &trace);
 
-    let trace_id = format!("{:032x}", trace.processes[0].trace_id);
+    let trace_id = format!("{:032x}", trace.processes[0].header.trace_id);
     assert_eq!(zipkin[0]["traceId"], trace_id);
     assert_eq!(jaeger["data"][0]["traceID"], trace_id);
     let allreduces = zipkin.as_array().unwrap().iter().filter(|s| s["name"] == "allreduce").count();

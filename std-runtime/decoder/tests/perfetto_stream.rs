@@ -284,7 +284,7 @@ mod referring {
 
     impl Sink for Every {
         type Span = ();
-        fn process(&mut self, _: &Header) {
+        fn process(&mut self, _: &str, _: &Header) {
             self.stacks.clear();
         }
         fn thread(&mut self, _: usize, _: u32) {
@@ -330,7 +330,7 @@ mod referring {
         type Span = ();
         const FIELDS: bool = false;
         const EVERY_ITEM: bool = false;
-        fn process(&mut self, _: &Header) {}
+        fn process(&mut self, _: &str, _: &Header) {}
         fn thread(&mut self, _: usize, _: u32) {}
         fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
         fn span_begin(&mut self, _: usize, r: &Item<'_>) {

@@ -113,11 +113,11 @@ fn both_ranks_share_the_trace_and_each_round_is_one_correlation_group() {
     assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
     let trace = &decoded.trace;
     let [r0, r1] = &trace.processes[..] else { panic!("two processes") };
-    assert_eq!((r0.label("rank"), r1.label("rank")), (Some("0"), Some("1")));
-    assert_ne!(r0.trace_id, 0);
-    assert_eq!(r0.trace_id, r1.trace_id, "both ranks record under one trace id");
-    assert_eq!(format!("{:032x}", r0.trace_id), *trace_id, "the driver's WAFFLE_TRACE_ID");
-    assert!(r0.parent_span.is_none() && r1.parent_span.is_none(), "no parent span needed");
+    assert_eq!((r0.header.label("rank"), r1.header.label("rank")), (Some("0"), Some("1")));
+    assert_ne!(r0.header.trace_id, 0);
+    assert_eq!(r0.header.trace_id, r1.header.trace_id, "both ranks record under one trace id");
+    assert_eq!(format!("{:032x}", r0.header.trace_id), *trace_id, "the driver's WAFFLE_TRACE_ID");
+    assert!(r0.header.parent_span().is_none() && r1.header.parent_span().is_none(), "no parent span needed");
 
     let groups: Vec<_> = trace.correlations().into_iter().filter(|g| g.key == "allreduce").collect();
     assert_eq!(groups.iter().map(|g| g.value).collect::<Vec<_>>(), [0, 1, 2, 3], "one group per round");

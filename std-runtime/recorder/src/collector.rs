@@ -11,11 +11,7 @@
 //! about to die (a panic hook) can ask for a pass and a file flush right away, without a handle
 //! to the session: see [`request_flush`].
 
-use crate::{
-    clock,
-    frames::{FrameWriter, Payload},
-    registry,
-};
+use crate::{clock, frames::FrameWriter, registry};
 use std::{
     cell::Cell,
     collections::{HashMap, HashSet},
@@ -25,7 +21,7 @@ use std::{
     thread,
     time::{Duration, Instant},
 };
-use waffle::wire::frame;
+use waffle::wire::{Clock, DataHead, Drops, End, Stream};
 
 /// Totals of one session, returned by [`Session::stop`](crate::Session::stop).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -189,21 +185,17 @@ fn run(
         }
     }
     pass(&mut st)?;
-    let cal = start.measure();
-    let mut p = Payload::new();
-    p.varint(cal.anchor_ticks).varint(cal.anchor_unix_ns).varint(cal.ticks).varint(cal.ns);
-    st.out.frame(frame::CLOCK, &[&p.0])?;
-    let mut p = Payload::new();
+    st.out.write(&Clock { calibration: start.measure() })?;
     let mut totals: Vec<_> = st.dropped_at_start.iter().map(|(&s, &d0)| (s, d0)).collect();
     totals.sort_unstable();
     let slots = registry::slots();
-    p.varint(totals.len() as u64);
+    let mut end = End::default();
     for (stream, d0) in totals {
-        let d = slots[stream as usize].dropped().saturating_sub(d0);
-        st.stats.dropped += d;
-        p.varint(u64::from(stream)).varint(d);
+        let dropped = slots[stream as usize].dropped().saturating_sub(d0);
+        st.stats.dropped += dropped;
+        end.drops.push(Drops { stream, dropped });
     }
-    st.out.frame(frame::END, &[&p.0])?;
+    st.out.write(&end)?;
     st.out.flush()?;
     // Best effort: a device such as /dev/null cannot be synced, and the data is written.
     let _ = st.out.get_mut().get_ref().sync_data();
@@ -231,23 +223,24 @@ fn pass(st: &mut State) -> io::Result<bool> {
         crate::header::write_callsites(
             &mut st.out,
             crate::dynamic::first_dynamic_id() + first as u32,
-            chunk.iter().map(|c| crate::header::CallsiteDesc::Dynamic(c)),
+            chunk.iter().map(|c| crate::header::dynamic_desc(c)).collect(),
         )?;
         wrote = true;
     }
     st.dynamic_written += new_callsites.len();
     for owner in registry::take_new_owners() {
         st.owned.insert(owner.stream);
-        let mut p = Payload::new();
-        p.varint(u64::from(owner.stream)).varint(u64::from(owner.generation)).varint(0);
-        p.varint(owner.tid).str(&owner.name);
-        st.out.frame(frame::STREAM, &[&p.0])?;
+        st.out.write(&Stream {
+            stream: owner.stream,
+            generation: owner.generation,
+            module: 0,
+            tid: owner.tid,
+            name: (&owner.name).into(),
+        })?;
         wrote = true;
     }
     for (stream, bytes) in drained {
-        let mut head = Payload::new();
-        head.varint(u64::from(stream));
-        st.out.frame(frame::DATA, &[&head.0, &bytes])?;
+        st.out.data(DataHead { stream }, &bytes)?;
         st.stats.data_bytes += bytes.len() as u64;
         st.stats.data_frames += 1;
         wrote = true;

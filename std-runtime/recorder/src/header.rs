@@ -3,12 +3,12 @@
 //! into the image. The collector writes run-time callsites with [`write_callsites`] as they
 //! appear. `docs/wire-format.md` specifies both frames.
 
-use crate::{
-    clock,
-    frames::{FrameWriter, Payload},
+use crate::{clock, frames::FrameWriter};
+use std::{
+    borrow::Cow,
+    io::{self, Write},
 };
-use std::io::{self, Write};
-use waffle::wire::frame;
+use waffle::wire::{CallsiteDesc, Callsites, FieldDesc, Header};
 
 /// The executable's file name, the default process name.
 fn process_name() -> String {
@@ -47,63 +47,45 @@ pub(crate) struct Preamble<'a> {
 impl Preamble<'_> {
     /// Writes the HEADER frame and the string table of the callsites linked into this image.
     pub(crate) fn write<W: Write>(&self, out: &mut FrameWriter<W>) -> io::Result<()> {
-        let mut p = Payload::new();
-        p.varint(u64::from(std::process::id()));
-        p.str(self.process_name.unwrap_or(&process_name()));
-        p.str(&host_name());
-        p.varint(self.labels.len() as u64);
-        for (k, v) in self.labels {
-            p.str(k).str(v);
-        }
-        p.str(waffle::clock::SOURCE);
-        let cal = self.cal;
-        p.varint(cal.anchor_ticks).varint(cal.anchor_unix_ns).varint(cal.ticks).varint(cal.ns);
-        p.varint(u64::from(self.salt));
-        p.bytes(&self.trace_id.to_u128().to_le_bytes());
-        p.varint(self.parent_span.map_or(0, |s| s.to_u64()));
-        out.frame(frame::HEADER, &[&p.0])?;
+        let header = Header {
+            pid: std::process::id(),
+            name: self.process_name.map_or_else(process_name, str::to_owned),
+            host: host_name(),
+            labels: self.labels.to_vec(),
+            clock_source: waffle::clock::SOURCE.to_owned(),
+            calibration: *self.cal,
+            salt: u64::from(self.salt),
+            trace_id: self.trace_id.to_u128(),
+            parent: self.parent_span.map_or(0, |s| s.to_u64()),
+        };
+        out.write(&header)?;
         // The string table: every callsite linked into this image, as module 0.
         let all = waffle::callsite::all();
         for (n, chunk) in all.chunks(1024).enumerate() {
-            write_callsites(out, (n * 1024) as u32, chunk.iter().map(CallsiteDesc::Static))?;
+            write_callsites(out, (n * 1024) as u32, chunk.iter().map(CallsiteDesc::of_static).collect())?;
         }
         out.flush()
     }
 }
 
-/// A callsite as written in a CALLSITES frame: one compiled in, or one made at run time.
-pub(crate) enum CallsiteDesc<'a> {
-    Static(&'a waffle::callsite::Callsite),
-    Dynamic(&'a crate::dynamic::Site),
+/// A callsite made at run time, as CALLSITES describes it (borrowing its strings).
+pub(crate) fn dynamic_desc(cs: &crate::dynamic::Site) -> CallsiteDesc<'_> {
+    CallsiteDesc {
+        kind: cs.kind,
+        name: Cow::Borrowed(&cs.name),
+        module: Cow::Borrowed(&cs.module),
+        file: Cow::Borrowed(&cs.file),
+        line: cs.line,
+        fields: cs.fields.iter().map(|(name, ty)| FieldDesc { name: Cow::Borrowed(name), ty: *ty }).collect(),
+        correlate: Cow::Borrowed(&cs.correlate),
+    }
 }
 
 /// Writes one CALLSITES frame (module 0) with consecutive ids from `first`.
-pub(crate) fn write_callsites<'a, W: Write>(
+pub(crate) fn write_callsites<W: Write>(
     out: &mut FrameWriter<W>,
     first: u32,
-    callsites: impl ExactSizeIterator<Item = CallsiteDesc<'a>>,
+    callsites: Vec<CallsiteDesc<'_>>,
 ) -> io::Result<()> {
-    let mut p = Payload::new();
-    p.varint(0).varint(u64::from(first)).varint(callsites.len() as u64);
-    for cs in callsites {
-        match cs {
-            CallsiteDesc::Static(cs) => {
-                p.byte(cs.kind as u8).str(cs.name).str(cs.module).str(cs.file).varint(u64::from(cs.line));
-                p.varint(cs.fields.len() as u64);
-                for f in cs.fields {
-                    p.str(f.name).byte(f.ty as u8);
-                }
-                p.str(cs.correlate);
-            }
-            CallsiteDesc::Dynamic(cs) => {
-                p.byte(cs.kind as u8).str(&cs.name).str(&cs.module).str(&cs.file).varint(u64::from(cs.line));
-                p.varint(cs.fields.len() as u64);
-                for (name, ty) in &cs.fields {
-                    p.str(name).byte(*ty as u8);
-                }
-                p.str(&cs.correlate);
-            }
-        }
-    }
-    out.frame(frame::CALLSITES, &[&p.0])
+    out.write(&Callsites { module: 0, first, callsites })
 }

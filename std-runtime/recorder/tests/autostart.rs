@@ -71,7 +71,7 @@ fn render(trace: &Trace) -> String {
     let name = |id: u64| index.get(&id).map_or("?".to_owned(), |&r| trace.describe(r).callsite.name.clone());
     let mut out = String::new();
     for p in &trace.processes {
-        out += &format!("process {}\n", p.name);
+        out += &format!("process {}\n", p.header.name);
         let mut threads = Vec::new();
         for t in p.threads.iter().filter(|t| !t.spans.is_empty() || !t.events.is_empty()) {
             let mut items: Vec<(u64, Option<u64>, String)> = Vec::new();
@@ -115,8 +115,8 @@ fn a_rust_program_records_with_only_waffle_output_set() {
     );
     // The ids the program saw are the file's, not null.
     let printed = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(printed.trim(), format!("trace {:032x}", trace.processes[0].trace_id));
-    assert_ne!(trace.processes[0].trace_id, 0);
+    assert_eq!(printed.trim(), format!("trace {:032x}", trace.processes[0].header.trace_id));
+    assert_ne!(trace.processes[0].header.trace_id, 0);
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -163,7 +163,7 @@ fn links_contexts_and_async_spans_decode_to_the_graph_they_made() {
 
     let trace = decode(&file);
     let p = &trace.processes[0];
-    assert_eq!(p.trace_id, ctx.trace_id().to_u128());
+    assert_eq!(p.header.trace_id, ctx.trace_id().to_u128());
     let seen = by_id(&trace);
 
     let a = &seen[&allreduce_id.to_u64()];

@@ -48,7 +48,7 @@ fn four_threads_decode_to_the_exact_tree() {
     let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
-    assert_eq!(p.pid, std::process::id());
+    assert_eq!(p.header.pid, std::process::id());
     let workers: Vec<usize> = (0..p.threads.len()).filter(|&t| !p.threads[t].spans.is_empty()).collect();
     assert_eq!(workers.len(), 4, "four threads recorded");
 

@@ -72,9 +72,9 @@ pub(super) fn notes(
 /// `rank` field when it has one.
 fn rank_name(trace: &Trace, rank: &Rank) -> String {
     let p = &trace.processes[rank.process];
-    let process = match p.label("rank") {
+    let process = match p.header.label("rank") {
         Some(label) => format!("rank {label}"),
-        None => format!("pid {}", p.pid),
+        None => format!("pid {}", p.header.pid),
     };
     match &rank.field {
         RankField::None => process,

@@ -4,7 +4,10 @@
 use super::*;
 use crate::model::{Callsite, Event, Process, Span, Thread};
 use std::sync::Arc;
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{FieldType, Header},
+};
 
 pub(super) fn callsite(name: &str, kind: Kind, fields: &[&str], correlate: &str) -> Arc<Callsite> {
     let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
@@ -81,12 +84,14 @@ pub(super) fn process(rank: &str, pid: u32, items: Vec<It>) -> Process {
     }
     Process {
         source: format!("rank{rank}.bin"),
-        pid,
-        name: "sim".into(),
-        host: "node".into(),
-        labels: vec![("rank".into(), rank.into())],
-        trace_id: 7,
-        parent_span: None,
+        header: Header {
+            pid,
+            name: "sim".into(),
+            host: "node".into(),
+            labels: vec![("rank".into(), rank.into())],
+            trace_id: 7,
+            ..Header::default()
+        },
         threads: vec![th],
         dropped: 0,
         complete: true,

@@ -47,16 +47,11 @@ impl Sink for Builder {
     /// Index into the thread's spans.
     type Span = usize;
 
-    fn process(&mut self, h: &Header) {
+    fn process(&mut self, source: &str, h: &Header) {
         self.cal = Some(h.calibration);
         self.process = Some(Process {
-            source: h.source.clone(),
-            pid: h.pid,
-            name: h.name.clone(),
-            host: h.host.clone(),
-            labels: h.labels.clone(),
-            trace_id: h.trace_id,
-            parent_span: h.parent_span,
+            source: source.to_owned(),
+            header: h.clone(),
             threads: Vec::new(),
             dropped: 0,
             complete: false,

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{model::Callsite, reader::Cursor, reader::Warning};
 use std::sync::Arc;
-use waffle::wire::{tag, unzigzag, FieldType};
+use waffle::wire::{tag, unzigzag, ChunkHead, FieldType};
 
 /// What a stream has open: its spans and the contexts it entered, innermost last.
 #[derive(Clone, Copy)]
@@ -195,13 +195,9 @@ impl<T: Copy + Default> Decoder<T> {
         at: u64,
         sink: &mut S,
     ) -> Result<(), String> {
-        let mut c = Cursor::new(body);
-        let generation = c.varint_u32()?;
-        let mut ts = c.varint()?;
-        let mut next_id = c.varint()?;
-        let depth = c.varint()?;
-        let dropped = c.varint()?;
-        let records = c.varint()?;
+        let (head, head_len) = ChunkHead::decode(body).map_err(|e| e.to_string())?;
+        let mut c = Cursor::new(&body[head_len..]);
+        let ChunkHead { generation, base_ts: mut ts, first_id: mut next_id, depth, dropped, records } = head;
         let t = self.thread(stream, generation, sink);
         let Decoder {
             threads,

@@ -4,12 +4,9 @@
 use super::{
     chunk::{Open, StreamState},
     fields::Fields,
-    stream::{read_calibration, FileEnd, Hand, Sink},
+    stream::{FileEnd, Hand, Sink},
 };
-use crate::{
-    model::Callsite,
-    reader::{Cursor, Warning},
-};
+use crate::{model::Callsite, reader::Warning};
 use std::{
     collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
@@ -17,7 +14,10 @@ use std::{
 };
 use waffle::{
     callsite::Kind,
-    wire::{frame, FieldType, FRAME_HEAD_LEN},
+    wire::{
+        self, chunk::take_chunk, frame, CallsiteDesc, Clock, DataHead, End, FieldType, Frame, FrameError,
+        Stream, FRAME_HEAD_LEN,
+    },
 };
 
 /// Callsite ids below this are looked up in a vector; higher ones (never written by waffle's
@@ -169,31 +169,31 @@ impl<T: Copy + Default> Decoder<T> {
         payload: &[u8],
         sink: &mut S,
     ) -> Result<(), String> {
-        let mut c = Cursor::new(payload);
         match kind {
-            frame::CALLSITES => self.read_callsites(&mut c, sink),
+            frame::CALLSITES => self.read_callsites(payload, sink),
             frame::STREAM => {
-                let (stream, generation, module) = (c.varint_u32()?, c.varint_u32()?, c.varint_u32()?);
-                let (tid, name) = (c.varint()?, c.str()?);
-                let t = self.thread(stream, generation, sink);
-                self.threads[t].module = module;
-                sink.thread_named(t, tid, &name);
+                let st = Stream::decode(payload).map_err(skipped)?;
+                let t = self.thread(st.stream, st.generation, sink);
+                self.threads[t].module = st.module;
+                sink.thread_named(t, st.tid, &st.name);
                 Ok(())
             }
             frame::DATA => {
                 self.standin_budget = self.standin_budget.saturating_add(payload.len() as u64);
-                let stream = c.varint_u32()?;
-                while !c.is_empty() {
-                    let body_at = offset + (FRAME_HEAD_LEN + c.pos()) as u64;
-                    let len = c.varint()?;
-                    let Some(body) = usize::try_from(len).ok().and_then(|n| c.bytes(n).ok()) else {
-                        let left = payload.len() - c.pos();
-                        let message = format!(
-                            "chunk of stream {stream} says its body is {len} bytes but only {left} remain \
-                             in the frame; the rest of the frame is skipped"
-                        );
-                        self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
-                        break;
+                let (DataHead { stream }, mut chunks) = DataHead::split(payload).map_err(skipped)?;
+                while !chunks.is_empty() {
+                    let body_at = offset + (FRAME_HEAD_LEN + payload.len() - chunks.len()) as u64;
+                    let body = match take_chunk(chunks) {
+                        Ok((body, rest)) => {
+                            chunks = rest;
+                            body
+                        }
+                        Err(e) => {
+                            let message =
+                                format!("chunk of stream {stream} {e}; the rest of the frame is skipped");
+                            self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });
+                            break;
+                        }
                     };
                     if let Err(msg) = self.chunk(stream, body, body_at, sink) {
                         let message =
@@ -204,15 +204,13 @@ impl<T: Copy + Default> Decoder<T> {
                 Ok(())
             }
             frame::CLOCK => {
-                sink.calibration(read_calibration(&mut c)?);
+                let clock = Clock::decode(payload).map_err(|e| format!("{e}; ignored"))?;
+                sink.calibration(clock.calibration);
                 Ok(())
             }
             frame::END => {
-                let n = c.varint()?;
-                for _ in 0..n.min(1 << 20) {
-                    let (_stream, dropped) = (c.varint()?, c.varint()?);
-                    self.dropped_end = self.dropped_end.saturating_add(dropped);
-                }
+                let end = End::decode(payload).map_err(skipped)?;
+                self.dropped_end = self.dropped_end.saturating_add(end.total());
                 self.complete = true;
                 Ok(())
             }
@@ -221,27 +219,13 @@ impl<T: Copy + Default> Decoder<T> {
         }
     }
 
-    fn read_callsites<S: Sink<Span = T>>(&mut self, c: &mut Cursor<'_>, sink: &mut S) -> Result<(), String> {
-        let module = c.varint_u32()?;
-        let first = c.varint_u32()?;
-        let count = c.varint_u32()?;
-        for i in 0..count {
-            let kind = c.byte()?;
-            let kind = Kind::from_code(kind)
-                .ok_or_else(|| format!("callsite {} has unknown kind {kind}", first + i))?;
-            let (name, module_path, file, line) = (c.str()?, c.str()?, c.str()?, c.varint_u32()?);
-            let n = c.varint()?;
-            let mut fields = Vec::new();
-            for _ in 0..n {
-                let fname = c.str()?;
-                let code = c.byte()?;
-                let ty = FieldType::from_code(code)
-                    .ok_or_else(|| format!("field {fname} has unknown type code {code}"))?;
-                fields.push((fname, ty));
-            }
-            let correlate = c.str()?;
-            let cs = Callsite { name, module: module_path, file, line, kind, fields, correlate };
-            self.callsites.insert(module, first.saturating_add(i), self.sites.len() as u32);
+    /// Takes the callsites of a CALLSITES frame up to the first that does not decode.
+    fn read_callsites<S: Sink<Span = T>>(&mut self, payload: &[u8], sink: &mut S) -> Result<(), String> {
+        let (frame, error) = wire::Callsites::decode_prefix(payload);
+        for (i, desc) in frame.callsites.into_iter().enumerate() {
+            let id = frame.first.saturating_add(i as u32);
+            let cs = model_callsite(desc);
+            self.callsites.insert(frame.module, id, self.sites.len() as u32);
             self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
             let cs = Arc::new(cs);
             let index = self.sites.len() as u32;
@@ -250,7 +234,12 @@ impl<T: Copy + Default> Decoder<T> {
             self.hands.push(hand);
             self.sites.push(cs);
         }
-        Ok(())
+        match error {
+            None => Ok(()),
+            Some(e) => {
+                Err(format!("{e}; the callsites before it are kept, the rest of the frame is ignored"))
+            }
+        }
     }
 
     /// The thread of `(stream, generation)`, made (and announced) on first sight.
@@ -287,5 +276,23 @@ impl<T: Copy + Default> Decoder<T> {
             counts.for_each(|(index, &n)| sink.counted(t, index as u32, n));
         }
         sink.finish(&FileEnd { dropped: self.dropped_end, complete: self.complete });
+    }
+}
+
+/// A frame's payload that did not decode: the frame is skipped.
+fn skipped(e: FrameError) -> String {
+    format!("{e}; the frame is skipped")
+}
+
+/// The model's callsite of a CALLSITES entry.
+fn model_callsite(d: CallsiteDesc<'_>) -> Callsite {
+    Callsite {
+        name: d.name.into_owned(),
+        module: d.module.into_owned(),
+        file: d.file.into_owned(),
+        line: d.line,
+        kind: d.kind,
+        fields: d.fields.into_iter().map(|f| (f.name.into_owned(), f.ty)).collect(),
+        correlate: d.correlate.into_owned(),
     }
 }

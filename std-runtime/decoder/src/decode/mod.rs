@@ -84,8 +84,8 @@ impl ProcessStats {
     pub fn of(p: &Process) -> ProcessStats {
         ProcessStats {
             source: p.source.clone(),
-            pid: p.pid,
-            name: p.name.clone(),
+            pid: p.header.pid,
+            name: p.header.name.clone(),
             threads: p.threads.len(),
             spans: p.threads.iter().map(|t| t.spans.len() as u64).sum(),
             events: p.threads.iter().map(|t| t.events.len() as u64).sum(),

@@ -15,7 +15,7 @@ use super::{decoder::Decoder, fields::Fields};
 use crate::{
     error::Error,
     model::Callsite,
-    reader::{Cursor, FrameReader, Warning},
+    reader::{FrameReader, Warning},
 };
 use std::{
     fs::File,
@@ -23,29 +23,12 @@ use std::{
     path::Path,
     sync::Arc,
 };
-use waffle::wire::frame;
-use waffle::wire::Calibration;
+use waffle::wire::{frame, Calibration, Clock, Frame};
 
-/// What a file's HEADER frame says about its process.
-#[derive(Clone, Debug)]
-pub struct Header {
-    /// The file, as given.
-    pub source: String,
-    /// OS process id.
-    pub pid: u32,
-    /// Process name.
-    pub name: String,
-    /// Host name.
-    pub host: String,
-    /// Labels such as `rank`.
-    pub labels: Vec<(String, String)>,
-    /// The trace id the process recorded under.
-    pub trace_id: u128,
-    /// A span of another process that this process's top-level spans belong to.
-    pub parent_span: Option<u64>,
-    /// The header's calibration of ticks to Unix ns (a CLOCK frame may refine it).
-    pub calibration: Calibration,
-}
+/// What a file's HEADER frame says about its process: the grammar's own type, which the model
+/// keeps too ([`Process::header`](crate::model::Process::header)). The file it came from is
+/// not in it (that is not on the wire); sinks are handed it beside the header.
+pub use waffle::wire::Header;
 
 /// A span at its begin, or an event, with the causal facts recorded right after it.
 #[derive(Clone, Copy, Debug)]
@@ -136,8 +119,8 @@ pub trait Sink {
         Hand::Referring
     }
 
-    /// The file's header; first, once.
-    fn process(&mut self, header: &Header);
+    /// The file's header, and the file as given (`source`); first, once.
+    fn process(&mut self, source: &str, header: &Header);
 
     /// A new thread and its stream slot.
     fn thread(&mut self, thread: usize, stream: u32);
@@ -215,10 +198,13 @@ pub fn decode<R: Read, S: Sink>(
         let what = warnings.first().map_or("the file has no header frame".to_owned(), |w| w.message.clone());
         return Err(Error::Corrupt { path: path.to_owned(), offset: 10, what });
     };
-    let header =
-        read_header(path, &payload).map_err(|what| Error::Corrupt { path: path.to_owned(), offset, what })?;
-    sink.process(&header);
-    let mut d = Decoder::new(path, header.parent_span);
+    let header = Header::decode(&payload).map_err(|e| Error::Corrupt {
+        path: path.to_owned(),
+        offset,
+        what: e.to_string(),
+    })?;
+    sink.process(&path.display().to_string(), &header);
+    let mut d = Decoder::new(path, header.parent_span());
     while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
         if let Err(message) = d.frame(kind, offset, &payload, sink) {
             warnings.push(Warning { path: path.to_owned(), offset, message });
@@ -236,39 +222,7 @@ pub fn final_calibration(path: &Path) -> Option<Calibration> {
     let mut reader = FrameReader::new(BufReader::with_capacity(8 << 10, file), path).ok()?;
     let (mut payload, mut last) = (Vec::new(), None);
     while reader.next_of_kind(frame::CLOCK, &mut payload).is_some() {
-        last = read_calibration(&mut Cursor::new(&payload)).ok().or(last);
+        last = Clock::decode(&payload).ok().map(|c| c.calibration).or(last);
     }
     last
-}
-
-fn read_header(path: &Path, payload: &[u8]) -> Result<Header, String> {
-    let mut c = Cursor::new(payload);
-    let pid = c.varint_u32()?;
-    let name = c.str()?;
-    let host = c.str()?;
-    let n_labels = c.varint()?;
-    let mut labels = Vec::new();
-    for _ in 0..n_labels.min(1024) {
-        labels.push((c.str()?, c.str()?));
-    }
-    let _clock_source = c.str()?;
-    let calibration = read_calibration(&mut c)?;
-    let _salt = c.varint()?;
-    let trace_id = u128::from_le_bytes(c.bytes(16)?.try_into().expect("16 bytes"));
-    let parent_span = Some(c.varint()?).filter(|&p| p != 0);
-    let source = path.display().to_string();
-    Ok(Header { source, pid, name, host, labels, trace_id, parent_span, calibration })
-}
-
-pub(super) fn read_calibration(c: &mut Cursor<'_>) -> Result<Calibration, String> {
-    let cal = Calibration {
-        anchor_ticks: c.varint()?,
-        anchor_unix_ns: c.varint()?,
-        ticks: c.varint()?,
-        ns: c.varint()?,
-    };
-    if cal.ticks == 0 || cal.ns == 0 {
-        return Err("clock calibration with a zero interval".into());
-    }
-    Ok(cal)
 }

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{FieldType, Header},
+};
 
 use crate::model::{Callsite, Event, Process, Span, Thread};
 
@@ -23,12 +26,14 @@ pub(crate) fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
 pub(crate) fn process(pid: u32, name: &str, threads: Vec<Thread>) -> Process {
     Process {
         source: format!("{name}{pid}.bin"),
-        pid,
-        name: name.into(),
-        host: String::new(),
-        labels: vec![],
-        trace_id: 7,
-        parent_span: None,
+        header: Header {
+            pid,
+            name: name.into(),
+            host: String::new(),
+            labels: vec![],
+            trace_id: 7,
+            ..Header::default()
+        },
         threads,
         dropped: 0,
         complete: true,

@@ -103,7 +103,7 @@ fn process_json(process: &ProcessInfo, trace_id: u128) -> Json {
     for (key, value) in &h.labels {
         tags.push(tag(key, &Value::Str(value.clone())));
     }
-    tags.push(tag("waffle.source", &Value::Str(h.source.clone())));
+    tags.push(tag("waffle.source", &Value::Str(process.source.clone())));
     if process.dropped > 0 {
         tags.push(tag("waffle.dropped_records", &Value::U64(process.dropped)));
     }

@@ -11,6 +11,8 @@ use crate::decode::{
 
 /// One process (one file), as the first pass learns it.
 pub(crate) struct ProcessInfo {
+    /// Its file, as given.
+    pub(crate) source: String,
     /// Its header.
     pub(crate) header: Header,
     /// Its threads, in the order they appeared.
@@ -37,8 +39,9 @@ pub(crate) struct ThreadInfo {
 
 impl ProcessInfo {
     /// A process as its header describes it; threads and counts follow.
-    pub(crate) fn new(header: &Header) -> ProcessInfo {
+    pub(crate) fn new(source: &str, header: &Header) -> ProcessInfo {
         ProcessInfo {
+            source: source.to_owned(),
             header: header.clone(),
             threads: Vec::new(),
             spans: 0,
@@ -75,7 +78,7 @@ impl ProcessInfo {
     /// The process in numbers.
     pub(crate) fn stats(&self) -> ProcessStats {
         ProcessStats {
-            source: self.header.source.clone(),
+            source: self.source.clone(),
             pid: self.header.pid,
             name: self.header.name.clone(),
             threads: self.threads.len(),

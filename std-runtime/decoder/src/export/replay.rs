@@ -28,16 +28,7 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
     // The spans open on the thread's track (a detached span leaves it), innermost last.
     let mut open: Vec<u64> = Vec::new();
     for process in &trace.processes {
-        sink.process(&Header {
-            source: process.source.clone(),
-            pid: process.pid,
-            name: process.name.clone(),
-            host: process.host.clone(),
-            labels: process.labels.clone(),
-            trace_id: process.trace_id,
-            parent_span: process.parent_span,
-            calibration: NANOSECONDS,
-        });
+        sink.process(&process.source, &Header { calibration: NANOSECONDS, ..process.header.clone() });
         for (t, thread) in process.threads.iter().enumerate() {
             sink.thread(t, thread.stream);
             sink.thread_named(t, thread.tid, &thread.name);

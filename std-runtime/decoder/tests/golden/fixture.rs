@@ -22,7 +22,10 @@
 use std::{path::Path, sync::Arc};
 
 use serde_json::{Map, Value as Json};
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{FieldType, Header},
+};
 use waffle_decode::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
 
 /// The run's start, ns since the Unix epoch.
@@ -113,12 +116,14 @@ fn thread(stream: u32, tid: u64, name: &str, spans: Vec<Span>, events: Vec<Event
 fn process(rank: &str, host: &str, threads: Vec<Thread>) -> Process {
     Process {
         source: format!("rank{rank}.bin"),
-        pid: 100,
-        name: "Trainer".into(),
-        host: host.into(),
-        labels: vec![("rank".into(), rank.into())],
-        trace_id: TRACE_ID,
-        parent_span: None,
+        header: Header {
+            pid: 100,
+            name: "Trainer".into(),
+            host: host.into(),
+            labels: vec![("rank".into(), rank.into())],
+            trace_id: TRACE_ID,
+            ..Header::default()
+        },
         threads,
         dropped: 0,
         complete: true,

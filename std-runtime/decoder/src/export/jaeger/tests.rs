@@ -34,7 +34,7 @@ fn span(id: u64, parent: Option<u64>, links: &[u64], start_us: u64) -> Span {
 fn trace(trace_id: u128, spans: Vec<Span>, events: Vec<Event>) -> Trace {
     let thread = Thread { stream: 0, tid: 1, name: String::new(), spans, events, dropped: 0 };
     let mut process = fixtures::process(1, "", vec![thread]);
-    process.trace_id = trace_id;
+    process.header.trace_id = trace_id;
     Trace { processes: vec![process] }
 }
 

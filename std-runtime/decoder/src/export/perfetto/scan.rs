@@ -168,11 +168,11 @@ impl Sink for Scan {
     const FIELDS: bool = false;
     const EVERY_ITEM: bool = false;
 
-    fn process(&mut self, header: &Header) {
+    fn process(&mut self, source: &str, header: &Header) {
         self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
         self.threads.clear();
         self.keys.next_process();
-        self.processes.push(ProcessInfo::new(header));
+        self.processes.push(ProcessInfo::new(source, header));
     }
 
     fn thread(&mut self, _thread: usize, _stream: u32) {

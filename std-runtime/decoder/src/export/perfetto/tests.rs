@@ -8,6 +8,7 @@ use proto::AnnotationValue;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use waffle::callsite::Kind;
+use waffle::wire::Header;
 
 pub(super) fn span(
     id: u64,
@@ -71,12 +72,7 @@ pub(super) fn sample() -> Trace {
         let threads = vec![main, worker];
         Process {
             source,
-            pid: 42,
-            name: "sim".into(),
-            host,
-            labels,
-            trace_id: 1,
-            parent_span: None,
+            header: Header { pid: 42, name: "sim".into(), host, labels, trace_id: 1, ..Header::default() },
             threads,
             dropped: 3,
             complete: true,

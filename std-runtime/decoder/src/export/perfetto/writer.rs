@@ -260,7 +260,7 @@ impl Sink for Writer<'_> {
 
     /// Writes the process's track and its threads' tracks, each thread's as the first packet
     /// of its sequence (with the sequence's defaults), then each sequence's clock.
-    fn process(&mut self, header: &Header) {
+    fn process(&mut self, _source: &str, header: &Header) {
         self.process = self.process.wrapping_add(1);
         let p = self.process;
         self.cal = self.next_calibration.take().unwrap_or(header.calibration).converter();

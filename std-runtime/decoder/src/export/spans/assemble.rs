@@ -181,13 +181,13 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
     type Span = usize;
     const FIELDS: bool = W::FIELDS;
 
-    fn process(&mut self, header: &Header) {
+    fn process(&mut self, source: &str, header: &Header) {
         self.cal = Some(self.st.next_calibration.take().unwrap_or(header.calibration).converter());
         self.st.keys.next_process();
         self.process = self.st.processes_seen;
         self.st.processes_seen += 1;
         if !self.st.sealed {
-            self.st.ctx.processes.push(ProcessInfo::new(header));
+            self.st.ctx.processes.push(ProcessInfo::new(source, header));
             self.st.ctx.first_ns.push(None);
         } else if let Err(e) = self.writer.begin_process(&self.st.ctx, self.process) {
             self.error = Some(e);

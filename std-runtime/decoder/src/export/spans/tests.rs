@@ -106,16 +106,7 @@ fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
         Fields,
     };
     let ns = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 };
-    let header = Header {
-        source: "x.bin".into(),
-        pid: 1,
-        name: "p".into(),
-        host: String::new(),
-        labels: vec![],
-        trace_id: 7,
-        parent_span: None,
-        calibration: ns,
-    };
+    let header = Header { pid: 1, name: "p".into(), trace_id: 7, calibration: ns, ..Header::default() };
     let (span_cs, event_cs, fields) = (cs("s1", Kind::Span), cs("e", Kind::Event), Fields::new());
     let item = |id, parent, cs, ticks| stream::Item {
         id,
@@ -129,7 +120,7 @@ fn records<S: Sink<Span = usize>>(sink: &mut S, late_detach: bool) {
         links: &[],
         correlation: None,
     };
-    sink.process(&header);
+    sink.process("x.bin", &header);
     sink.thread(0, 0);
     sink.thread(1, 1);
     let s1 = sink.span_begin(0, &item(0x1, None, &span_cs, T0));

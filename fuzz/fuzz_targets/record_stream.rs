@@ -6,15 +6,15 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
-use waffle::wire::{frame, FieldType};
-use waffle_std::frames::{FrameWriter, Payload};
-
-/// Kind, name, fields and correlation key of a callsite.
-type Site<'a> = (u8, &'a str, &'a [(&'a str, FieldType)], &'a str);
+use waffle::{
+    callsite::Kind,
+    wire::{Calibration, CallsiteDesc, Callsites, DataHead, End, FieldDesc, FieldType, Header, Stream},
+};
+use waffle_std::frames::FrameWriter;
 
 /// Callsites 0..: a span without fields, a span and an event with one field of each type, and
 /// an event with dynamically typed fields.
-fn callsites(p: &mut Payload) {
+fn callsites() -> Callsites<'static> {
     let all_types = [
         ("u", FieldType::U64),
         ("i", FieldType::I64),
@@ -22,43 +22,54 @@ fn callsites(p: &mut Payload) {
         ("b", FieldType::Bool),
         ("s", FieldType::Str),
     ];
-    let sites: [Site<'_>; 4] = [
-        (1, "plain", &[], ""),
-        (1, "typed", &all_types, "key"),
-        (2, "mark", &all_types, ""),
-        (2, "dyn", &[("x", FieldType::Dynamic), ("y", FieldType::Dynamic)], "corr"),
+    let sites: [(Kind, &str, &[(&str, FieldType)], &str); 4] = [
+        (Kind::Span, "plain", &[], ""),
+        (Kind::Span, "typed", &all_types, "key"),
+        (Kind::Event, "mark", &all_types, ""),
+        (Kind::Event, "dyn", &[("x", FieldType::Dynamic), ("y", FieldType::Dynamic)], "corr"),
     ];
-    p.varint(0).varint(0).varint(sites.len() as u64);
-    for (kind, name, fields, corr) in sites {
-        p.byte(kind).str(name).str("fuzz").str("record_stream.rs").varint(1);
-        p.varint(fields.len() as u64);
-        for (f, ty) in fields {
-            p.str(f).byte(*ty as u8);
-        }
-        p.str(corr);
-    }
+    let callsites = sites
+        .into_iter()
+        .map(|(kind, name, fields, corr)| CallsiteDesc {
+            kind,
+            name: name.to_owned().into(),
+            module: "fuzz".into(),
+            file: "record_stream.rs".into(),
+            line: 1,
+            fields: fields.iter().map(|&(f, ty)| FieldDesc { name: f.to_owned().into(), ty }).collect(),
+            correlate: corr.to_owned().into(),
+        })
+        .collect();
+    Callsites { module: 0, first: 0, callsites }
 }
 
 fn file(body: &[u8]) -> Vec<u8> {
     let mut out = FrameWriter::new(Vec::new()).unwrap();
-    let mut h = Payload::new();
-    h.varint(1).str("fuzz").str("host").varint(0).str("tsc");
-    h.varint(1000).varint(1_700_000_000_000_000_000).varint(3).varint(1).varint(0);
-    h.bytes(&1u128.to_le_bytes()).varint(0);
-    out.frame(frame::HEADER, &[&h.0]).unwrap();
-    let mut c = Payload::new();
-    callsites(&mut c);
-    out.frame(frame::CALLSITES, &[&c.0]).unwrap();
-    let mut s = Payload::new();
-    s.varint(0).varint(1).varint(0).varint(7).str("t");
-    out.frame(frame::STREAM, &[&s.0]).unwrap();
-    // The bytes as one chunk's body (generation, base ts, first id, depth, dropped, records...).
-    let mut d = Payload::new();
-    d.varint(0).varint(body.len() as u64);
-    out.frame(frame::DATA, &[&d.0, body]).unwrap();
+    out.write(&Header {
+        pid: 1,
+        name: "fuzz".into(),
+        host: "host".into(),
+        clock_source: "tsc".into(),
+        calibration: Calibration {
+            anchor_ticks: 1000,
+            anchor_unix_ns: 1_700_000_000_000_000_000,
+            ticks: 3,
+            ns: 1,
+        },
+        trace_id: 1,
+        ..Header::default()
+    })
+    .unwrap();
+    out.write(&callsites()).unwrap();
+    out.write(&Stream { stream: 0, generation: 1, module: 0, tid: 7, name: "t".into() }).unwrap();
+    // The bytes as one chunk's body (generation, base ts, first id, depth, dropped, records...):
+    // a body length, then the bytes.
+    let mut len = [0u8; waffle::wire::MAX_VARINT_LEN];
+    let n = waffle::wire::write_varint(&mut len, body.len() as u64);
+    out.data(DataHead { stream: 0 }, &[&len[..n], body].concat()).unwrap();
     // The bytes as a frame's chunk list (body length, body, body length, ...).
-    out.frame(frame::DATA, &[&[0u8], body]).unwrap();
-    out.frame(frame::END, &[&[0u8]]).unwrap();
+    out.data(DataHead { stream: 0 }, body).unwrap();
+    out.write(&End::default()).unwrap();
     out.get_mut().clone()
 }
 

@@ -7,7 +7,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
-use waffle::wire::{FRAME_HEAD_LEN, FRAME_TAIL_LEN, MAGIC};
+use waffle::wire::{
+    envelope::{FrameCrc, FrameHead, FILE_HEAD_LEN},
+    FRAME_HEAD_LEN, FRAME_TAIL_LEN,
+};
 
 fn decode(bytes: &[u8]) {
     if let Ok((_process, warnings)) = waffle_decode::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
@@ -20,15 +23,17 @@ fn decode(bytes: &[u8]) {
 /// The bytes with each whole frame's checksum made right.
 fn fix_crcs(bytes: &[u8]) -> Vec<u8> {
     let mut out = bytes.to_vec();
-    let mut at = MAGIC.len() + 2;
+    let mut at = FILE_HEAD_LEN;
     while at + FRAME_HEAD_LEN <= out.len() {
-        let len = u32::from_le_bytes(out[at + 1..at + 5].try_into().unwrap()) as usize;
-        let end = at + FRAME_HEAD_LEN + len;
+        let head: [u8; FRAME_HEAD_LEN] = out[at..at + FRAME_HEAD_LEN].try_into().unwrap();
+        let Ok(h) = FrameHead::decode(head) else { break };
+        let end = at + FRAME_HEAD_LEN + h.len as usize;
         if end + FRAME_TAIL_LEN > out.len() {
             break;
         }
-        let crc = crc32fast::hash(&out[at..end]);
-        out[end..end + FRAME_TAIL_LEN].copy_from_slice(&crc.to_le_bytes());
+        let mut crc = FrameCrc::new(&head);
+        crc.update(&out[at + FRAME_HEAD_LEN..end]);
+        out[end..end + FRAME_TAIL_LEN].copy_from_slice(&crc.tail());
         at = end + FRAME_TAIL_LEN;
     }
     out

@@ -7,7 +7,7 @@
 //! varint length and bytes, a `Vec` its varint count and items, `[u8; 16]` sixteen raw bytes,
 //! struct fields follow in order. Where postcard's choice differs from the format (a `u128`
 //! would be a varint, an enum a variant index, invalid UTF-8 an error) a `with` module of
-//! [`super::text`] keeps the format's. So files written before the grammar existed decode, and
+//! function of the private `wire/text.rs` keeps the format's. So files written before the grammar existed decode, and
 //! no version change was needed.
 //!
 //! Decoding never trusts a count with memory: postcard 1.2 hints a sequence's size only when
@@ -15,10 +15,13 @@
 //! so what a length prefix makes the decoder allocate is bounded by the input's size. Bytes
 //! after the last field are ignored, so that a later version may append fields.
 
-use super::{frame, text, Calibration, FieldType};
+use super::{
+    frame,
+    frame_error::{take, FrameError, Problem},
+    text, Calibration, FieldType,
+};
 use crate::callsite::Kind;
 use alloc::{borrow::Cow, string::String, vec::Vec};
-use core::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A frame payload of the grammar: its kind, and its encoding by postcard.
@@ -132,13 +135,13 @@ pub struct CallsiteDesc<'a> {
     #[serde(with = "text::kind")]
     pub kind: Kind,
     /// Span or event name.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub name: Cow<'a, str>,
     /// `module_path!()`, or the foreign language's module.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub module: Cow<'a, str>,
     /// Source file.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub file: Cow<'a, str>,
     /// Source line.
     pub line: u32,
@@ -146,7 +149,7 @@ pub struct CallsiteDesc<'a> {
     #[serde(borrow)]
     pub fields: Vec<FieldDesc<'a>>,
     /// The correlation key, "" if none.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub correlate: Cow<'a, str>,
 }
 
@@ -154,7 +157,7 @@ pub struct CallsiteDesc<'a> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldDesc<'a> {
     /// The key.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub name: Cow<'a, str>,
     /// Its type, one byte.
     #[serde(with = "text::field_type")]
@@ -241,7 +244,7 @@ pub struct Stream<'a> {
     /// OS thread id.
     pub tid: u64,
     /// Thread name, "" if unnamed.
-    #[serde(borrow, with = "text::cow")]
+    #[serde(borrow, deserialize_with = "text::cow")]
     pub name: Cow<'a, str>,
 }
 
@@ -315,95 +318,4 @@ fn check_calibration(cal: &Calibration) -> Result<(), Problem> {
         return Err(Problem::ZeroCalibration);
     }
     Ok(())
-}
-
-/// Why a frame payload did not decode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameError {
-    /// The frame kind.
-    pub kind: u8,
-    /// The byte of the payload where decoding stopped, if the problem has a place.
-    pub at: Option<usize>,
-    /// What was wrong.
-    pub problem: Problem,
-}
-
-/// What was wrong with a frame payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Problem {
-    /// The payload ends inside a value, or a length or count claims more than the `left`
-    /// bytes that remain.
-    Ends {
-        /// Bytes of the payload after the position.
-        left: usize,
-    },
-    /// A varint longer than its type allows (a `u32` beyond 2^32, a `u64` beyond 10 bytes).
-    BadVarint,
-    /// A kind or type code that is none of the format's.
-    BadCode(u8),
-    /// A callsite kind that is neither span (1) nor event (2).
-    UnknownKind {
-        /// The callsite's id.
-        callsite: u32,
-        /// The code found.
-        code: u8,
-    },
-    /// A field type code that is none of 0 to 5.
-    UnknownFieldType {
-        /// The callsite's id.
-        callsite: u32,
-        /// The code found.
-        code: u8,
-    },
-    /// A clock calibration whose ticks or ns is 0.
-    ZeroCalibration,
-    /// Anything else postcard refuses.
-    Malformed,
-}
-
-impl fmt::Display for FrameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} payload", frame::name(self.kind))?;
-        if let Some(at) = self.at {
-            write!(f, " at byte {at}")?;
-        }
-        match self.problem {
-            Problem::Ends { left } => {
-                write!(f, ": ends inside a value (a length or count claims more than the {left} bytes left)")
-            }
-            Problem::BadVarint => f.write_str(": a varint too long for its type"),
-            Problem::BadCode(code) => write!(f, ": unknown code {code}"),
-            Problem::UnknownKind { callsite, code } => {
-                write!(f, ": callsite {callsite} has unknown kind {code}")
-            }
-            Problem::UnknownFieldType { callsite, code } => {
-                write!(f, ": a field of callsite {callsite} has unknown type code {code}")
-            }
-            Problem::ZeroCalibration => f.write_str(": clock calibration with a zero interval"),
-            Problem::Malformed => f.write_str(": malformed"),
-        }
-    }
-}
-
-/// Decodes a `T` from the front of `payload` (which starts at byte `base` of the frame's
-/// payload), returning it and the bytes after it.
-fn take<'a, T: Deserialize<'a>>(
-    kind: u8,
-    payload: &'a [u8],
-    base: usize,
-) -> Result<(T, &'a [u8]), FrameError> {
-    let mut de = postcard::Deserializer::from_bytes(payload);
-    let result = T::deserialize(&mut de);
-    let rest = de.finalize().unwrap_or(&[]);
-    let at = payload.len() - rest.len();
-    let problem = match result {
-        Ok(value) => return Ok((value, rest)),
-        Err(postcard::Error::DeserializeUnexpectedEnd) => Problem::Ends { left: rest.len() },
-        Err(postcard::Error::DeserializeBadVarint) => Problem::BadVarint,
-        // Only the codes' `with` functions make serde errors; the code is the byte just read.
-        Err(postcard::Error::SerdeDeCustom) if at > 0 => Problem::BadCode(payload[at - 1]),
-        Err(_) => Problem::Malformed,
-    };
-    let at = if matches!(problem, Problem::BadCode(_)) { at - 1 } else { at };
-    Err(FrameError { kind, at: Some(base + at), problem })
 }

@@ -24,6 +24,8 @@ pub mod chunk;
 #[cfg(feature = "frames")]
 pub mod envelope;
 #[cfg(feature = "frames")]
+mod frame_error;
+#[cfg(feature = "frames")]
 pub mod frames;
 #[cfg(feature = "frames")]
 mod text;
@@ -33,10 +35,9 @@ pub use chunk::ChunkHead;
 #[cfg(feature = "frames")]
 pub use envelope::{FrameCrc, FrameHead};
 #[cfg(feature = "frames")]
-pub use frames::{
-    CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, Frame, FrameError, Header, Problem,
-    Stream,
-};
+pub use frame_error::{FrameError, Problem};
+#[cfg(feature = "frames")]
+pub use frames::{CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, Frame, Header, Stream};
 
 /// The first eight bytes of every `trace.bin`. The high byte and the CR/LF pair catch files
 /// that went through a text-mode transfer.

@@ -16,30 +16,23 @@ use serde::{
     Deserialize, Deserializer, Serializer,
 };
 
-/// A string of a frame, borrowed from the payload when it is valid UTF-8.
-pub(super) mod cow {
-    use super::*;
-
-    pub(in crate::wire) fn serialize<S: Serializer>(s: &Cow<'_, str>, ser: S) -> Result<S::Ok, S::Error> {
-        ser.serialize_str(s)
-    }
-
-    pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_bytes(Lossy)
-    }
+/// A string of a frame, borrowed from the payload when it is valid UTF-8. (Written as any
+/// string is: serde's `Cow<str>` is a `str`.)
+pub(super) fn cow<'de, D: Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
+    d.deserialize_bytes(Lossy)
 }
 
 /// A string of a frame, owned.
 pub(super) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    cow::deserialize(d).map(Cow::into_owned)
+    cow(d).map(Cow::into_owned)
 }
 
 /// Key-value pairs of strings (HEADER's labels), owned.
 pub(super) fn pairs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
     #[derive(Deserialize)]
     struct Pair<'a>(
-        #[serde(borrow, deserialize_with = "cow::deserialize")] Cow<'a, str>,
-        #[serde(borrow, deserialize_with = "cow::deserialize")] Cow<'a, str>,
+        #[serde(borrow, deserialize_with = "cow")] Cow<'a, str>,
+        #[serde(borrow, deserialize_with = "cow")] Cow<'a, str>,
     );
     let pairs = Vec::<Pair<'de>>::deserialize(d)?;
     Ok(pairs.into_iter().map(|Pair(k, v)| (k.into_owned(), v.into_owned())).collect())

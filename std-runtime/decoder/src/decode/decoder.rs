@@ -2,9 +2,9 @@
 //! each kind of frame does to it. One chunk's records are in `chunk.rs`.
 
 use super::{
-    chunk::{Open, StreamState},
     fields::Fields,
     stream::{FileEnd, Hand, Sink},
+    stream_state::{Open, StreamState},
 };
 use crate::{model::Callsite, reader::Warning};
 use std::{

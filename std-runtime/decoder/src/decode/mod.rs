@@ -4,7 +4,8 @@
 //! with open spans, not with records. [`decode_file`] and friends build the whole model with
 //! one such sink (`build.rs`), for the exporters and analyses that need every span at once.
 //! The decoder's per-file state and frames are in `decoder.rs`, the chunk logic (ids, parents,
-//! depth reconciliation after drops, stand-ins, detached spans) in `chunk.rs`, shared by both.
+//! depth reconciliation after drops, stand-ins, detached spans) in `chunk.rs` over the state
+//! each stream carries between chunks (`stream_state.rs`), shared by both.
 
 use crate::{
     error::Error,
@@ -18,6 +19,7 @@ mod chunk;
 mod decoder;
 mod fields;
 pub mod stream;
+mod stream_state;
 
 pub use fields::{FieldValue, Fields};
 pub use stream::{Hand, Header, Item, Sink};

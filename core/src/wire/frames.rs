@@ -6,8 +6,8 @@
 //! (`docs/wire-format.md`): `u32`/`u64` are LEB128 varints, a `u8` one raw byte, a string its
 //! varint length and bytes, a `Vec` its varint count and items, `[u8; 16]` sixteen raw bytes,
 //! struct fields follow in order. Where postcard's choice differs from the format (a `u128`
-//! would be a varint, an enum a variant index, invalid UTF-8 an error) a `with` module of
-//! function of the private `wire/text.rs` keeps the format's. So files written before the grammar existed decode, and
+//! would be a varint, an enum a variant index, invalid UTF-8 an error) a `with` function of
+//! `wire/text.rs` keeps the format's. So files written before the grammar existed decode, and
 //! no version change was needed.
 //!
 //! Decoding never trusts a count with memory: postcard 1.2 hints a sequence's size only when

@@ -29,6 +29,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "waffle builds for bare metal (no_std, no alloc)"
 cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 
+step "the frame grammar builds for bare metal (no_std + alloc: waffle's \"frames\" feature)"
+cargo build -p waffle --no-default-features --features frames --target thumbv7em-none-eabihf
+
 step "Open MPI for waffle-ffi's MPI test (mpicc, mpirun)"
 if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
     sudo=""

@@ -16,7 +16,13 @@ use std::{
     path::{Path, PathBuf},
     process::Command,
 };
-use waffle::{Context, EventId, Instrument};
+use waffle::{
+    wire::{
+        envelope::{FrameCrc, FrameHead, FILE_HEAD_LEN},
+        FRAME_HEAD_LEN,
+    },
+    Context, EventId, Instrument,
+};
 use waffle_decode::export::{perfetto, Files, Format};
 
 #[path = "common/perfetto_pb.rs"]
@@ -404,11 +410,11 @@ fn assert_sound(name: &str, files: &[PathBuf]) -> Shown {
 
 /// The frames of a file: (kind, offset, payload length).
 fn frames(bytes: &[u8]) -> Vec<(u8, usize, usize)> {
-    let (mut at, mut out) = (10, vec![]);
-    while at + 5 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
-        out.push((bytes[at], at, len));
-        at += 5 + len + 4;
+    let (mut at, mut out) = (FILE_HEAD_LEN, vec![]);
+    while at + FRAME_HEAD_LEN <= bytes.len() {
+        let head = FrameHead::decode(bytes[at..at + FRAME_HEAD_LEN].try_into().unwrap()).unwrap();
+        out.push((head.kind, at, head.len as usize));
+        at += head.frame_len() as usize;
     }
     out
 }
@@ -527,8 +533,9 @@ fn streamed_and_model_exports_show_the_same_trace() {
             let (at, len) = data[(x % data.len() as u64) as usize];
             let pos = at + 5 + (x >> 20) as usize % len;
             damaged[pos] ^= 1 << ((x >> 8) % 8);
-            let crc = crc32fast::hash(&damaged[at..at + 5 + len]);
-            damaged[at + 5 + len..at + 9 + len].copy_from_slice(&crc.to_le_bytes());
+            let mut crc = FrameCrc::new(damaged[at..at + 5].try_into().unwrap());
+            crc.update(&damaged[at + 5..at + 5 + len]);
+            damaged[at + 5 + len..at + 9 + len].copy_from_slice(&crc.tail());
         }
         let garbled = dir.join(format!("garbled-{round}.bin"));
         std::fs::write(&garbled, &damaged).unwrap();

@@ -329,12 +329,17 @@ fn hostile_lengths_are_refused_without_allocating_them() {
     h.varint(1).str("p").str("host").varint(1 << 40).varint(1 << 40).bytes(b"key");
     let mut out = FrameWriter::new(Vec::new()).unwrap();
     out.frame(frame::HEADER, &[&h.0]).unwrap();
+    LARGEST.store(0, Ordering::Relaxed);
     match decode(out.get_mut()) {
         Err(Error::Corrupt { offset: 10, what, .. }) => {
             assert!(what.contains("HEADER payload at byte 20: ends inside a value"), "{what}")
         }
         other => panic!("{other:?}"),
     }
+    // Not even a preallocation for the claimed labels: nothing near 2^40 pairs, nor serde's
+    // 1 MiB cap (postcard gives no size hint when fewer bytes than items remain).
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(largest < 4096, "decoding a {}-byte file allocated {largest} bytes at once", out.get_mut().len());
 }
 
 #[test]

@@ -164,7 +164,7 @@ pub struct FieldDesc<'a> {
     pub ty: FieldType,
 }
 
-impl<'a> CallsiteDesc<'a> {
+impl CallsiteDesc<'static> {
     /// A callsite linked into the image, borrowing its strings.
     pub fn of_static(cs: &crate::callsite::Callsite) -> CallsiteDesc<'static> {
         CallsiteDesc {

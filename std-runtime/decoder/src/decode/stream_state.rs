@@ -58,7 +58,8 @@ pub(super) struct StreamState<T> {
     /// The last tick seen, to end spans that never ended.
     pub(super) last_ts: u64,
     pub(super) pending: Pending,
-    /// Spans begun per callsite index, of the callsites counted for the sink ([`Hand::Counted`]).
+    /// Spans begun per callsite index, of the callsites counted for the sink
+    /// ([`Hand::Counted`](super::stream::Hand::Counted)).
     pub(super) begins: Vec<u64>,
 }
 

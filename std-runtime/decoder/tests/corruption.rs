@@ -11,19 +11,17 @@ use std::{
         Mutex,
     },
 };
-use waffle::{
-    callsite::Kind,
-    wire::{
-        frame, write_varint, Calibration, CallsiteDesc, Callsites, ChunkHead, Clock, DataHead, FieldDesc,
-        FieldType, Frame, Header, Stream,
-    },
-};
+use waffle::wire::{frame, Calibration, Clock, Frame};
 use waffle_decode::{
     decode::decode_reader,
     reader::{FrameReader, Warning},
     Error,
 };
 use waffle_std::frames::FrameWriter;
+
+#[path = "common/hand_made.rs"]
+mod hand_made;
+use hand_made::{chunk, data, file, header, span_records, Bytes};
 
 const LIMIT: usize = 64 << 20;
 
@@ -185,85 +183,6 @@ fn flipped_bytes_are_skipped_with_the_frame_offset() {
         bytes.len(),
         LARGEST.load(Ordering::Relaxed)
     );
-}
-
-/// Bytes the grammar would not make (hostile lengths) and records (the hot stream, which has
-/// no grammar types): varints, strings and raw bytes, by hand.
-#[derive(Default)]
-struct Bytes(Vec<u8>);
-
-impl Bytes {
-    fn varint(&mut self, v: u64) -> &mut Bytes {
-        let mut buf = [0u8; 10];
-        let n = write_varint(&mut buf, v);
-        self.0.extend_from_slice(&buf[..n]);
-        self
-    }
-    fn str(&mut self, s: &str) -> &mut Bytes {
-        self.varint(s.len() as u64).bytes(s.as_bytes())
-    }
-    fn bytes(&mut self, b: &[u8]) -> &mut Bytes {
-        self.0.extend_from_slice(b);
-        self
-    }
-}
-
-fn header() -> Header {
-    Header {
-        pid: 1,
-        name: "p".into(),
-        host: "host".into(),
-        clock_source: "tsc".into(),
-        calibration: Calibration {
-            anchor_ticks: 1000,
-            anchor_unix_ns: 1_700_000_000_000_000_000,
-            ticks: 3,
-            ns: 1,
-        },
-        trace_id: 1,
-        ..Header::default()
-    }
-}
-
-/// A file made frame by frame: preamble, HEADER, one CALLSITES frame (span `s` with a `str`
-/// field, callsite 0), a STREAM frame, then `rest`.
-fn file(rest: &[(u8, Vec<u8>)]) -> Vec<u8> {
-    let mut out = FrameWriter::new(Vec::new()).unwrap();
-    out.write(&header()).unwrap();
-    let s = CallsiteDesc {
-        kind: Kind::Span,
-        name: "s".into(),
-        module: "m".into(),
-        file: "f.rs".into(),
-        line: 1,
-        fields: vec![FieldDesc { name: "text".into(), ty: FieldType::Str }],
-        correlate: "".into(),
-    };
-    out.write(&Callsites { module: 0, first: 0, callsites: vec![s] }).unwrap();
-    out.write(&Stream { stream: 0, generation: 1, module: 0, tid: 7, name: "t".into() }).unwrap();
-    for (kind, payload) in rest {
-        out.frame(*kind, &[payload]).unwrap();
-    }
-    out.get_mut().clone()
-}
-
-/// A chunk of stream 0 (with its length): header fields, then records.
-fn chunk(first_id: u64, depth: u64, dropped: u64, records: u64, body: &[u8]) -> Vec<u8> {
-    let head = ChunkHead { generation: 1, base_ts: 2000, first_id, depth, dropped, records };
-    let mut prefix = [0u8; waffle::wire::chunk::MAX_CHUNK_PREFIX_LEN];
-    [head.encode(body.len(), &mut prefix), body].concat()
-}
-
-/// A DATA payload of stream 0.
-fn data(chunks: &[Vec<u8>]) -> Vec<u8> {
-    [DataHead { stream: 0 }.encode(), chunks.concat()].concat()
-}
-
-/// A SPAN_BEGIN of callsite 0 with a string, and a SPAN_END.
-fn span_records(text: &str) -> Vec<u8> {
-    let mut r = Bytes::default();
-    r.bytes(&[0x01]).varint(0).varint(2).str(text).bytes(&[0x02]).varint(2);
-    r.0
 }
 
 fn single(bytes: &[u8]) -> (waffle_decode::model::Process, Warning) {

@@ -3,6 +3,10 @@
 //! tracks, slices, instants, arguments and flow arrows, on real traces full of causality
 //! (links, correlations, contexts entered on other threads, detached spans, some detached after
 //! their children began), on traces that lost records, and on a cut file.
+//!
+//! Over 400 lines because it carries its own reader of Perfetto output (`shown`) and the check
+//! of the referring-only sink (`referring`) beside the scenarios they serve; they can move to
+//! `tests/common/` once another test needs them.
 
 #[path = "../../recorder/tests/common/mod.rs"]
 mod common;

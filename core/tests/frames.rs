@@ -10,14 +10,14 @@ use waffle::{
         chunk::{take_chunk, ChunkError, MAX_CHUNK_PREFIX_LEN},
         envelope::{check_file_head, encode_frame, file_head, FileHeadError, FrameHead},
         frame, Calibration, CallsiteDesc, Callsites, ChunkHead, Clock, DataHead, Drops, End, FieldDesc,
-        FieldType, Frame, FrameError, Header, Problem, Stream,
+        FieldType, FrameError, FramePayload, Header, Problem, Stream,
     },
 };
 
 const CAL: Calibration = Calibration { anchor_ticks: 1000, anchor_unix_ns: 2000, ticks: 3, ns: 1 };
 
 /// Encodes `value`, compares it to `bytes`, decodes `bytes` back and compares to `value`.
-fn round_trip<'a, F: Frame<'a> + PartialEq + std::fmt::Debug>(value: &F, bytes: &'a [u8]) {
+fn round_trip<'a, F: FramePayload<'a> + PartialEq + std::fmt::Debug>(value: &F, bytes: &'a [u8]) {
     assert_eq!(value.encode(), bytes, "encoding of {value:?}");
     assert_eq!(&F::decode(bytes).unwrap(), value);
 }

@@ -25,7 +25,7 @@ use alloc::{borrow::Cow, string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 
 /// A frame payload of the grammar: its kind, and its encoding by postcard.
-pub trait Frame<'a>: Serialize + Deserialize<'a> {
+pub trait FramePayload<'a>: Serialize + Deserialize<'a> {
     /// The frame kind ([`frame`]) this payload goes in.
     const KIND: u8;
 
@@ -108,7 +108,7 @@ impl Default for Header {
     }
 }
 
-impl Frame<'_> for Header {
+impl FramePayload<'_> for Header {
     const KIND: u8 = frame::HEADER;
 
     fn check(&self) -> Result<(), Problem> {
@@ -221,7 +221,7 @@ impl<'a> Callsites<'a> {
     }
 }
 
-impl<'a> Frame<'a> for Callsites<'a> {
+impl<'a> FramePayload<'a> for Callsites<'a> {
     const KIND: u8 = frame::CALLSITES;
 
     fn decode(payload: &'a [u8]) -> Result<Self, FrameError> {
@@ -248,7 +248,7 @@ pub struct Stream<'a> {
     pub name: Cow<'a, str>,
 }
 
-impl<'a> Frame<'a> for Stream<'a> {
+impl<'a> FramePayload<'a> for Stream<'a> {
     const KIND: u8 = frame::STREAM;
 }
 
@@ -267,7 +267,7 @@ impl DataHead {
     }
 }
 
-impl Frame<'_> for DataHead {
+impl FramePayload<'_> for DataHead {
     const KIND: u8 = frame::DATA;
 }
 
@@ -278,7 +278,7 @@ pub struct Clock {
     pub calibration: Calibration,
 }
 
-impl Frame<'_> for Clock {
+impl FramePayload<'_> for Clock {
     const KIND: u8 = frame::CLOCK;
 
     fn check(&self) -> Result<(), Problem> {
@@ -309,7 +309,7 @@ impl End {
     }
 }
 
-impl Frame<'_> for End {
+impl FramePayload<'_> for End {
     const KIND: u8 = frame::END;
 }
 

@@ -37,7 +37,9 @@ pub use envelope::{FrameCrc, FrameHead};
 #[cfg(feature = "frames")]
 pub use frame_error::{FrameError, Problem};
 #[cfg(feature = "frames")]
-pub use frames::{CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, Frame, Header, Stream};
+pub use frames::{
+    CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, FramePayload, Header, Stream,
+};
 
 /// The first eight bytes of every `trace.bin`. The high byte and the CR/LF pair catch files
 /// that went through a text-mode transfer.

@@ -11,7 +11,7 @@ use std::{
         Mutex,
     },
 };
-use waffle::wire::{frame, Calibration, Clock, Frame};
+use waffle::wire::{frame, Calibration, Clock, FramePayload};
 use waffle_decode::{
     decode::decode_reader,
     reader::{FrameReader, Warning},

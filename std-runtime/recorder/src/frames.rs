@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use waffle::wire::{
     envelope::{file_head, FrameCrc, FrameHead},
-    DataHead, Frame,
+    DataHead, FramePayload,
 };
 
 /// Writes frames to `out`, after the file's magic and version.
@@ -21,7 +21,7 @@ impl<W: Write> FrameWriter<W> {
     }
 
     /// Writes one frame of the grammar.
-    pub fn write<'a, F: Frame<'a>>(&mut self, payload: &F) -> io::Result<()> {
+    pub fn write<'a, F: FramePayload<'a>>(&mut self, payload: &F) -> io::Result<()> {
         self.frame(F::KIND, &[&payload.encode()])
     }
 

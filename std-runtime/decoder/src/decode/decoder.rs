@@ -15,8 +15,8 @@ use std::{
 use waffle::{
     callsite::Kind,
     wire::{
-        self, chunk::take_chunk, frame, CallsiteDesc, Clock, DataHead, End, FieldType, Frame, FrameError,
-        Stream, FRAME_HEAD_LEN,
+        self, chunk::take_chunk, frame, CallsiteDesc, Clock, DataHead, End, FieldType, FrameError,
+        FramePayload, Stream, FRAME_HEAD_LEN,
     },
 };
 

@@ -23,7 +23,7 @@ use std::{
     path::Path,
     sync::Arc,
 };
-use waffle::wire::{frame, Calibration, Clock, Frame};
+use waffle::wire::{frame, Calibration, Clock, FramePayload};
 
 /// What a file's HEADER frame says about its process: the grammar's own type, which the model
 /// keeps too ([`Process::header`](crate::model::Process::header)). The file it came from is

@@ -5,8 +5,8 @@
 use waffle::{
     callsite::Kind,
     wire::{
-        write_varint, Calibration, CallsiteDesc, Callsites, ChunkHead, DataHead, FieldDesc, FieldType, Frame,
-        Header, Stream,
+        write_varint, Calibration, CallsiteDesc, Callsites, ChunkHead, DataHead, FieldDesc, FieldType,
+        FramePayload, Header, Stream,
     },
 };
 use waffle_std::frames::FrameWriter;

@@ -5,6 +5,10 @@
 //! are parsed, bounded by clock reads taken around the recording, and checked for continuity)
 //! and compare every other byte exactly. A change here is a change of the format: update
 //! `docs/wire-format.md` and `wire::FORMAT_VERSION` with it.
+//!
+//! Over 400 lines because it is a table: one byte-commented expectation per record kind and
+//! field type, each a few lines, read side by side with the spec. The frame payloads, a
+//! different table, are in `frames.rs`.
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard};

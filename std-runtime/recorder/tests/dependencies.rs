@@ -1,5 +1,6 @@
 //! What a traced program links: the recorder and the C library pull in none of the decoder's
-//! dependencies (command line, progress bars, HTTP, JSON, protobuf), and not the decoder itself.
+//! dependencies (command line, progress bars, HTTP, JSON, protobuf), and not the decoder itself;
+//! the Python module links the decoder without its command line.
 //! Read from `cargo tree`, as a user checking their build would.
 
 use std::process::Command;
@@ -29,6 +30,16 @@ fn the_recorder_and_the_c_library_link_nothing_of_the_decoder() {
         let found: Vec<&str> =
             DECODER_ONLY.iter().copied().filter(|d| names.iter().any(|n| n == d)).collect();
         assert!(found.is_empty(), "{package} links {found:?}");
+    }
+}
+
+/// The Python module links the decoder (it exports and sends at exit), but not its command line.
+#[test]
+fn the_python_module_links_no_command_line() {
+    let names = linked("waffle-python");
+    assert!(names.iter().any(|n| n == "waffle-decode"), "waffle-python without waffle-decode");
+    for d in ["clap", "indicatif"] {
+        assert!(!names.iter().any(|n| n == d), "waffle-python links {d}");
     }
 }
 

@@ -4,20 +4,23 @@
 #
 #   benches/build-cost.sh [BEFORE [AFTER]]      # defaults: a83e3a9 (before the recorder/decoder
 #   REPS=1 benches/build-cost.sh                #   split) and HEAD; REPS builds of each (default 2)
+#   ARTIFACTS=waffle-decode benches/build-cost.sh   # a subset of: libwaffle.so wheel waffle-decode
 #
 # Each revision is checked out into a temporary git worktree under target/build-cost/. Every
 # build is a clean release build in a fresh CARGO_TARGET_DIR (nothing shared, no compiler cache),
 # with cargo's default -j, after `cargo fetch` so that downloads are not timed. Builds run one
 # after another, the two revisions alternating for each artifact, so that both see the same
-# machine load. Measured: wall-clock seconds, crates compiled (cargo's `Compiling` lines), the
-# artifact's size in bytes and the size of a stripped copy (for the wheel: the .whl file, and its
-# extension module extracted and stripped). Progress goes to stderr; the Markdown tables to stdout.
+# machine load. Measured: wall-clock seconds; CPU seconds (user + system of cargo and all it runs,
+# less disturbed than wall-clock by other work on the machine); crates compiled (cargo's
+# `Compiling` lines); the artifact's size in bytes and the size of a stripped copy (for the
+# wheel: the .whl file, and its extension module extracted and stripped). Progress goes to stderr; the Markdown tables to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 before_rev=${1:-a83e3a9}
 after_rev=${2:-HEAD}
 reps=${REPS:-2}
+artifacts=${ARTIFACTS:-libwaffle.so wheel waffle-decode}
 root="$PWD/target/build-cost"
 venv="$root/venv"
 results="$root/results.txt"
@@ -78,14 +81,13 @@ build() {
         cmd=(cargo build --release --offline -p "$pkg" --bin waffle-decode) ;;
     esac
     log "-- $art, $side, run $run: ${cmd[*]}"
-    local t0 t1
-    t0=$(date +%s.%N)
-    if ! (cd "$src" && CARGO_TARGET_DIR="$tgt" "${cmd[@]}") >"$blog" 2>&1; then
+    local real user sys TIMEFORMAT='%R %U %S'
+    if ! { time (cd "$src" && CARGO_TARGET_DIR="$tgt" "${cmd[@]}") >"$blog" 2>&1; } 2>"$root/time"; then
         tail -n 40 "$blog" >&2
         log "build failed; full log: $blog"
         exit 1
     fi
-    t1=$(date +%s.%N)
+    read -r real user sys <"$root/time"
     case $art in
     libwaffle.so) file="$tgt/release/libwaffle.so" ;;
     waffle-decode) file="$tgt/release/waffle-decode" ;;
@@ -97,39 +99,47 @@ build() {
         bin=$(ls "$out"/so/*.so)
     fi
     strip -o "$out/stripped" "$bin"
-    printf '%s %s %s %.1f %d %d %d\n' "$art" "$side" "$run" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
-        "$(grep -c '^ *Compiling ' "$blog")" "$(stat -c %s "$file")" \
-        "$(stat -c %s "$out/stripped")" >>"$results"
+    printf '%s %s %s %.1f %.1f %d %d %d\n' "$art" "$side" "$run" "$real" \
+        "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
+        "$(grep -c '^ *Compiling ' "$blog")" "$(stat -c %s "$file")" "$(stat -c %s "$out/stripped")" >>"$results"
     rm -rf "$tgt" "$out"
 }
 
-for art in libwaffle.so wheel waffle-decode; do
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+for art in $artifacts; do
     for run in $(seq "$reps"); do
         for side in before after; do build "$art" "$side" "$run"; done
     done
 done
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# The tables. Sizes and crate counts do not vary between runs; the time is the fastest run.
+# The tables. Sizes and crate counts do not vary between runs; times are the fastest run's.
 echo "Before: \`$(git log -1 --format='%h %s' "${sha[before]}")\`"
-echo "After: \`$(git log -1 --format='%h %s' "${sha[after]}")\`"
-echo "$(nproc) cores (\`nproc\`), $(rustc --version | cut -d' ' -f1-2), $("$venv/bin/maturin" --version), $reps run(s) of each build, default -j."
 echo
-echo "| artifact | seconds before → after | crates compiled | bytes | stripped bytes |"
-echo "|---|---:|---:|---:|---:|"
+echo "After: \`$(git log -1 --format='%h %s' "${sha[after]}")\`"
+echo
+echo "$(nproc) cores (\`nproc\`), $(rustc --version | cut -d' ' -f1-2), $("$venv/bin/maturin" --version)," \
+    "$reps run(s) of each build, default -j; load average (1, 5, 15 min) $load_start at the start," \
+    "$load_end at the end."
+echo
+echo "| artifact | wall s, before → after | CPU s | crates compiled | bytes | stripped bytes |"
+echo "|---|---:|---:|---:|---:|---:|"
 awk '
     { k = $1 SUBSEP $2
-      if (!(k in s) || $4 < s[k]) s[k] = $4
-      c[k] = $5; b[k] = $6; x[k] = $7
+      if (!(k in w) || $4 < w[k]) w[k] = $4
+      if (!(k in u) || $5 < u[k]) u[k] = $5
+      c[k] = $6; b[k] = $7; x[k] = $8
       if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
     function cell(a, k1, k2, fmt) {
         return sprintf(fmt " → " fmt " (%.2f×)", a[k1], a[k2], a[k2] / a[k1]) }
     END { for (i = 1; i <= n; i++) { r = order[i]; p = r SUBSEP "before"; q = r SUBSEP "after"
-        printf "| %s | %s | %s | %s | %s |\n", (r == "wheel" ? "wheel (.whl; stripped: its .so)" : r),
-            cell(s, p, q, "%.1f"), cell(c, p, q, "%d"), cell(b, p, q, "%d"), cell(x, p, q, "%d") } }
+        printf "| %s | %s | %s | %s | %s | %s |\n", (r == "wheel" ? "wheel (.whl; stripped: its .so)" : r),
+            cell(w, p, q, "%.1f"), cell(u, p, q, "%.1f"), cell(c, p, q, "%d"), cell(b, p, q, "%d"),
+            cell(x, p, q, "%d") } }
 ' "$results"
 echo
-echo "Every build:"
+echo "Every build, in the order run:"
 echo
-echo "| artifact | revision | run | seconds | crates | bytes | stripped bytes |"
-echo "|---|---|---:|---:|---:|---:|---:|"
-awk '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$results"
+echo "| artifact | revision | run | wall s | CPU s | crates | bytes | stripped bytes |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$results"

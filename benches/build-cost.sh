@@ -13,7 +13,8 @@
 # machine load. Measured: wall-clock seconds; CPU seconds (user + system of cargo and all it runs,
 # less disturbed than wall-clock by other work on the machine); crates compiled (cargo's
 # `Compiling` lines); the artifact's size in bytes and the size of a stripped copy (for the
-# wheel: the .whl file, and its extension module extracted and stripped). Progress goes to stderr; the Markdown tables to stdout.
+# wheel: the .whl file, and its extension module extracted and stripped). Progress goes to
+# stderr, the Markdown tables to stdout; the build logs stay in target/build-cost/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,7 +83,8 @@ build() {
     esac
     log "-- $art, $side, run $run: ${cmd[*]}"
     local real user sys TIMEFORMAT='%R %U %S'
-    if ! { time (cd "$src" && CARGO_TARGET_DIR="$tgt" "${cmd[@]}") >"$blog" 2>&1; } 2>"$root/time"; then
+    # A simple command (env -C, not a subshell), so that `time` reports to the group's stderr.
+    if ! { time env -C "$src" CARGO_TARGET_DIR="$tgt" "${cmd[@]}" >"$blog" 2>&1; } 2>"$root/time"; then
         tail -n 40 "$blog" >&2
         log "build failed; full log: $blog"
         exit 1

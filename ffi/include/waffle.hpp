@@ -1,4 +1,5 @@
-// waffle.hpp: the C++17 API of waffle, over waffle.h.
+// waffle.hpp: the C++17 API of waffle, over waffle.h. Over 400 lines because it is the whole
+// C++ API in the one header a C++ program includes.
 //
 //   waffle::Session session("trace.bin");
 //   waffle::EventId bad;

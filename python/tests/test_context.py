@@ -1,6 +1,7 @@
 """Which span is the parent: across asyncio tasks interleaved on one thread, across threads
 (extract/inject, copied contexts), across processes (traceparent), and between Python and the
-Rust code running underneath it."""
+Rust code running underneath it. Over 400 lines: one test per way a context travels, each
+small, side by side."""
 
 from __future__ import annotations
 

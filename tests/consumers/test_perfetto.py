@@ -20,6 +20,9 @@ Environment:
   (default `<repo>/target/debug`).
 - `WAFFLE_PFTRACE`: check this existing .pftrace instead of running `skeleton` (the causal pair
   is then checked only if the binaries are there).
+
+Over 400 lines because it carries its own statement of trace_processor's import rules (above),
+which every check here reads.
 """
 
 import os

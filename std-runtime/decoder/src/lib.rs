@@ -25,12 +25,14 @@
 //!
 //! Modules: [`reader`] frames a file, [`decode`] reads its records (a stream the Perfetto
 //! exporter writes as they come, or [`model`]), [`export`] writes the formats, [`send`] posts
-//! them, [`matching`] and [`analysis`] follow causes across processes.
+//! them, [`correlation`] says which side of a correlation group an item is on, [`matching`] and
+//! [`analysis`] follow causes across processes.
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod analysis;
+pub mod correlation;
 pub mod decode;
 mod error;
 pub mod export;

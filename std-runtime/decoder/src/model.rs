@@ -3,6 +3,7 @@
 //! Times are nanoseconds since the Unix epoch, already converted from each process's clock
 //! ticks with its calibration and wall-clock anchor, so processes of one run share a time base.
 
+use crate::correlation::{self, Role};
 use std::sync::Arc;
 use waffle::{
     callsite::Kind,
@@ -37,14 +38,24 @@ pub enum Item {
 }
 
 /// Spans and events tied by one correlation key and value, possibly across processes.
+///
+/// An undirected group has members only; a directed one (keys ending in `>` and `<`, see
+/// [`crate::correlation`]) also says which members are its causes and which its effects.
 #[derive(Debug)]
 pub struct Correlation {
-    /// The key, as in `correlate = ("allreduce", seq)`.
+    /// The key, as in `correlate = ("allreduce", seq)`; for a directed group, its stem (the
+    /// key without the marker).
     pub key: String,
     /// The value.
     pub value: u64,
-    /// Members in time order.
+    /// Whether the group is directed.
+    pub directed: bool,
+    /// Members in time order (for a directed group, its causes and effects together).
     pub members: Vec<ItemRef>,
+    /// A directed group's causes, in time order (empty when undirected).
+    pub causes: Vec<ItemRef>,
+    /// A directed group's effects, in time order (empty when undirected).
+    pub effects: Vec<ItemRef>,
 }
 
 impl Trace {
@@ -98,24 +109,64 @@ impl Trace {
         }
     }
 
-    /// Groups of correlated items (two or more members), ordered by key and value.
+    /// Groups of correlated items, ordered by key and value: undirected groups of two or more
+    /// members, and directed groups with at least one cause and one effect.
     pub fn correlations(&self) -> Vec<Correlation> {
-        let mut groups: std::collections::BTreeMap<(String, u64), Vec<(u64, ItemRef)>> = Default::default();
-        for (id, r) in self.index() {
-            let _ = id;
+        type Members = Vec<(u64, ItemRef, Role)>;
+        let mut groups: std::collections::BTreeMap<(String, bool, u64), Members> = Default::default();
+        for r in self.index().into_values() {
             let v = self.describe(r);
             if let (Some(value), false) = (v.correlation, v.callsite.correlate.is_empty()) {
-                groups.entry((v.callsite.correlate.clone(), value)).or_default().push((v.ts_ns, r));
+                let (stem, role) = correlation::role(&v.callsite.correlate);
+                groups.entry((stem.to_owned(), role.directed(), value)).or_default().push((v.ts_ns, r, role));
             }
         }
+        let in_order =
+            |m: &mut Members| m.sort_by_key(|&(ts, r, _)| (ts, r.process, r.thread, r.item_order()));
+        let pick =
+            |m: &Members, role: Role| m.iter().filter(|x| x.2 == role).map(|x| x.1).collect::<Vec<_>>();
         groups
             .into_iter()
-            .filter(|(_, m)| m.len() > 1)
-            .map(|((key, value), mut m)| {
-                m.sort_by_key(|&(ts, r)| (ts, r.process, r.thread));
-                Correlation { key, value, members: m.into_iter().map(|(_, r)| r).collect() }
+            .filter_map(|((key, directed, value), mut m)| {
+                in_order(&mut m);
+                let (causes, effects) = if directed {
+                    (pick(&m, Role::Cause), pick(&m, Role::Effect))
+                } else {
+                    Default::default()
+                };
+                let keep = if directed { !causes.is_empty() && !effects.is_empty() } else { m.len() > 1 };
+                keep.then(|| Correlation {
+                    key,
+                    value,
+                    directed,
+                    members: m.into_iter().map(|(_, r, _)| r).collect(),
+                    causes,
+                    effects,
+                })
             })
             .collect()
+    }
+
+    /// The latest time a process shows: its file's [`Process::last_ns`] or any of its spans'
+    /// and events' times, whichever is later (hand-built processes may leave `last_ns` 0).
+    pub fn last_ns(&self, process: usize) -> u64 {
+        let p = &self.processes[process];
+        let threads = p.threads.iter();
+        let items = threads.flat_map(|t| {
+            let spans = t.spans.iter().map(|s| s.end_ns.max(s.start_ns));
+            spans.chain(t.events.iter().map(|e| e.ts_ns))
+        });
+        items.fold(p.last_ns, u64::max)
+    }
+}
+
+impl ItemRef {
+    /// Orders items of one thread that share a time: spans before events, then by index.
+    fn item_order(&self) -> (u8, usize) {
+        match self.item {
+            Item::Span(i) => (0, i),
+            Item::Event(i) => (1, i),
+        }
     }
 }
 
@@ -154,6 +205,11 @@ pub struct Process {
     pub dropped: u64,
     /// Whether the file ended with a clean-shutdown frame.
     pub complete: bool,
+    /// The latest time the file shows, Unix ns: its last record, or the end of the
+    /// calibration interval of its last CLOCK frame (written at stop) if later. For a file cut
+    /// short or a process killed, as far as it got. 0 when unknown (a model built by hand);
+    /// [`Trace::last_ns`] falls back on the items.
+    pub last_ns: u64,
 }
 
 /// One thread's recorded spans and events.

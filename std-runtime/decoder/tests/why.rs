@@ -73,7 +73,7 @@ fn why_names_rank_1s_input_as_the_root_cause() {
     let (code, json, err) = why(&["--event", SYMPTOM, "--json"]);
     assert_eq!(code, 0, "{err}");
     let j: Json = serde_json::from_str(&json).expect("valid JSON");
-    assert_eq!(j["version"], 2);
+    assert_eq!(j["version"], 3);
     assert_eq!(j["symptom"]["name"], SYMPTOM);
     assert_eq!(j["symptom"]["process"]["rank"], "0");
     let roots = j["root_causes"].as_array().unwrap();

@@ -1,5 +1,6 @@
-//! The groups the walk crosses between ranks (correlation groups, operations matched by
-//! order), the notes on names it could not match, and which visited items reach a link.
+//! The groups the walk crosses between ranks (correlation groups, directed ones included, and
+//! operations matched by order), the notes on names it could not match, and which visited
+//! items reach a link.
 
 use super::{Options, Relation};
 use crate::{
@@ -12,11 +13,26 @@ use std::{
 };
 
 /// Items that are one thing on several processes or threads: a correlation group, or an
-/// operation matched by order.
+/// operation matched by order; or a directed correlation group (relation
+/// [`Relation::Message`]), whose effects are caused by its causes.
 pub(super) struct Group {
     pub(super) relation: Relation,
     pub(super) occurrence: Option<u64>,
     pub(super) members: Vec<ItemRef>,
+    /// A directed group's causes (empty when undirected).
+    pub(super) causes: Vec<ItemRef>,
+}
+
+impl Group {
+    /// The causes `at` has through this group: a directed group's causes if `at` is one of
+    /// its effects; none for a cause, nor in an undirected group.
+    pub(super) fn causes_of(&self, at: ItemRef) -> &[ItemRef] {
+        if self.relation == Relation::Message && !self.causes.contains(&at) {
+            &self.causes
+        } else {
+            &[]
+        }
+    }
 }
 
 /// Each item in a group of two or more and its group: correlation groups, then (unless
@@ -31,7 +47,8 @@ pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<G
         }
     };
     for c in trace.correlations() {
-        add(Group { relation: Relation::CorrelatedWith, occurrence: None, members: c.members });
+        let relation = if c.directed { Relation::Message } else { Relation::CorrelatedWith };
+        add(Group { relation, occurrence: None, members: c.members, causes: c.causes });
     }
     let mut decided = matching::Matching::default();
     if options.match_by_order {
@@ -41,6 +58,7 @@ pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<G
                 relation: Relation::MatchedByOrder,
                 occurrence: Some(op.occurrence),
                 members: op.members,
+                causes: Vec::new(),
             });
         }
         decided = matching;
@@ -83,7 +101,8 @@ fn rank_name(trace: &Trace, rank: &Rank) -> String {
 }
 
 /// The visited items from which a link to a known item can be reached without following a
-/// link: through parents and correlation groups. Those are not root causes.
+/// link: through parents and undirected groups. Those are not root causes. An effect of a
+/// directed group has a link of its own, to each of the group's causes.
 pub(super) fn reaching_links(
     trace: &Trace,
     index: &HashMap<u64, ItemRef>,
@@ -98,7 +117,8 @@ pub(super) fn reaching_links(
         if let Some(p) = view.parent {
             children.entry(p).or_default().push(id);
         }
-        if view.links.iter().any(|l| index.contains_key(l)) {
+        let caused = groups.get(&index[&id]).is_some_and(|g| !g.causes_of(index[&id]).is_empty());
+        if caused || view.links.iter().any(|l| index.contains_key(l)) {
             queue.push(id);
         }
     }
@@ -106,7 +126,8 @@ pub(super) fn reaching_links(
     let mut groups_done: HashSet<*const Group> = HashSet::new();
     while let Some(id) = queue.pop() {
         let at = index[&id];
-        let group = groups.get(&at).filter(|g| groups_done.insert(Rc::as_ptr(g)));
+        let undirected = groups.get(&at).filter(|g| g.relation != Relation::Message);
+        let group = undirected.filter(|g| groups_done.insert(Rc::as_ptr(g)));
         let peers = group.into_iter().flat_map(|g| g.members.iter().map(|&r| trace.describe(r).id));
         let kids = children.get(&id).into_iter().flatten().copied();
         for next in peers.chain(kids).collect::<Vec<_>>() {

@@ -8,6 +8,10 @@
 //!   ([`Relation::Inside`]);
 //! - for an item with a correlation value, the **other members of its correlation group**, such
 //!   as the same allreduce on the other ranks ([`Relation::CorrelatedWith`]);
+//! - for an **effect** of a directed correlation group (a key ending in `<`, see
+//!   [`crate::correlation`]), **the group's causes** (keys ending in `>`), such as the send of
+//!   the message a receive got ([`Relation::Message`]). A cause is never walked forward to its
+//!   effects: a send did not happen because of its receive;
 //! - for a span matched by order ([`crate::matching`]: the k-th span of its name on every
 //!   rank of an SPMD program), **the same operation on the other ranks**
 //!   ([`Relation::MatchedByOrder`]), unless [`Options::match_by_order`] is off. The step says
@@ -16,10 +20,11 @@
 //! Every item is visited once, so cycles (a group always is one) end the walk. Ids
 //! that none of the files holds are reported as unknown and not followed.
 //!
-//! The **root causes** are the items reached through a causal link whose own causes are not in
-//! the walk: neither they, their ancestors, nor what they are correlated with (and that one's
-//! ancestors) carry a link to an item of these files; likewise for what it is matched with. A root cause whose links all point outside
-//! the files is still one, as far as these files can tell. When no link is reachable from the
+//! The **root causes** are the items reached through a causal link or a message whose own
+//! causes are not in the walk: neither they, their ancestors, nor what they are correlated with
+//! (and that one's ancestors) carry a link (or are the effect of a message) to an item of these
+//! files; likewise for what it is matched with. A root cause whose links all point outside the
+//! files is still one, as far as these files can tell. When no link is reachable from the
 //! symptom at all, there is no root cause to name: [`Explanation::root_causes`] is empty and the
 //! steps show only where the symptom happened.
 //!
@@ -65,18 +70,28 @@ pub enum Relation {
     /// The same operation as the other item on another rank: the k-th span of the same name
     /// on each rank, matched by order, not by anything recorded.
     MatchedByOrder,
+    /// A cause of the other item through a directed correlation: the other item is an effect
+    /// (key `stem<`) of the group this item is a cause of (key `stem>`, same value), such as
+    /// the send of a received message.
+    Message,
 }
 
 impl Relation {
     /// The relation as the text and JSON outputs write it: `caused by`, `inside`,
-    /// `correlated with`, `matched by order with`.
+    /// `correlated with`, `matched by order with`, `caused by message`.
     pub fn as_str(self) -> &'static str {
         match self {
             Relation::CausedBy => "caused by",
             Relation::Inside => "inside",
             Relation::CorrelatedWith => "correlated with",
             Relation::MatchedByOrder => "matched by order with",
+            Relation::Message => "caused by message",
         }
+    }
+
+    /// Whether it goes from an effect to its cause: a recorded link or a message.
+    pub fn causal(self) -> bool {
+        matches!(self, Relation::CausedBy | Relation::Message)
     }
 }
 
@@ -177,7 +192,8 @@ pub struct Explanation {
     pub root_causes: Vec<ItemInfo>,
     /// Ids named as causes or parents that none of the files holds.
     pub unknown_ids: Vec<u64>,
-    /// How many causal links between items of these files the walk followed.
+    /// How many causal links (recorded, or messages) between items of these files the walk
+    /// followed.
     pub links_followed: usize,
     /// Why spans the walk passed were not matched by order with other ranks, one sentence per
     /// name (see [`crate::matching::Unmatched`]).
@@ -242,9 +258,15 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
         let view = trace.describe(at);
         let mut edges: Vec<(Relation, u64, Option<u64>)> =
             view.links.iter().map(|&l| (Relation::CausedBy, l, None)).collect();
-        if let Some(g) = groups.get(&at).filter(|g| groups_done.insert(Rc::as_ptr(g))) {
-            let peers = g.members.iter().filter(|&&m| m != at).map(|&m| trace.describe(m).id);
-            edges.extend(peers.map(|id| (g.relation, id, g.occurrence)));
+        if let Some(g) = groups.get(&at) {
+            if g.relation == Relation::Message {
+                // Each effect has its own causes to show; a cause has none here.
+                let causes = g.causes_of(at).iter().map(|&c| trace.describe(c).id);
+                edges.extend(causes.map(|id| (Relation::Message, id, None)));
+            } else if groups_done.insert(Rc::as_ptr(g)) {
+                let peers = g.members.iter().filter(|&&m| m != at).map(|&m| trace.describe(m).id);
+                edges.extend(peers.map(|id| (g.relation, id, g.occurrence)));
+            }
         }
         edges.extend(view.parent.map(|p| (Relation::Inside, p, None)));
         for (relation, id, occurrence) in edges.into_iter().filter(|&(_, id, _)| id != 0) {
@@ -253,7 +275,7 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
                     queue.push_back((r, Some(nodes.len()), depth + 1));
                     Target::Item(r)
                 }
-                Some(&r) if relation == Relation::CausedBy => Target::Again(r),
+                Some(&r) if relation.causal() => Target::Again(r),
                 Some(_) => continue,
                 None if !unknown_seen.insert(id) => continue,
                 None => {
@@ -261,7 +283,7 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
                     Target::Unknown(id)
                 }
             };
-            if relation == Relation::CausedBy && !matches!(target, Target::Unknown(_)) {
+            if relation.causal() && !matches!(target, Target::Unknown(_)) {
                 links_followed += 1;
                 if id != symptom_id && targets_seen.insert(id) {
                     link_targets.push(id);

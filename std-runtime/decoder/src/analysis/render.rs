@@ -6,11 +6,12 @@ use serde_json::{json, Map, Value as Json};
 use std::fmt::Write;
 
 /// The version of the JSON shape [`Explanation::to_json`] writes.
-pub const JSON_VERSION: u64 = 2;
+pub const JSON_VERSION: u64 = 3;
 
 impl Explanation {
     /// A readable report: the symptom, the chain as an indented tree (`← caused by ...`,
-    /// `← inside ...`, `← correlated with ...`, `← matched by order with ...`), the root causes
+    /// `← inside ...`, `← correlated with ...`, `← matched by order with ...`,
+    /// `← caused by message ...`), the root causes
     /// under their own heading, and last the notes on spans not matched by order.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -77,16 +78,17 @@ impl Explanation {
         }
     }
 
-    /// The explanation as JSON, in this shape (version 2; ids are 16 lower-case hex digits,
+    /// The explanation as JSON, in this shape (version 3; ids are 16 lower-case hex digits,
     /// offsets µs after the trace's earliest timestamp). Version 2 added the relation
-    /// `matched by order with`, a step's `occurrence` and `notes`.
+    /// `matched by order with`, a step's `occurrence` and `notes`; version 3 the relation
+    /// `caused by message` (an effect of a directed correlation to its cause).
     ///
     /// ```text
-    /// { "version": 2,
+    /// { "version": 3,
     ///   "symptom": ITEM,
     ///   "steps": [ { "depth": 1,                    // edges from the symptom
     ///                "relation": "caused by" | "inside" | "correlated with"
-    ///                            | "matched by order with",
+    ///                            | "matched by order with" | "caused by message",
     ///                "occurrence": 0 | null,        // matched by order: k, from 0
     ///                "from": "<id>",                // the item it was reached from
     ///                "id": "<id>",

@@ -95,6 +95,7 @@ pub(super) fn process(rank: &str, pid: u32, items: Vec<It>) -> Process {
         threads: vec![th],
         dropped: 0,
         complete: true,
+        last_ns: 0,
     }
 }
 
@@ -196,7 +197,7 @@ Root cause
     assert_eq!(text, expected, "\n{text}");
 
     let j = e.to_json();
-    assert_eq!(j["version"], 2);
+    assert_eq!(j["version"], 3);
     assert_eq!(j["symptom"]["id"], "0000000000000105");
     assert_eq!(j["root_causes"][0]["name"], "Input buffer contains NaN");
     assert_eq!(j["root_causes"][0]["process"]["rank"], "1");

@@ -16,6 +16,10 @@ pub(super) struct Builder {
     /// Per thread, its latest span or event: what a late link or correlation belongs to.
     last: Vec<Option<Item>>,
     dropped_end: u64,
+    /// The latest tick reading of any record (span ends included).
+    last_ticks: u64,
+    /// Whether a CLOCK frame was read.
+    clocked: bool,
 }
 
 impl Builder {
@@ -39,6 +43,10 @@ impl Builder {
             }
         }
         process.dropped = thread_drops.max(self.dropped_end);
+        // A CLOCK frame is measured from the anchor to the stop: its interval's end is the
+        // last moment the recorder vouches for, even when no record came that late.
+        let measured = if self.clocked { cal.anchor_unix_ns.saturating_add(cal.ns) } else { 0 };
+        process.last_ns = cal.to_unix_ns(self.last_ticks).max(measured);
         process
     }
 }
@@ -55,7 +63,9 @@ impl Sink for Builder {
             threads: Vec::new(),
             dropped: 0,
             complete: false,
+            last_ns: 0,
         });
+        self.last_ticks = h.calibration.anchor_ticks;
     }
 
     fn thread(&mut self, _thread: usize, stream: u32) {
@@ -72,6 +82,7 @@ impl Sink for Builder {
     }
 
     fn span_begin(&mut self, thread: usize, r: &Record<'_>) -> usize {
+        self.last_ticks = self.last_ticks.max(r.ticks);
         let spans = &mut self.threads()[thread].spans;
         let i = spans.len();
         spans.push(Span {
@@ -94,6 +105,7 @@ impl Sink for Builder {
     }
 
     fn event(&mut self, thread: usize, r: &Record<'_>) {
+        self.last_ticks = self.last_ticks.max(r.ticks);
         let events = &mut self.threads()[thread].events;
         events.push(Event {
             id: r.id,
@@ -108,6 +120,7 @@ impl Sink for Builder {
     }
 
     fn span_end(&mut self, thread: usize, span: usize, ticks: u64, ended: bool) {
+        self.last_ticks = self.last_ticks.max(ticks);
         let s = &mut self.threads()[thread].spans[span];
         (s.end_ns, s.ended) = (ticks, ended);
     }
@@ -143,6 +156,7 @@ impl Sink for Builder {
 
     fn calibration(&mut self, cal: Calibration) {
         self.cal = Some(cal);
+        self.clocked = true;
     }
 
     fn finish(&mut self, end: &FileEnd) {

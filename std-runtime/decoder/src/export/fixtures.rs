@@ -37,5 +37,6 @@ pub(crate) fn process(pid: u32, name: &str, threads: Vec<Thread>) -> Process {
         threads,
         dropped: 0,
         complete: true,
+        last_ns: 0,
     }
 }

@@ -1,7 +1,9 @@
 //! Lookups the two passes make per reference, without hashing a string or trusting ids: maps
 //! keyed by ids, and correlation keys by number.
 
+use crate::correlation::{self, group_key, Role};
 use std::{
+    borrow::Cow,
     collections::{hash_map::RandomState, HashMap},
     hash::{BuildHasher, Hasher},
 };
@@ -52,7 +54,8 @@ impl Hasher for IdHasher {
 pub(crate) type IdMap<K, V> = HashMap<K, V, IdHash>;
 
 /// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
-/// string per item: each callsite's key is looked up once per process.
+/// string per item: each callsite's key is looked up once per process. Groups are numbered by
+/// their [`group_key`], so a directed group's causes and effects share a number.
 #[derive(Default)]
 pub(crate) struct Keys {
     pub(crate) numbers: HashMap<String, u32>,
@@ -61,19 +64,35 @@ pub(crate) struct Keys {
 }
 
 impl Keys {
-    /// The number of a callsite's key; with `add`, new keys are numbered, else they are `None`.
+    /// The number of the group a callsite's correlation key puts its items in (its
+    /// [`group_key`]: an effect's key is numbered as its causes' is), and the role the key
+    /// marks; with `add`, new keys are numbered, else they are `None`.
     #[inline]
-    pub(crate) fn number(&mut self, callsite: u32, key: &str, add: bool) -> Option<u32> {
+    pub(crate) fn group(&mut self, callsite: u32, key: &str, add: bool) -> Option<(u32, Role)> {
+        let role = correlation::role(key).1;
+        self.number_with(callsite, add, || group_key(key)).map(|n| (n, role))
+    }
+
+    /// The number of a callsite's key, made by `key` only when the callsite was not looked up
+    /// yet (an effect's key is then rewritten once per callsite and process, not per item).
+    #[inline]
+    fn number_with<'k>(
+        &mut self,
+        callsite: u32,
+        add: bool,
+        key: impl FnOnce() -> Cow<'k, str>,
+    ) -> Option<u32> {
         let c = callsite as usize;
         if self.by_callsite.len() <= c {
             self.by_callsite.resize(c + 1, 0);
         }
         if self.by_callsite[c] == 0 {
-            let n = match self.numbers.get(key) {
+            let key = key();
+            let n = match self.numbers.get(key.as_ref()) {
                 Some(&n) => n,
                 None if add => {
                     let n = self.numbers.len() as u32;
-                    self.numbers.insert(key.to_owned(), n);
+                    self.numbers.insert(key.into_owned(), n);
                     n
                 }
                 None => return None,

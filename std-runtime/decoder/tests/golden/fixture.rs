@@ -127,6 +127,7 @@ fn process(rank: &str, host: &str, threads: Vec<Thread>) -> Process {
         threads,
         dropped: 0,
         complete: true,
+        last_ns: 0,
     }
 }
 

@@ -3,7 +3,10 @@
 //! [`Plan`] turns the references into flow ids: each referenced item starts one flow per arrow
 //! out of it, numbered from a base; the n-th item to reference it in the second pass takes
 //! base + n. A name matched by order gets one flow per occurrence, base + k, which its k-th
-//! span on every rank carries: one chain through the ranks in time order.
+//! span on every rank carries: one chain through the ranks in time order. A directed
+//! correlation group with C causes and E effects gets C x E flows from base: the i-th cause
+//! the second pass meets starts base + i E + j for each j, the j-th effect ends base + i E + j
+//! for each i, so each arrow goes from one cause to one effect, whatever order they come in.
 
 use super::{
     order::OrderSite,
@@ -33,11 +36,33 @@ pub(super) struct Target {
 }
 
 /// A correlation group of two or more, by key number and value: its flow, and its last
-/// member, which ends the flow.
+/// member, which ends the flow. A directed group's first flow, its causes and effects, and
+/// how many of each the second pass has met.
 pub(super) struct GroupPlan {
     pub(super) key: (u32, u64),
     pub(super) flow: u64,
     pub(super) last: Member,
+    pub(super) causes: u32,
+    pub(super) effects: u32,
+    pub(super) causes_met: u32,
+    pub(super) effects_met: u32,
+}
+
+impl GroupPlan {
+    /// Whether its members are causes and effects.
+    pub(super) fn directed(&self) -> bool {
+        self.causes > 0 || self.effects > 0
+    }
+
+    /// How many flow ids it takes: one through an undirected group, one per cause and effect
+    /// pair of a directed one.
+    fn flows(&self) -> u64 {
+        if self.directed() {
+            u64::from(self.causes) * u64::from(self.effects)
+        } else {
+            1
+        }
+    }
 }
 
 /// What the writer knows before it starts.
@@ -111,22 +136,38 @@ impl Plan {
         }
         // The groups come in key number and value order: each key's flows start where those
         // of the keys before it by name end.
-        let mut groups: Vec<GroupPlan> = groups
-            .into_sorted()
-            .into_iter()
-            .filter(|(_, g)| g.members > 1)
-            .map(|(key, g)| GroupPlan { key, flow: 0, last: g.last })
-            .collect();
+        // A directed group needs a cause and an effect; an undirected one two members.
+        let mut groups: Vec<GroupPlan> =
+            groups
+                .into_sorted()
+                .into_iter()
+                .filter(|(_, g)| {
+                    if g.causes > 0 || g.effects > 0 {
+                        g.causes > 0 && g.effects > 0
+                    } else {
+                        g.members > 1
+                    }
+                })
+                .map(|(key, g)| GroupPlan {
+                    key,
+                    flow: 0,
+                    last: g.last,
+                    causes: g.causes,
+                    effects: g.effects,
+                    causes_met: 0,
+                    effects_met: 0,
+                })
+                .collect();
         let mut names: Vec<(&str, u32)> = keys.numbers.iter().map(|(k, &n)| (k.as_str(), n)).collect();
         names.sort_unstable();
         let mut base = vec![0u64; names.len()];
-        groups.iter().for_each(|g| base[g.key.0 as usize] += 1);
+        groups.iter().for_each(|g| base[g.key.0 as usize] += g.flows());
         for &(_, n) in &names {
             (base[n as usize], next) = (next, next + base[n as usize]);
         }
         for g in &mut groups {
             g.flow = base[g.key.0 as usize];
-            base[g.key.0 as usize] += 1;
+            base[g.key.0 as usize] += g.flows();
         }
         // Then the names matched by order, one flow per occurrence.
         let (matched, by_process) = order.plan(processes.len(), &mut next);

@@ -13,7 +13,8 @@
 //!   detached span itself), and whether it is detached (then it gets a track of its own from
 //!   its begin);
 //! - the runs of ids that exist, so that links to ids outside the trace are told apart;
-//! - per correlation group: its size and its last member in time;
+//! - per correlation group: its size and its last member in time; for a directed group (see
+//!   [`crate::correlation`]), how many causes and effects it has;
 //! - per span name and rank, how many spans and on which thread, for matching by order
 //!   (`order.rs`);
 //! - per process its header and threads, for the track descriptors written first.
@@ -31,6 +32,7 @@ use crate::export::{
     process::ProcessInfo,
 };
 use crate::{
+    correlation::Role,
     decode::stream::{FileEnd, Hand, Header, Item, Sink},
     error::Error,
     model::Callsite,
@@ -55,11 +57,14 @@ struct ThreadScan {
     run: Option<(u64, u64)>,
 }
 
-/// A correlation group: members so far and the latest, by (time, process, thread, id).
+/// A correlation group: members so far and the latest, by (time, process, thread, id); and
+/// of those, the causes and the effects of a directed group.
 #[derive(Clone, Copy)]
 pub(super) struct Group {
     pub(super) members: u32,
     pub(super) last: Member,
+    pub(super) causes: u32,
+    pub(super) effects: u32,
 }
 
 /// A correlated item by (time in Unix ns, process, thread, id): the order the group's flow
@@ -114,8 +119,9 @@ impl Scan {
             if !key.is_empty() {
                 let cal = self.cal.expect("the header comes first");
                 let member = (cal.to_unix_ns(r.ticks), self.processes.len() - 1, t, r.id);
-                let key = self.keys.number(r.callsite_index, key, true).expect("added");
-                self.groups.add((key, value), Group { members: 1, last: member });
+                let (key, role) = self.keys.group(r.callsite_index, key, true).expect("added");
+                let (causes, effects) = (u32::from(role == Role::Cause), u32::from(role == Role::Effect));
+                self.groups.add((key, value), Group { members: 1, last: member, causes, effects });
             }
         }
     }
@@ -262,5 +268,7 @@ impl Add for Group {
     fn add(&mut self, other: Group) {
         self.members = self.members.saturating_add(other.members);
         self.last = self.last.max(other.last);
+        self.causes = self.causes.saturating_add(other.causes);
+        self.effects = self.effects.saturating_add(other.effects);
     }
 }

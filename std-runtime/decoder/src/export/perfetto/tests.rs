@@ -76,6 +76,7 @@ pub(super) fn sample() -> Trace {
             threads,
             dropped: 3,
             complete: true,
+            last_ns: 0,
         }
     };
     Trace { processes: vec![process("0", 0), process("1", 100)] }

@@ -13,6 +13,7 @@ use super::{
     Anchor, Log, ProcessInfo, SpanWriter,
 };
 use crate::{
+    correlation::Role,
     decode::stream::{FileEnd, Header, Item, Sink},
     export::index::IdMap,
     model::{Callsite, Value},
@@ -138,14 +139,30 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
         }
         if let (Some(value), false) = (r.correlation, r.callsite.correlate.is_empty()) {
             if r.id != 0 {
-                let key = self.st.keys.number(r.callsite_index, &r.callsite.correlate, true).expect("added");
+                let (key, role) =
+                    self.st.keys.group(r.callsite_index, &r.callsite.correlate, true).expect("added");
                 let member = (ts_ns, self.process as u32, thread as u32, r.id);
-                let group = self.st.groups.entry((key, value)).or_insert(Group { first: member, members: 0 });
+                let group = self.st.groups.entry((key, value)).or_insert(Group {
+                    first: member,
+                    members: 0,
+                    directed: role.directed(),
+                    causes: Vec::new(),
+                    effects: 0,
+                });
                 group.members += 1;
-                // The first member is what the others link to: where it ends up is needed.
-                if member <= group.first {
-                    group.first = member;
-                    self.st.refer(r.id, false);
+                match role {
+                    // The first member is what the others link to: where it ends up is needed.
+                    Role::Member if member <= group.first => {
+                        group.first = member;
+                        self.st.refer(r.id, false);
+                    }
+                    Role::Member => {}
+                    // A directed group's effects link to each of its causes.
+                    Role::Cause => {
+                        group.causes.push(r.id);
+                        self.st.refer(r.id, false);
+                    }
+                    Role::Effect => group.effects += 1,
                 }
             }
         }

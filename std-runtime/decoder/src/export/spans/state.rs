@@ -34,10 +34,14 @@ pub(super) struct Target {
 /// A correlated item: (time in Unix ns, process, thread, id), the order of its group.
 pub(super) type Member = (u64, u32, u32, u64);
 
-/// A correlation group: its first member so far, and how many it has.
+/// A correlation group: its first member so far, and how many it has; for a directed group
+/// (see [`crate::correlation`]), the ids of its causes and how many effects it has.
 pub(super) struct Group {
     pub(super) first: Member,
     pub(super) members: u32,
+    pub(super) directed: bool,
+    pub(super) causes: Vec<u64>,
+    pub(super) effects: u32,
 }
 
 /// What the passes share: after the first, the plan of the second.
@@ -50,7 +54,7 @@ pub(crate) struct State {
     pub(super) targets: IdMap<u64, Target>,
     pub(super) keys: Keys,
     /// Correlation groups by key number and value; after the first pass, only those of two
-    /// or more members.
+    /// or more members (directed: a cause and an effect at least).
     pub(super) groups: IdMap<(u32, u64), Group>,
     pub(super) sealed: bool,
     /// Processes begun in this pass.
@@ -84,7 +88,8 @@ impl State {
                 (p.span, p.fresh) = (id, false);
             }
         }
-        self.groups.retain(|_, g| g.members > 1);
+        self.groups
+            .retain(|_, g| if g.directed { !g.causes.is_empty() && g.effects > 0 } else { g.members > 1 });
         self.ctx.trace_id = trace_id(&self.ctx);
         self.sealed = true;
         self.processes_seen = 0;

@@ -1,9 +1,11 @@
 //! What ties an item to others, written on its packet: the flows it starts and ends (links,
-//! parents that do not hold it on its track, correlation groups, matching by order) and the
+//! parents that do not hold it on its track, correlation groups, arrows from the causes to the
+//! effects of directed ones, matching by order) and the
 //! annotations that spell them out. Rare, so out of the writer's line.
 
 use super::{seek, Writer};
 use crate::{
+    correlation::Role,
     decode::{stream::Item, FieldValue},
     export::perfetto::{order::OrderSite, put::Tag, sequence::Special},
 };
@@ -109,18 +111,36 @@ impl Writer<'_> {
                 decimal(&mut causal.text, value);
                 let iid = seq.special(Special::Correlate, ev);
                 ev.text_annotation(iid, &causal.text);
-                if let Some(key) = plan.keys.number(r.callsite_index, key, false) {
-                    let groups = &plan.groups;
+                if let Some((key, role)) = plan.keys.group(r.callsite_index, key, false) {
+                    let groups = &mut plan.groups;
                     let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
                     seq.group_cursor = i;
-                    if let Some(g) = groups.get(i).filter(|g| g.key == (key, value)) {
-                        // The plan ordered members by their time as converted, not as written.
-                        let member = (at_ns, *process, t, r.id);
-                        if member == g.last {
-                            into.push(g.flow)
-                        } else {
-                            out.push(g.flow)
+                    match groups.get_mut(i).filter(|g| g.key == (key, value)) {
+                        // A cause starts an arrow to each effect, an effect ends one from each
+                        // cause: flow + cause number x effects + effect number.
+                        Some(g) if g.directed() => {
+                            let (c, e) = (u64::from(g.causes), u64::from(g.effects));
+                            if role == Role::Cause && g.causes_met < g.causes {
+                                let i = u64::from(g.causes_met);
+                                g.causes_met += 1;
+                                out.extend((0..e).map(|j| g.flow + i * e + j));
+                            } else if role == Role::Effect && g.effects_met < g.effects {
+                                let j = u64::from(g.effects_met);
+                                g.effects_met += 1;
+                                into.extend((0..c).map(|i| g.flow + i * e + j));
+                            }
                         }
+                        Some(g) => {
+                            // The plan ordered members by their time as converted, not as
+                            // written.
+                            let member = (at_ns, *process, t, r.id);
+                            if member == g.last {
+                                into.push(g.flow)
+                            } else {
+                                out.push(g.flow)
+                            }
+                        }
+                        None => {}
                     }
                 }
             }

@@ -3,6 +3,7 @@
 
 use super::{Assembler, Open, Parent};
 use crate::{
+    correlation::{group_key, role, Role},
     export::spans::{state::Place, Anchor, Link, LinkKind, SpanWriter},
     model::Callsite,
 };
@@ -53,7 +54,9 @@ impl<W: SpanWriter> Assembler<'_, W> {
         Anchor { process: self.process as u32, thread: thread as u32, ts_ns, detached }
     }
 
-    /// The links of an item shown by span `shown_by`.
+    /// The links of an item shown by span `shown_by`: to the spans showing its causes, to the
+    /// first member of its correlation group, and, for an effect of a directed group, to the
+    /// spans showing the group's causes.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn links_of(
         &self,
@@ -92,8 +95,31 @@ impl<W: SpanWriter> Assembler<'_, W> {
             out.push(link);
         }
         let Some(value) = correlation.filter(|_| !callsite.correlate.is_empty()) else { return };
-        let Some(key) = self.st.keys.numbers.get(&callsite.correlate) else { return };
+        let Some(key) = self.st.keys.numbers.get(group_key(&callsite.correlate).as_ref()) else { return };
         let Some(group) = self.st.groups.get(&(*key, value)) else { return };
+        match role(&callsite.correlate).1 {
+            Role::Member => {}
+            // A cause links to none of its effects: they follow from it, not it from them.
+            Role::Cause => return,
+            // An effect links to each cause of its group, as to a cause it named.
+            Role::Effect => {
+                for &cause in &group.causes {
+                    let Some(p) = self.place(cause).filter(|p| p.span != shown_by) else { continue };
+                    let link = Link {
+                        span: p.span,
+                        resolved: true,
+                        target_event: p.event.then_some(cause),
+                        anchor: Some(p.anchor),
+                        from_event,
+                        kind: LinkKind::Cause,
+                    };
+                    if !out.contains(&link) {
+                        out.push(link);
+                    }
+                }
+                return;
+            }
+        }
         let first = group.first;
         if first == (ts_ns, self.process as u32, thread, id) {
             return;

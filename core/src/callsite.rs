@@ -64,7 +64,8 @@ pub struct Callsite {
     pub kind: Kind,
     /// Field schema, in the order values are written.
     pub fields: &'static [Field],
-    /// Correlation key (`correlate = ("key", value)`), or "" if the callsite has none.
+    /// Correlation key (`correlate = ("key", value)`), or "" if the callsite has none. A key
+    /// ending in `>` marks a cause, one ending in `<` an effect of the group of its stem.
     pub correlate: &'static str,
     /// The id plus one once computed (0: not yet), so the hot path does one load.
     id_cache: AtomicU32,

@@ -70,6 +70,16 @@ pub use task::{Instrument, Instrumented};
 /// `span!("name", key = value, ...)`: the name is a string literal; values are integers, floats,
 /// `bool` or `&str` (see [`FieldValue`]). `key` alone stands for `key = key`.
 ///
+/// Two keys say what caused it (they work alike in [`event!`] and `#[instrument]`):
+/// `caused_by = id` or `caused_by = [id, ...]` names its causes (span and event ids of any
+/// thread or process), and `correlate = ("key", value)` puts it in a correlation group: spans and
+/// events with the same key and value, in any process, are one group, such as the same
+/// allreduce on every rank. A key ending in `>` marks a cause and one ending in `<` an effect:
+/// members whose keys have the same stem and the same value are a directed group, in which
+/// every effect was caused by every cause (a send records `("msg>", h)` and its receive
+/// `("msg<", h)`), and the decoder draws arrows from causes to effects only. The marker is a
+/// rule of the decoder, not of the file format.
+///
 /// ```
 /// let cells = 4096u64;
 /// let s = waffle::span!("stencil", cells, dt = 0.01);

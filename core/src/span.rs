@@ -156,7 +156,8 @@ pub fn link(state: u32, causes: &dyn Causes) {
     with_local(|l| causes.each_cause(&mut |id| l.link(state, id)));
 }
 
-/// Records the correlation value of the span or event just begun on this thread.
+/// Records the correlation value of the span or event just begun on this thread (its key is
+/// its callsite's; a key ending in `>` or `<` makes it a cause or an effect of its group).
 #[inline]
 pub fn correlate(state: u32, value: u64) {
     with_local(|l| l.correlate(state, value));

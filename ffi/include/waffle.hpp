@@ -80,7 +80,9 @@ struct CausedBy {
 };
 
 // Puts a span or event in the correlation group (key, value), e.g. ("allreduce", seq), which
-// ties together the same operation on every rank. The key should be a string literal.
+// ties together the same operation on every rank. The key should be a string literal. A key
+// ending in '>' marks a cause and one ending in '<' an effect: with the same stem and value,
+// every effect was caused by every cause (a message's send "msg>" and receive "msg<").
 struct Correlate {
   constexpr Correlate(const char* key, std::uint64_t value) noexcept : key(key), value(value) {}
   const char* key;

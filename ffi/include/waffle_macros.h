@@ -61,7 +61,10 @@
 #define WAFFLE_KV_CAUSE_EVENT(id_) \
   { .kind = WAFFLE_KV_KIND_CAUSE, .value = { .u64 = waffle__event_id_bits(id_) } }
 /* A correlation: spans and events of any process with the same key and value are one group,
- * such as the same collective on every rank (key: a string literal; value: an integer). */
+ * such as the same collective on every rank (key: a string literal; value: an integer). A key
+ * ending in '>' marks a cause and one ending in '<' an effect: with the same stem and value,
+ * every effect was caused by every cause, such as a message's send ("msg>") and receive
+ * ("msg<"). */
 #define WAFFLE_KV_CORRELATE(key_, v_) \
   { .key = (key_), .kind = WAFFLE_KV_KIND_CORRELATE, .value = { .u64 = (uint64_t)(v_) } }
 

@@ -100,7 +100,8 @@ pub enum waffle_kv_kind_t {
     WAFFLE_KV_KIND_STR = 5,
     /// A cause: `value.u64` is a span or event id (of any thread or process); 0 is skipped.
     WAFFLE_KV_KIND_CAUSE = 16,
-    /// A correlation: `key` names the group, `value.u64` is its value. One per call.
+    /// A correlation: `key` names the group, `value.u64` is its value. One per call. A key
+    /// ending in `>` marks a cause, one ending in `<` an effect (see `WAFFLE_KV_CORRELATE`).
     WAFFLE_KV_KIND_CORRELATE = 17,
 }
 

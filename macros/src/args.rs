@@ -86,7 +86,8 @@ impl Parse for FieldSpec {
 pub struct Extras {
     /// Each expression implements `waffle::Causes` (an id, an `Option`, a slice, ...).
     pub causes: Vec<Expr>,
-    /// `correlate = ("key", value)`.
+    /// `correlate = ("key", value)`; a key ending in `>` (a cause) or `<` (an effect) makes the
+    /// group directed, which only the decoder reads.
     pub correlate: Option<(LitStr, Expr)>,
 }
 

@@ -49,6 +49,8 @@ use std::{
 
 mod groups;
 #[cfg(test)]
+mod message_tests;
+#[cfg(test)]
 mod order_tests;
 mod render;
 mod select;

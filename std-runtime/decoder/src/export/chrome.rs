@@ -29,7 +29,8 @@
 //!   (binding to its enclosing slice, not the next one), written together once both slices
 //!   are, and numbered in the order written (see `flows`). Names tell the relation: `caused_by`
 //!   for each link, `correlated` from the first member of a correlation group to each other
-//!   member, and `parent` from a parent that is not an enclosing slice on the child's row (a
+//!   member, `message` from each cause of a directed correlation group to each effect, and
+//!   `parent` from a parent that is not an enclosing slice on the child's row (a
 //!   context entered on another thread or in another process, a detached span's children, a
 //!   detached span's parent: that arrow starts where the detached span began on its thread's
 //!   row, inside the parent, and is written with the detached span). An event takes part
@@ -265,6 +266,7 @@ impl SpanWriter for Writer<'_> {
             let name = match link.kind {
                 LinkKind::Cause => "caused_by",
                 LinkKind::Correlated => "correlated",
+                LinkKind::Message => "message",
             };
             let recorded = link.anchor.and_then(|a| self.rows.anchored(a));
             self.flows.add(name, link.span, recorded, at, &mut self.ready);

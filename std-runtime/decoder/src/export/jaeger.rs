@@ -10,7 +10,9 @@
 //!   `waffle.source` (the file), and `waffle.dropped_records`, `waffle.complete = false` and
 //!   `waffle.trace_id` when they have something to say;
 //! - `references`: `CHILD_OF` the parent first, then one `FOLLOWS_FROM` per span showing a
-//!   cause (`caused_by`), then `FOLLOWS_FROM` the first member of its correlation group. Jaeger's UI makes
+//!   cause (`caused_by`), then one per span showing a cause of a message the span or one of its
+//!   events received (an effect of a directed correlation, see [`crate::correlation`]), then
+//!   `FOLLOWS_FROM` the first member of its correlation group. Jaeger's UI makes
 //!   the first reference a span's parent in the tree, so a span without a parent hangs under
 //!   its first cause that is earlier than it (by time, then id), and the causes before that
 //!   one come after it. A reference first in that way always points back in time, so no loop

@@ -17,7 +17,7 @@ use passes::{Plan, Scanned, Source};
 
 mod file;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 mod index;
 mod layout;
 pub(crate) mod passes;

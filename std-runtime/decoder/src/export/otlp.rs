@@ -30,6 +30,10 @@
 //!   the span showing it with `waffle.cause_event` naming the event; an effect that is a span
 //!   event puts the link on its span, with `waffle.from_event`. A cause not in the trace is
 //!   still linked, by its id, with `waffle.unresolved = true`;
+//! - an effect of a directed correlation group (see [`crate::correlation`]) links to each of
+//!   its causes, `waffle.link = "message"` and `waffle.correlate = "key=value"` (the
+//!   effect's), with `waffle.cause_event` and `waffle.from_event` as for causes; a cause links
+//!   to none of its effects;
 //! - each member of a correlation group but the first links to the first (in time),
 //!   `waffle.link = "correlated"` and `waffle.correlate = "key=value"`, with
 //!   `waffle.peer_event` / `waffle.from_event` for members that are events. Links from a span

@@ -18,8 +18,9 @@
 //! - a detached span (an instrumented future's, which may end on another thread) is a slice on
 //!   a track of its own under its process track, named after the span, from its begin;
 //! - causality becomes flows, arrows from slice to slice, carried by span begins and instants
-//!   (see `plan`): links, correlation groups, and parents that do not hold the child on its
-//!   track (a context entered on another thread or process, a detached span's children, a
+//!   (see `plan`): links, correlation groups (one flow through an undirected group's members
+//!   in time order; one arrow from each cause of a directed group to each of its effects, see
+//!   [`crate::correlation`]), and parents that do not hold the child on its track (a context entered on another thread or process, a detached span's children, a
 //!   detached span itself). Annotations make
 //!   them readable: `waffle.caused_by` (the linked ids in hex), `waffle.unresolved_links` (how
 //!   many of them are not in the trace), `waffle.correlate` (`key=value`), and `waffle.id` on

@@ -190,6 +190,9 @@ pub(crate) enum LinkKind {
     Cause,
     /// The target is the first member of its correlation group.
     Correlated,
+    /// The item is an effect of a directed correlation group and the target one of its
+    /// causes (see [`crate::correlation`]): a message and its sender.
+    Message,
 }
 
 /// How many events a span shows as logs unless its format says otherwise: OpenTelemetry SDKs

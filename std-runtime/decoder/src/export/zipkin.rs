@@ -15,7 +15,9 @@
 //!   and the process's labels (such as `rank`), which Zipkin has no other place for;
 //!   `thread.id` and `thread.name`; and waffle's own: `waffle.caused_by` (the linked ids,
 //!   16 hex digits each, comma-separated, since v2 has no links), `waffle.unresolved_links`,
-//!   `waffle.unresolved_parent`, `waffle.correlate` (`key=value`), `waffle.unfinished` and
+//!   `waffle.unresolved_parent`, `waffle.correlate` (`key=value`), `waffle.message_from` (the
+//!   spans showing the causes of messages the span or its events received: the effects of
+//!   directed correlations, see [`crate::correlation`]), `waffle.unfinished` and
 //!   `waffle.event` (`"true"`), and `waffle.trace_id` for a process recorded under another
 //!   trace id. On a key clash the more specific wins: waffle's tags, then fields, then the
 //!   thread's, then the process's;
@@ -35,7 +37,7 @@ use std::io::{self, BufWriter, Write};
 use serde_json::{json, Map, Value as Json};
 
 use super::spans::{
-    notation::{correlation, hex_list, own_links, service_name, us},
+    notation::{correlation, hex_list, message_from, own_links, service_name, us},
     Context, Log, OutSpan, Source, SpanWriter,
 };
 use crate::model::{Trace, Value};
@@ -157,6 +159,9 @@ impl Spans {
         }
         if let Some(c) = correlation(&span.callsite.correlate, span.correlation) {
             tag("waffle.correlate", c);
+        }
+        if let Some(from) = message_from(span.links) {
+            tag("waffle.message_from", from);
         }
         if !span.ended {
             tag("waffle.unfinished", "true".to_owned());

@@ -169,3 +169,57 @@ fn events_repeated_within_a_microsecond_stay_distinct_in_zipkin() {
         z[0]["annotations"].as_array().unwrap().iter().map(|a| a["value"].as_str().unwrap()).collect();
     assert_eq!(values, ["tick n=0", "tick n=0 waffle.id=0000000000000003"]);
 }
+
+#[test]
+fn a_received_message_links_to_its_send_and_never_back() {
+    let trace = fixtures::messages();
+    // Jaeger: the receive follows from the send; a send follows from nothing.
+    let refs = jaeger_refs(&trace);
+    let follows = |span: u64| -> Vec<String> {
+        let r = &refs[&id(span)];
+        r.iter().filter(|(kind, _)| kind == "FOLLOWS_FROM").map(|(_, s)| s.clone()).collect()
+    };
+    assert_eq!(refs[&id(0x21)], [("CHILD_OF".into(), id(0x20)), ("FOLLOWS_FROM".into(), id(0x11))]);
+    assert_eq!(follows(0x12), [id(0x31)]);
+    for send in [0x11, 0x23, 0x31] {
+        assert!(follows(send).is_empty(), "{:?}", refs[&id(send)]);
+    }
+    assert_tree(&refs);
+
+    // Zipkin has no links: the receive names the send in a tag; sends name nothing.
+    let zipkin = json(&trace, Format::Zipkin);
+    let tag = |span: u64| {
+        let s = zipkin.as_array().unwrap().iter().find(|s| s["id"] == id(span)).unwrap();
+        s["tags"]["waffle.message_from"].as_str().map(str::to_owned)
+    };
+    assert_eq!(tag(0x21), Some(id(0x11)));
+    assert_eq!(tag(0x12), Some(id(0x31)));
+    assert_eq!((tag(0x11), tag(0x23), tag(0x31)), (None, None, None));
+    // `main` shows `fan in 1`, caused by `fan out 1` (shown by `main` too) and `fan out 0`.
+    assert_eq!(tag(0x20), Some(id(0x14)));
+
+    // OTLP: a native link from the receive's span to the send's, marked as a message.
+    let otlp = json(&trace, Format::OtlpJson);
+    let mut spans = Vec::new();
+    for rs in otlp["resourceSpans"].as_array().unwrap() {
+        for ss in rs["scopeSpans"].as_array().unwrap() {
+            spans.extend(ss["spans"].as_array().unwrap().iter().cloned());
+        }
+    }
+    let links = |span: u64| -> Vec<(String, String)> {
+        let hex = id(span);
+        let s = spans.iter().find(|s| s["spanId"] == hex.as_str()).unwrap_or_else(|| panic!("{hex}"));
+        let attr = |l: &Json, key: &str| {
+            let attrs = l["attributes"].as_array().unwrap();
+            let a = attrs.iter().find(|a| a["key"] == key).unwrap();
+            a["value"]["stringValue"].as_str().unwrap().to_owned()
+        };
+        let links = s["links"].as_array().into_iter().flatten();
+        links.map(|l| (l["spanId"].as_str().unwrap().to_owned(), attr(l, "waffle.link"))).collect()
+    };
+    assert_eq!(links(0x21), [(id(0x11), "message".to_owned())]);
+    assert_eq!(links(0x12), [(id(0x31), "message".to_owned())]);
+    for send in [0x11, 0x23, 0x31] {
+        assert!(links(send).is_empty());
+    }
+}

@@ -79,8 +79,9 @@ impl Builder {
         let mut attrs = Attributes::default();
         match l.kind {
             LinkKind::Cause => attrs.str("waffle.link", "caused_by"),
-            LinkKind::Correlated => {
-                attrs.str("waffle.link", "correlated");
+            LinkKind::Correlated | LinkKind::Message => {
+                let message = l.kind == LinkKind::Message;
+                attrs.str("waffle.link", if message { "message" } else { "correlated" });
                 // The key and value are those of the item the link is from.
                 let from = l.from_event.and_then(|e| s.logs.iter().find(|log| log.id == e));
                 let (key, value) = match from {
@@ -95,7 +96,7 @@ impl Builder {
         }
         if let Some(target) = l.target_event {
             attrs.id(
-                if l.kind == LinkKind::Cause { "waffle.cause_event" } else { "waffle.peer_event" },
+                if l.kind == LinkKind::Correlated { "waffle.peer_event" } else { "waffle.cause_event" },
                 target,
             );
         }

@@ -315,3 +315,47 @@ fn flow_ids_are_written_unpacked() {
     assert_eq!((keys([0xf9, 0x02]), keys([0x81, 0x03])), (2, 1));
     assert_eq!(bytes.len(), 3 * (2 + 8));
 }
+
+#[test]
+fn each_message_is_one_arrow_from_its_cause_to_its_effect() {
+    let trace = fixtures::messages();
+    let (_, events) = seen(&trace);
+    // Every flow id is started once and ended once: exactly one arrow each.
+    let (mut started, mut ended) = (HashMap::new(), HashMap::new());
+    for e in &events {
+        e.out.iter().for_each(|&f| *started.entry(f).or_insert(0) += 1);
+        e.into.iter().for_each(|&f| *ended.entry(f).or_insert(0) += 1);
+    }
+    assert!(started.values().chain(ended.values()).all(|&n| n == 1), "{started:?} {ended:?}");
+    assert_eq!(started.keys().collect::<HashSet<_>>(), ended.keys().collect::<HashSet<_>>());
+    let received = "MPI message received".to_owned();
+    let send = "MPI_Send".to_owned();
+    let arrow = |from: &str, to: &str| (from.to_owned(), to.to_owned());
+    // Two messages across processes (the unanswered send has none), and the fan: each of its
+    // two causes to each of its two effects, never back.
+    let expected = vec![
+        (send.clone(), received.clone()),
+        (send, received),
+        arrow("fan out 0", "fan in 1"),
+        arrow("fan out 0", "fan in 2"),
+        arrow("fan out 1", "fan in 1"),
+        arrow("fan out 1", "fan in 2"),
+    ];
+    assert_eq!(arrows(&events), expected);
+    // The arrows join the right ranks: rank 0's send ends in rank 1's receive, rank 2's in
+    // rank 0's.
+    let track_of = |name: &str, ts: u64| {
+        events.iter().find(|e| e.name.as_deref() == Some(name) && e.ts == ts).map(|e| e.track).unwrap()
+    };
+    let t0 = 1_700_000_000_000_000_000;
+    let flows_of = |name: &str, ts: u64| {
+        let e = events.iter().find(|e| e.name.as_deref() == Some(name) && e.ts == ts).unwrap();
+        (e.out.clone(), e.into.clone())
+    };
+    let (sent, _) = flows_of("MPI_Send", t0 + 100);
+    let (_, got) = flows_of("MPI message received", t0 + 140);
+    assert_eq!((sent.len(), &sent), (1, &got));
+    assert_ne!(track_of("MPI_Send", t0 + 100), track_of("MPI message received", t0 + 140));
+    let (unanswered, _) = flows_of("MPI_Send", t0 + 160);
+    assert!(unanswered.is_empty());
+}

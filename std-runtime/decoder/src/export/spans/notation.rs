@@ -9,18 +9,32 @@ pub(crate) fn own_links(links: &[Link]) -> impl Iterator<Item = &Link> {
     links.iter().filter(|l| l.from_event.is_none())
 }
 
-/// The spans a span follows from: those showing its causes, then the first member of its
-/// correlation group; no repeats.
+/// The spans a span follows from: those showing its causes, those showing the causes of the
+/// messages it or its events received (effects of directed correlations), then the first
+/// member of its correlation group; no repeats.
 pub(crate) fn follows(links: &[Link]) -> Vec<u64> {
     let mut follows: Vec<u64> = Vec::new();
-    for kind in [LinkKind::Cause, LinkKind::Correlated] {
-        for l in own_links(links).filter(|l| l.resolved && l.kind == kind) {
+    for kind in [LinkKind::Cause, LinkKind::Message, LinkKind::Correlated] {
+        let mine = |l: &&Link| l.from_event.is_none() || l.kind == LinkKind::Message;
+        for l in links.iter().filter(mine).filter(|l| l.resolved && l.kind == kind) {
             if !follows.contains(&l.span) {
                 follows.push(l.span);
             }
         }
     }
     follows
+}
+
+/// The spans showing the causes of the messages a span or its events received, as 16 hex
+/// digits each, comma-separated; `None` when there are none.
+pub(crate) fn message_from(links: &[Link]) -> Option<String> {
+    let mut from: Vec<u64> = Vec::new();
+    for l in links.iter().filter(|l| l.resolved && l.kind == LinkKind::Message) {
+        if !from.contains(&l.span) {
+            from.push(l.span);
+        }
+    }
+    (!from.is_empty()).then(|| hex_list(&from))
 }
 
 /// `key=value` of a correlation.

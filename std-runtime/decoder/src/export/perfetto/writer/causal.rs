@@ -102,7 +102,8 @@ impl Writer<'_> {
                 }
             }
         }
-        // A correlation group: one flow through its members in time order.
+        // A correlation group: one flow through an undirected group's members in time order,
+        // or arrows from a directed group's causes to its effects.
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
                 causal.text.clear();

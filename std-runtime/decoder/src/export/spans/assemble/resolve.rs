@@ -101,7 +101,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
             Role::Member => {}
             // A cause links to none of its effects: they follow from it, not it from them.
             Role::Cause => return,
-            // An effect links to each cause of its group, as to a cause it named.
+            // An effect links to each cause of its group.
             Role::Effect => {
                 for &cause in &group.causes {
                     let Some(p) = self.place(cause).filter(|p| p.span != shown_by) else { continue };
@@ -111,7 +111,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
                         target_event: p.event.then_some(cause),
                         anchor: Some(p.anchor),
                         from_event,
-                        kind: LinkKind::Cause,
+                        kind: LinkKind::Message,
                     };
                     if !out.contains(&link) {
                         out.push(link);

@@ -3,7 +3,7 @@
 //! The reading side of [`waffle`]: it decodes the `trace.bin` files that `waffle-std`
 //! records, as a stream of records or into a [`model`], and turns one or many of them into
 //! Perfetto, Jaeger, Zipkin, OTLP or Chrome traces, sends them to a collector, and answers
-//! "what caused this?" ([`analysis`]). The `waffle-decode` binary is its command-line face.
+//! "what caused this?" ([`analysis`]) and "where is it stuck?" ([`analysis::hang`]). The `waffle-decode` binary is its command-line face.
 //!
 //! It shares nothing with the recorder but the file format, which `waffle::wire` defines for
 //! both; a traced program never links this crate.

@@ -48,6 +48,7 @@ use std::{
 };
 
 mod groups;
+pub mod hang;
 #[cfg(test)]
 mod message_tests;
 #[cfg(test)]

@@ -173,7 +173,7 @@ fn item_json(i: &ItemInfo) -> Json {
     })
 }
 
-fn value_json(v: &Value) -> Json {
+pub(super) fn value_json(v: &Value) -> Json {
     match v {
         Value::U64(v) => json!(v),
         Value::I64(v) => json!(v),

@@ -7,6 +7,7 @@
 //! waffle-decode rank0.bin rank1.bin --send zipkin=http://127.0.0.1:9411 \
 //!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
+//! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
 //! ```
 //!
 //! Every format, and `--send`, is written in two streaming passes over the files (memory grows
@@ -94,6 +95,21 @@ struct Cli {
 enum Command {
     /// Print the causal chain from an event back to its root causes, across files.
     Why(WhyArgs),
+    /// Show where a stopped run was stuck: the spans each thread was still inside, who waited
+    /// for whom among the MPI ranks, and the deadlocks. Reads every file into memory.
+    Hang(HangArgs),
+}
+
+#[derive(Args, Debug)]
+struct HangArgs {
+    /// trace.bin files written by waffle, one per process (rank).
+    #[arg(required = true, value_name = "FILES")]
+    inputs: Vec<PathBuf>,
+
+    /// Print JSON (its shape is documented in `waffle_decode::analysis::hang`) instead of
+    /// text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -129,6 +145,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Why(args)) => why(args),
+        Some(Command::Hang(args)) => hang(args),
         None => run(&cli),
     };
     match result {
@@ -334,6 +351,25 @@ fn why(args: &WhyArgs) -> Result<(), String> {
         json
     } else {
         explanation.to_text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
+}
+
+/// `waffle-decode hang`: the report on stdout (exit status 0 whether or not something was
+/// stuck), warnings and errors on stderr.
+fn hang(args: &HangArgs) -> Result<(), String> {
+    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
+    for w in &decoded.warnings {
+        eprintln!("waffle-decode: warning: {w}");
+    }
+    let report = analysis::hang::hang(&decoded.trace);
+    let text = if args.json {
+        let mut json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| e.to_string())?;
+        json.push('\n');
+        json
+    } else {
+        report.to_text()
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))

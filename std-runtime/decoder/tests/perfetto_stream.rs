@@ -1,7 +1,7 @@
 //! The Perfetto export streamed from files (two passes, records never held) and the export of
 //! the decoded model (the same writer, fed from the model) give the same trace: the same
 //! tracks, slices, instants, arguments and flow arrows, on real traces full of causality
-//! (links, correlations, contexts entered on other threads, detached spans, some detached after
+//! (links, correlations, messages between two files as directed correlations, contexts entered on other threads, detached spans, some detached after
 //! their children began), on traces that lost records, and on a cut file.
 //!
 //! Over 400 lines because it carries its own reader of Perfetto output (`shown`) and the check
@@ -501,6 +501,29 @@ fn lossy(path: &Path) {
     assert!(stats.dropped > 0, "the queue was meant to overflow");
 }
 
+/// Two ranks as two files: rank 0 sends three messages (`mpi.message>` on each send span),
+/// rank 1 receives them (`mpi.message<` on an event inside each receive span), in the order
+/// they were sent but in chunks of their own.
+fn messages(dir: &Path) -> [PathBuf; 2] {
+    let files = [dir.join("sender.bin"), dir.join("receiver.bin")];
+    for (rank, file) in files.iter().enumerate() {
+        let session =
+            waffle_std::Config::new(file).label("rank", rank.to_string()).staging_bytes(256).start().unwrap();
+        for k in 0..3u64 {
+            let message = 0x4d53_4700 + k;
+            if rank == 0 {
+                let _send =
+                    waffle::span!("MPI_Send", peer = 1i64, tag = 0i64, correlate = ("mpi.message>", message));
+            } else {
+                let _recv = waffle::span!("MPI_Recv", peer = 0i64, tag = 0i64);
+                waffle::event!("MPI message received", peer = 0i64, correlate = ("mpi.message<", message));
+            }
+        }
+        session.stop().unwrap();
+    }
+    files
+}
+
 #[test]
 fn streamed_and_model_exports_show_the_same_trace() {
     let dir = std::env::temp_dir().join(format!("waffle-perfetto-stream-{}", std::process::id()));
@@ -557,6 +580,17 @@ fn streamed_and_model_exports_show_the_same_trace() {
     dispatch::run_pool(24, 3);
     session.stop().unwrap();
     assert_sound("dispatch", &[file]);
+
+    // One arrow per message, from the send on one process to the receive on the other.
+    let shown = assert_sound("messages", &messages(&dir));
+    let sent =
+        |(from, to): &(String, String)| from.contains("MPI_Send") && to.contains("MPI message received");
+    assert_eq!(
+        (shown.arrows.len(), shown.arrows.iter().filter(|a| sent(a)).count()),
+        (3, 3),
+        "{:?}",
+        shown.arrows
+    );
 
     let out = Command::new(common::example("causal_pair")).arg(&dir).output().expect("run causal_pair");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -1,8 +1,9 @@
 //! The Perfetto export streamed from files (two passes, records never held) and the export of
 //! the decoded model (the same writer, fed from the model) give the same trace: the same
 //! tracks, slices, instants, arguments and flow arrows, on real traces full of causality
-//! (links, correlations, messages between two files as directed correlations, contexts entered on other threads, detached spans, some detached after
-//! their children began), on traces that lost records, and on a cut file.
+//! (links, correlations, messages between two files as directed correlations, contexts
+//! entered on other threads, detached spans, some detached after their children began), on
+//! traces that lost records, and on a cut file.
 //!
 //! Over 400 lines because it carries its own reader of Perfetto output (`shown`) and the check
 //! of the referring-only sink (`referring`) beside the scenarios they serve; they can move to

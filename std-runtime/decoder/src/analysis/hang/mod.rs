@@ -220,7 +220,7 @@ pub fn hang(trace: &Trace) -> Hang {
                 })
                 .collect();
             // Innermost first: deepest, then latest begun.
-            open.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+            open.sort_by_key(|o| std::cmp::Reverse((o.0, o.1)));
             threads.push(ThreadState {
                 process: p,
                 rank: processes[p].rank,

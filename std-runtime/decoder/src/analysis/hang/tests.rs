@@ -294,6 +294,42 @@ fn a_waitall_waits_for_the_irecv_whose_message_never_came() {
 }
 
 #[test]
+fn a_wait_on_a_nonblocking_send_or_collective_waits_as_they_would() {
+    // Rank 0 waits on an Isend rank 1 never received and on an Iallreduce rank 2 never began;
+    // rank 1 received rank 0's other Isend; rank 2 finished after one allreduce.
+    let mut ranks: Vec<Rank> = (0..3).map(Rank::new).collect();
+    for r in &mut ranks {
+        r.span("MPI_Allreduce", ("mpi.collective", Some(1)), &[comm(9)], 1, Some(2));
+    }
+    ranks[0].span(
+        "MPI_Isend",
+        ("mpi.message>", Some(50)),
+        &[comm(9), peer(1), tag(0), request(1)],
+        3,
+        Some(3),
+    );
+    ranks[0].span(
+        "MPI_Isend",
+        ("mpi.message>", Some(51)),
+        &[comm(9), peer(1), tag(0), request(2)],
+        3,
+        Some(3),
+    );
+    ranks[0].span("MPI_Iallreduce", ("mpi.collective", Some(2)), &[comm(9), request(3)], 3, Some(3));
+    ranks[0].span("MPI_Waitall", ("", None), &[("requests", Value::Str("1,2,3".into()))], 4, None);
+    ranks[1].span("MPI_Iallreduce", ("mpi.collective", Some(2)), &[comm(9), request(1)], 3, Some(3));
+    let recv = ranks[1].span("MPI_Recv", ("", None), &[comm(9), peer(0), tag(0)], 3, Some(4));
+    ranks[1].received(recv, 51, &[comm(9), peer(0), tag(0), request(0)], 4);
+    let finished = ranks.pop().unwrap().finish(3);
+    let ranks = vec![ranks.remove(0), ranks.remove(0).finish(5), finished];
+    let h = hang(&run(ranks));
+    assert_eq!(edges(&h), [(0, 1, WaitKind::Request(1)), (0, 2, WaitKind::Request(3))]);
+    let started: Vec<_> = h.waits.iter().map(|w| w.started_by.as_deref()).collect();
+    assert_eq!(started, [Some("MPI_Isend"), Some("MPI_Iallreduce")]);
+    assert_eq!(h.unmatched_sends.iter().map(|m| m.request).collect::<Vec<_>>(), [Some(1)]);
+}
+
+#[test]
 fn any_source_waits_for_every_other_rank_of_the_communicator() {
     // Ranks 0, 1 and 3 use comm 5; rank 2 only comm 6.
     let mut ranks: Vec<Rank> = (0..4).map(Rank::new).collect();
@@ -332,4 +368,22 @@ fn durations_read_in_their_unit() {
     assert_eq!(render::duration(3_500), "3.5 µs");
     assert_eq!(render::duration(15_250_000), "15.250 ms");
     assert_eq!(render::duration(2 * SECOND), "2.000 s");
+}
+
+#[test]
+fn every_cycle_of_a_dense_graph_once_up_to_the_limit() {
+    // Six ranks each receiving from any source: every rank waits for every other.
+    let mut ranks: Vec<Rank> = (0..6).map(Rank::new).collect();
+    for r in &mut ranks {
+        r.span("MPI_Recv", ("", None), &[comm(5), peer(-1), tag(0)], 4, None);
+    }
+    let h = hang(&run(ranks));
+    assert_eq!(h.waits.len(), 30);
+    // Cycles of k ranks among 6: C(6, k) (k - 1)!, for k = 2..6: 15 + 40 + 90 + 144 + 120.
+    assert_eq!((h.deadlocks.len(), h.deadlocks_truncated), (409, false));
+    let distinct: std::collections::HashSet<_> = cycles(&h).into_iter().collect();
+    assert_eq!(distinct.len(), 409);
+    assert!(h.deadlocks.iter().all(|d| d.ranks.iter().all(|&r| r >= d.ranks[0])));
+    let (some, truncated) = cycles::elementary(&h.waits, 10);
+    assert_eq!((some.len(), truncated), (10, true));
 }

@@ -13,8 +13,8 @@
 //!   `Wait*`/`Test*` for the peers of the requests it lists that did not complete, an open
 //!   collective for the ranks of its communicator that have not entered the same-numbered
 //!   collective on it; `MPI_ANY_SOURCE` waits for every other rank of the communicator;
-//! - the sends no receive matched ([`UnmatchedSend`]: a `mpi.message>` with no effect), and
-//!   the receives still waiting that no unmatched send could satisfy ([`UnmatchedReceive`]);
+//! - the sends no receive matched ([`Hang::unmatched_sends`]: a `mpi.message>` with no effect), and
+//!   the receives still waiting that no unmatched send could satisfy ([`Hang::unmatched_receives`]);
 //! - every **deadlock**: each elementary cycle of the wait-for graph once, starting at its
 //!   lowest rank ([`Deadlock`]).
 //!

@@ -1,17 +1,11 @@
 //! # waffle-ffi
 //!
-//! waffle's C ABI, built as `libwaffle.so` and `libwaffle.a`. C and C++ programs record spans,
-//! events, causal links and correlations into the same `trace.bin` files as Rust programs, and
-//! `waffle-decode` reads them all together.
-//!
-//! The headers are in `ffi/include/`:
-//!
-//! - `waffle.h` — the plain functions and types, generated from this crate by cbindgen and
-//!   committed (`cargo test -p waffle-ffi` fails if it drifts; `WAFFLE_BLESS=1` rewrites it);
-//! - `waffle_macros.h` — `WAFFLE_SPAN`, `WAFFLE_EVENT` and the `WAFFLE_KV_*` key-values, with a
-//!   `static` callsite per use, registered once and cached;
-//! - `waffle.hpp` — C++17: `waffle::Span`, `waffle::Event`, `waffle::CausedBy`,
-//!   `waffle::ExtractContext` and `waffle::InjectContext`.
+//! `libwaffle.so` and `libwaffle.a`: the C libraries that carry waffle's C ABI. The functions
+//! themselves are in `waffle-capi` (`ffi/capi/`), a Rust library that `waffle-mpi`
+//! (`libwaffle_mpi.so`, the MPI interposition library) carries too, so that a program preloading
+//! that library and linking this one records through one recorder; this crate only re-exports
+//! it. The headers are in `ffi/include/` (`waffle.h`, generated from `ffi/capi/src` by cbindgen
+//! and committed; `waffle_macros.h`; `waffle.hpp`).
 //!
 //! ```c
 //! #include "waffle_macros.h"
@@ -29,42 +23,7 @@
 //!
 //! Build with `cc -std=c11 prog.c -Iffi/include -Ltarget/release -lwaffle`, or statically with
 //! `target/release/libwaffle.a -lpthread -ldl -lm`.
-//!
-//! ## The boundary
-//!
-//! Every function checks its pointers (NULL, alignment), bounds every string scan and count,
-//! replaces invalid UTF-8 in names and values, and never lets a panic unwind into C
-//! ([`boundary`]). Failures return a status (or, for calls that return an id, a null id and
-//! [`waffle_last_status`](status::waffle_last_status)). No function allocates memory that the
-//! caller must free, and every type is plain data the caller owns.
 
 #![warn(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-#![allow(non_camel_case_types)] // C type names: waffle_span_id_t
 
-mod boundary;
-mod callsite;
-mod context;
-mod cstr;
-mod kvs;
-mod record;
-mod session;
-mod status;
-mod types;
-
-pub use context::*;
-pub use record::*;
-pub use session::*;
-pub use status::*;
-pub use types::*;
-
-/// The version of this ABI: bumped whenever a type or function of `waffle.h` changes
-/// incompatibly. `waffle_start` (through its header macro) and `waffle_start_with` refuse to
-/// start when the program was compiled against another version.
-pub const WAFFLE_ABI_VERSION: u32 = 1;
-
-/// The ABI version of the linked library (`WAFFLE_ABI_VERSION` when it was built).
-#[no_mangle]
-pub extern "C" fn waffle_abi_version() -> u32 {
-    WAFFLE_ABI_VERSION
-}
+pub use waffle_capi::*;

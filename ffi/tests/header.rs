@@ -10,7 +10,7 @@ fn committed_waffle_h_matches_the_source() {
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("read cbindgen.toml");
     let bindings = cbindgen::Builder::new()
         .with_config(config)
-        .with_src(dir.join("src/lib.rs"))
+        .with_src(dir.join("capi/src/lib.rs"))
         .generate()
         .expect("cbindgen generates the header");
     let mut fresh = Vec::new();
@@ -25,7 +25,7 @@ fn committed_waffle_h_matches_the_source() {
         let (old, new) = (String::from_utf8_lossy(&committed), String::from_utf8_lossy(&fresh));
         let first = old.lines().zip(new.lines()).position(|(a, b)| a != b).unwrap_or(0);
         panic!(
-            "ffi/include/waffle.h is out of date with ffi/src (first difference at line {}:\n  committed: {:?}\n  generated: {:?}).\n\
+            "ffi/include/waffle.h is out of date with ffi/capi/src (first difference at line {}:\n  committed: {:?}\n  generated: {:?}).\n\
              Regenerate it with: WAFFLE_BLESS=1 cargo test -p waffle-ffi --test header",
             first + 1,
             old.lines().nth(first).unwrap_or("<end of file>"),

@@ -75,6 +75,15 @@ pub const VARIABLE: &str = "WAFFLE_OUTPUT";
 #[linkme::distributed_slice]
 pub static OPT_OUT: [&'static str];
 
+/// Checks an image runs before starting a session from `WAFFLE_OUTPUT`: the constructor starts
+/// none if one of them returns true. For an image that shares its process with another image
+/// carrying the same recorder and API, and that lost to it: when a program linking
+/// `libwaffle.so` runs with `LD_PRELOAD=libwaffle_mpi.so`, both carry the C ABI, the dynamic
+/// linker binds the program's `waffle_*` calls to the preloaded one, and `libwaffle.so`, whose
+/// functions nothing calls, must not start a second session writing the same file.
+#[linkme::distributed_slice]
+pub static DEFER: [fn() -> bool];
+
 /// Keeps a program from starting a session from `WAFFLE_OUTPUT`: for tools that link
 /// `waffle-std` to read traces, not to record (`waffle-decode` uses it). Use it once, at the
 /// top level of the binary's crate.
@@ -118,7 +127,7 @@ pub static CONSTRUCTOR: extern "C" fn() = at_load;
 extern "C" fn at_load() {
     // A panic must not unwind into the loader; there is nothing to report it to either.
     let _ = std::panic::catch_unwind(|| {
-        if OPT_OUT.is_empty() {
+        if OPT_OUT.is_empty() && !DEFER.iter().any(|defer| defer()) {
             if let Some(value) = std::env::var_os(VARIABLE) {
                 if let Err(fault) = start(&value) {
                     report(&value, &fault);

@@ -3,7 +3,7 @@
 # the Rust test suites (stress tests in release, the buffer hand-off under ThreadSanitizer), the
 # fuzz targets for a bounded time, and the Python consumer tests. Installs what it needs (a rustup
 # target, a nightly toolchain with rust-src, cargo-fuzz, a local Python virtual environment) and
-# nothing system-wide, except Open MPI (apt-get) for the MPI test of waffle-ffi when mpicc is
+# nothing system-wide, except Open MPI (apt-get) for waffle-mpi and the MPI tests when mpicc is
 # missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,17 @@ step "ARCHITECTURE.md names every source file"
 step "cargo fmt --check"
 cargo fmt --all --check
 
+step "Open MPI (mpicc, mpirun): waffle-mpi builds with it, and the MPI tests run it"
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev
+fi
+# Before clippy: clippy and the tests take --workspace, which includes waffle-mpi, whose build
+# needs mpicc. With this set, the MPI tests fail instead of skipping when MPI is missing.
+export WAFFLE_REQUIRE_MPI=1
+
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
@@ -32,17 +43,7 @@ cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 step "the frame grammar builds for bare metal (no_std + alloc: waffle's \"frames\" feature)"
 cargo build -p waffle --no-default-features --features frames --target thumbv7em-none-eabihf
 
-step "Open MPI for waffle-ffi's MPI test (mpicc, mpirun)"
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update
-    $sudo apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev
-fi
-# With this set, waffle-ffi's MPI test fails instead of skipping when MPI is missing.
-export WAFFLE_REQUIRE_MPI=1
-
-step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI)"
+step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI; waffle-mpi under mpirun)"
 cargo test --workspace
 
 step "stress: 16 threads x 1,000,000 and x 200,000 spans; traces exported to every format in bounded memory (release build)"

@@ -12,83 +12,15 @@
 
 mod common;
 
-use common::{assert_tree, compile, decode, render, scratch, which, why_json, Link, CXX_FLAGS, C_FLAGS};
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    time::{Duration, Instant},
+use common::{
+    assert_tree, compile, decode,
+    mpi::{mpi_tool, mpirun_command, run_with_limit},
+    render, scratch, which, why_json, Link, CXX_FLAGS, C_FLAGS,
 };
+use std::{path::Path, process::Command, time::Duration};
 
 const SYMPTOM: &str = "MPI_Allreduce result is NaN";
 const CAUSE: &str = "Creating NaN on purpose";
-
-/// The Open MPI tool `name` (`mpicc`, `mpicxx`), or None when MPI is not installed
-/// and not required: then the test says it is skipped.
-fn mpi_tool(name: &str) -> Option<PathBuf> {
-    let tool = which(name);
-    if tool.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true") && std::env::var_os("WAFFLE_REQUIRE_MPI").is_none(),
-            "{name} is missing; install openmpi-bin and libopenmpi-dev (scripts/test.sh does)"
-        );
-        eprintln!("skipped: no {name} on PATH (apt-get install openmpi-bin libopenmpi-dev)");
-    }
-    tool
-}
-
-/// `mpirun` with [`MPIRUN_FLAGS`] and the variables that would change the trace removed.
-fn mpirun_command(mpirun: &Path) -> Command {
-    let mut cmd = Command::new(mpirun);
-    cmd.args(MPIRUN_FLAGS);
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    for var in waffle_std::launcher::variables() {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-/// `mpirun` flags that work in a container as root: no resource binding, no rsh agent for a
-/// single host, shared-memory and self transports only.
-const MPIRUN_FLAGS: &[&str] = &[
-    "-np",
-    "2",
-    "--allow-run-as-root",
-    "--oversubscribe",
-    "--bind-to",
-    "none",
-    "--mca",
-    "btl",
-    "self,vader",
-    "--mca",
-    "btl_vader_single_copy_mechanism",
-    "none",
-    "--mca",
-    "plm_rsh_agent",
-    "",
-];
-
-/// Runs `cmd`, killing it after `limit`; returns (success, stdout, stderr).
-fn run_with_limit(cmd: &mut Command, limit: Duration) -> (bool, String, String) {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn mpirun");
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for mpirun") {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = child.wait_with_output().expect("mpirun output");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(status.is_some(), "mpirun ran longer than {limit:?}:\n{stdout}\n{stderr}");
-    (status.is_some_and(|s| s.success()), stdout, stderr)
-}
 
 #[test]
 fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
@@ -99,7 +31,7 @@ fn mpi_allreduce_nan_is_traced_back_to_rank_1() {
     let source = common::ffi_dir().join("tests/mpi/allreduce.c");
     compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
 
-    let mut cmd = mpirun_command(&mpirun);
+    let mut cmd = mpirun_command(&mpirun, 2);
     cmd.arg(&exe).arg(&dir);
     let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
     assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");
@@ -184,7 +116,7 @@ fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
         compile(compiler.to_str().unwrap(), flags, std::slice::from_ref(&source), &exe, Link::Shared, &[]);
         let run = dir.join(format!("{name}.run"));
         std::fs::create_dir_all(&run).unwrap();
-        let mut cmd = mpirun_command(&mpirun);
+        let mut cmd = mpirun_command(&mpirun, 2);
         cmd.arg(&exe).current_dir(&run);
         let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
         assert!(ok, "{name} under mpirun failed:\n{stdout}\n{stderr}");
@@ -192,7 +124,7 @@ fn original_c_example_compiles_unchanged_as_c_and_cxx_and_runs() {
         assert!(written.is_empty(), "{name}: nothing is recorded without a session: {written:?}");
 
         // The same program, recorded by setting WAFFLE_OUTPUT alone.
-        let mut cmd = mpirun_command(&mpirun);
+        let mut cmd = mpirun_command(&mpirun, 2);
         cmd.env("WAFFLE_OUTPUT", run.join("rank%r.bin")).arg(&exe).current_dir(&run);
         let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
         assert!(ok, "{name} with WAFFLE_OUTPUT failed:\n{stdout}\n{stderr}");
@@ -255,7 +187,7 @@ fn ranks_record_without_a_start_call_under_the_launchs_trace_id() {
     for launch in ["first", "second"] {
         let out = dir.join(launch);
         std::fs::create_dir(&out).unwrap();
-        let mut cmd = mpirun_command(&mpirun);
+        let mut cmd = mpirun_command(&mpirun, 2);
         cmd.env("WAFFLE_OUTPUT", out.join("rank%r.bin")).args(["-x", "WAFFLE_OUTPUT"]).arg(&exe);
         let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
         assert!(ok, "mpirun failed:\n{stdout}\n{stderr}");

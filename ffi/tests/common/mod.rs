@@ -1,5 +1,6 @@
 //! What the C, C++ and MPI tests share: building `libwaffle`, compiling and running programs
-//! against it, and rendering a decoded trace as a tree to compare exactly.
+//! against it, and rendering a decoded trace as a tree to compare exactly. `waffle-mpi`'s tests
+//! include this module too (by path), and `mpi` for running MPI programs.
 
 #![allow(dead_code)] // each test binary uses part of it
 
@@ -11,6 +12,8 @@ use std::{
     sync::OnceLock,
 };
 use waffle_decode::model::{Item, Trace};
+
+pub mod mpi;
 
 /// `target/<profile>`: the test executable is `target/<profile>/deps/<test>-<hash>`.
 pub fn profile_dir() -> PathBuf {
@@ -58,9 +61,11 @@ pub fn waffle_decode() -> &'static Path {
     })
 }
 
-/// `ffi/`.
+/// `ffi/`: the package's directory, or for a package inside it (`ffi/mpi`), the nearest
+/// directory above holding `include/waffle.h`.
 pub fn ffi_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package.ancestors().find(|d| d.join("include/waffle.h").is_file()).unwrap_or(package)
 }
 
 /// A fresh directory for one test's files.

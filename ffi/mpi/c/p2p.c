@@ -1,0 +1,187 @@
+/*
+ * p2p.c: point-to-point messages, blocking and nonblocking, probes and matched probes.
+ *
+ * A send's span carries the message's correlation `mpi.message>` (its value from the counter of
+ * this process's sends on the communicator, destination and tag). A receive is counted when it
+ * completes, from its status (the actual source and tag, so wildcards resolve), and recorded as
+ * the event "MPI message received" with `mpi.message<` inside the span in which it completed:
+ * MPI_Recv, MPI_Sendrecv(_replace) and MPI_Mrecv here, the Wait and Test families in wait.c.
+ * A caller's MPI_STATUS_IGNORE is replaced by a status of our own, so the event still knows.
+ */
+#include "wmpi.h"
+
+void wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request) {
+  /* A receive from MPI_PROC_NULL completes with that source and carries no message. */
+  if (status->MPI_SOURCE == MPI_PROC_NULL || status->MPI_SOURCE < 0) return;
+  int64_t source = wm_peer(c, status->MPI_SOURCE);
+  int count = 0;
+  if (PMPI_Get_count(status, MPI_BYTE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) count = 0;
+  uint64_t msg = waffle_mpi_next(WM_COUNT_RECV, c->key, source, status->MPI_TAG);
+  (void)WAFFLE_EVENT("MPI message received", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", source),
+                     WAFFLE_KV_I64("tag", status->MPI_TAG), WAFFLE_KV_U64("bytes", count),
+                     WAFFLE_KV_U64("request", request), WAFFLE_KV_CORRELATE("mpi.message<", msg));
+}
+
+/* A blocking send: MPI_Send, MPI_Bsend, MPI_Ssend, MPI_Rsend. */
+#define WM_BLOCKING_SEND(fn)                                                                       \
+  int MPI_##fn(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {  \
+    const wm_comm_t *c = wm_comm(comm);                                                            \
+    int64_t peer = wm_peer(c, dest);                                                               \
+    uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, tag);                           \
+    int rc;                                                                                        \
+    WM_SEND_SPAN("MPI_" #fn, msg, PMPI_##fn(buf, count, type, dest, tag, comm), WM_P2P(c, peer, tag, bytes)); \
+    return rc;                                                                                     \
+  }
+
+WM_BLOCKING_SEND(Send)
+WM_BLOCKING_SEND(Bsend)
+WM_BLOCKING_SEND(Ssend)
+WM_BLOCKING_SEND(Rsend)
+
+/* A nonblocking send: MPI_Isend, MPI_Ibsend, MPI_Issend, MPI_Irsend. */
+#define WM_NONBLOCKING_SEND(fn)                                                                    \
+  int MPI_##fn(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,    \
+               MPI_Request *request) {                                                             \
+    const wm_comm_t *c = wm_comm(comm);                                                            \
+    int64_t peer = wm_peer(c, dest);                                                               \
+    uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, tag), id = waffle_mpi_request_id(); \
+    int rc;                                                                                        \
+    WM_SEND_SPAN("MPI_" #fn, msg, PMPI_##fn(buf, count, type, dest, tag, comm, request),           \
+                 WM_P2P(c, peer, tag, bytes), WAFFLE_KV_U64("request", id));                       \
+    if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_SEND, 0);                                  \
+    return rc;                                                                                     \
+  }
+
+WM_NONBLOCKING_SEND(Isend)
+WM_NONBLOCKING_SEND(Ibsend)
+WM_NONBLOCKING_SEND(Issend)
+WM_NONBLOCKING_SEND(Irsend)
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
+  WAFFLE_SPAN("MPI_Recv", WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)));
+  int rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
+  if (rc == MPI_SUCCESS) wm_received(c, status, 0);
+  return rc;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *request) {
+  const wm_comm_t *c = wm_comm(comm);
+  uint64_t id = waffle_mpi_request_id();
+  WAFFLE_SPAN("MPI_Irecv", WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)), WAFFLE_KV_U64("request", id));
+  int rc = PMPI_Irecv(buf, count, type, source, tag, comm, request);
+  if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_RECV, 0);
+  return rc;
+}
+
+/* The send half is the span's (peer, tag, bytes, `mpi.message>`); the receive half is told by
+ * `source` and `recv_tag` and completes with its event inside the span. */
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
+  int64_t peer = wm_peer(c, dest);
+  uint64_t bytes = wm_bytes(sendcount, sendtype), msg = wm_send(c, peer, sendtag);
+  int rc;
+  (void)recvcount;
+  (void)recvtype;
+  WM_SEND_SPAN("MPI_Sendrecv", msg,
+               PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                             recvtag, comm, status);
+               if (rc == MPI_SUCCESS) wm_received(c, status, 0),
+               WM_P2P(c, peer, sendtag, bytes), WAFFLE_KV_I64("source", wm_peer(c, source)),
+               WAFFLE_KV_I64("recv_tag", wm_tag(recvtag)));
+  return rc;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int sendtag, int source, int recvtag,
+                         MPI_Comm comm, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
+  int64_t peer = wm_peer(c, dest);
+  uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, sendtag);
+  int rc;
+  WM_SEND_SPAN("MPI_Sendrecv_replace", msg,
+               PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+               if (rc == MPI_SUCCESS) wm_received(c, status, 0),
+               WM_P2P(c, peer, sendtag, bytes), WAFFLE_KV_I64("source", wm_peer(c, source)),
+               WAFFLE_KV_I64("recv_tag", wm_tag(recvtag)));
+  return rc;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  WAFFLE_SPAN("MPI_Probe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
+              WAFFLE_KV_I64("tag", wm_tag(tag)));
+  return PMPI_Probe(source, tag, comm, status);
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  WAFFLE_SPAN("MPI_Iprobe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
+              WAFFLE_KV_I64("tag", wm_tag(tag)));
+  return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+/* A matched message remembers its communicator until MPI_Mrecv or MPI_Imrecv receives it. */
+static void wm_matched(MPI_Message message, const wm_comm_t *c) {
+  if (message != MPI_MESSAGE_NULL && message != MPI_MESSAGE_NO_PROC) {
+    wm_req_t r = {0, c, WM_MESSAGE, 0, 0, 0, 0};
+    waffle_mpi_req_put(WM_HANDLE(message), &r);
+  }
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  int rc;
+  {
+    WAFFLE_SPAN("MPI_Mprobe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
+                WAFFLE_KV_I64("tag", wm_tag(tag)));
+    rc = PMPI_Mprobe(source, tag, comm, message, status);
+  }
+  if (rc == MPI_SUCCESS) wm_matched(*message, c);
+  return rc;
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) {
+  const wm_comm_t *c = wm_comm(comm);
+  int rc;
+  {
+    WAFFLE_SPAN("MPI_Improbe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
+                WAFFLE_KV_I64("tag", wm_tag(tag)));
+    rc = PMPI_Improbe(source, tag, comm, flag, message, status);
+  }
+  if (rc == MPI_SUCCESS && *flag) wm_matched(*message, c);
+  return rc;
+}
+
+/* The communicator of a matched message (taken: the message is received once). */
+static const wm_comm_t *wm_message_comm(MPI_Message message) {
+  wm_req_t r;
+  return message != MPI_MESSAGE_NULL && waffle_mpi_req_get(WM_HANDLE(message), true, &r) && r.comm ? r.comm
+                                                                                                  : &wm_unknown;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status) {
+  const wm_comm_t *c = message ? wm_message_comm(*message) : &wm_unknown;
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
+  WAFFLE_SPAN("MPI_Mrecv", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_U64("bytes", wm_bytes(count, type)));
+  int rc = PMPI_Mrecv(buf, count, type, message, status);
+  if (rc == MPI_SUCCESS) wm_received(c, status, 0);
+  return rc;
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *request) {
+  const wm_comm_t *c = message ? wm_message_comm(*message) : &wm_unknown;
+  uint64_t id = waffle_mpi_request_id();
+  WAFFLE_SPAN("MPI_Imrecv", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_U64("bytes", wm_bytes(count, type)),
+              WAFFLE_KV_U64("request", id));
+  int rc = PMPI_Imrecv(buf, count, type, message, request);
+  if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_RECV, 0);
+  return rc;
+}

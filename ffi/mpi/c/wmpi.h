@@ -1,0 +1,174 @@
+/*
+ * wmpi.h: what the MPI wrappers of libwaffle_mpi.so share (docs/mpi.md says what they record).
+ *
+ * Every wrapper `MPI_X` looks up its communicator (wm_comm: one probe of a lock-free table kept
+ * by the Rust side, src/comms.rs), turns ranks into world ranks, counts messages and
+ * collectives (waffle_mpi_next, src/keys.rs), opens a span through waffle's C ABI (the
+ * WAFFLE_SPAN macro of waffle_macros.h: a static callsite, key-values on the stack), calls
+ * `PMPI_X`, and ends the span when its block exits. Counting happens whether or not a session
+ * records, so that a session started late still numbers messages as the other ranks do. No
+ * wrapper allocates or locks on its common path; the slow paths (a communicator met for the
+ * first time, more requests than fit on the stack) are outside it.
+ */
+#ifndef WMPI_H
+#define WMPI_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "waffle_macros.h"
+
+/* A communicator or window as src/comms.rs keeps it (`Comm`). */
+typedef struct wm_comm_t {
+  uint64_t key;
+  int32_t size;
+  int32_t remote_size;
+  const int32_t *world;
+  const int32_t *remote;
+} wm_comm_t;
+
+/* A request as src/requests.rs keeps it (`Req`). */
+typedef struct wm_req_t {
+  uint64_t id;
+  const wm_comm_t *comm;
+  int32_t kind;
+  int32_t flags;
+  int32_t tag;
+  int32_t peer;
+  uint64_t bytes;
+} wm_req_t;
+
+enum { WM_SEND = 0, WM_RECV = 1, WM_COLL = 2, WM_RMA = 3, WM_MESSAGE = 4 };
+enum { WM_PERSISTENT = 1, WM_ACTIVE = 2 };
+enum { WM_COMMS = 0, WM_WINDOWS = 1 };
+enum { WM_COUNT_SEND = 0, WM_COUNT_RECV = 1, WM_COUNT_COLL = 2 };
+
+/* ---- the Rust side (src/lib.rs) ---------------------------------------------------------- */
+void waffle_mpi_set_rank(int32_t rank);
+uint64_t waffle_mpi_next(uint32_t what, uint64_t comm, int64_t peer, int64_t tag);
+const wm_comm_t *waffle_mpi_comm_find(uint32_t kind, uint64_t handle);
+const wm_comm_t *waffle_mpi_comm_add(uint32_t kind, uint64_t handle, const int32_t *world, int32_t size,
+                                     const int32_t *remote, int32_t remote_size);
+void waffle_mpi_comm_forget(uint32_t kind, uint64_t handle);
+uint64_t waffle_mpi_request_id(void);
+void waffle_mpi_req_put(uint64_t handle, const wm_req_t *req);
+bool waffle_mpi_req_get(uint64_t handle, bool take, wm_req_t *out);
+
+/* ---- comm.c ------------------------------------------------------------------------------ */
+/* This process's rank in MPI_COMM_WORLD (-1 before MPI_Init). */
+extern int32_t wm_world_rank;
+/* What an unknown or null communicator reads as: key 0, no ranks. */
+extern const wm_comm_t wm_unknown;
+/* A communicator met for the first time: its entry, made and cached. */
+const wm_comm_t *wm_comm_slow(MPI_Comm comm);
+/* A communicator a wrapper just created (MPI_COMM_NULL: nothing). */
+void wm_comm_made(MPI_Comm comm);
+/* A window just created over `comm`'s group. */
+void wm_win_made(MPI_Win win, MPI_Comm comm);
+
+/* ---- p2p.c ------------------------------------------------------------------------------- */
+/* Records the event of a completed receive on `c` inside the current span. */
+void wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request);
+
+/* A handle as a table key: Open MPI's are pointers, MPICH's integers. */
+#define WM_HANDLE(h) ((uint64_t)(uintptr_t)(h))
+
+/* The entry of `comm`. */
+static inline const wm_comm_t *wm_comm(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return &wm_unknown;
+  const wm_comm_t *c = waffle_mpi_comm_find(WM_COMMS, WM_HANDLE(comm));
+  return c ? c : wm_comm_slow(comm);
+}
+
+/* The entry of `win` (windows are made by their wrappers; one not seen made reads unknown). */
+static inline const wm_comm_t *wm_win(MPI_Win win) {
+  const wm_comm_t *w = waffle_mpi_comm_find(WM_WINDOWS, WM_HANDLE(win));
+  return w ? w : &wm_unknown;
+}
+
+/* The world rank of the peer `rank` of `c` (of its remote group for an intercommunicator):
+ * -1 for MPI_ANY_SOURCE, -2 for MPI_PROC_NULL, -3 for a rank out of range. */
+static inline int64_t wm_peer(const wm_comm_t *c, int rank) {
+  if (rank == MPI_ANY_SOURCE) return -1;
+  if (rank == MPI_PROC_NULL) return -2;
+  const int32_t *table = c->remote_size > 0 ? c->remote : c->world;
+  int32_t n = c->remote_size > 0 ? c->remote_size : c->size;
+  return rank >= 0 && rank < n ? table[rank] : -3;
+}
+
+/* The world rank of a collective's root (MPI_ROOT: this process, on an intercommunicator). */
+static inline int64_t wm_root(const wm_comm_t *c, int root) {
+  if (root == MPI_ROOT) return wm_world_rank;
+  if (c->remote_size > 0) return wm_peer(c, root);
+  return root == MPI_PROC_NULL ? -2 : root >= 0 && root < c->size ? c->world[root] : -3;
+}
+
+/* The world rank of target `rank` of a window. */
+static inline int64_t wm_target(const wm_comm_t *w, int rank) { return wm_peer(w, rank); }
+
+static inline int64_t wm_tag(int tag) { return tag == MPI_ANY_TAG ? -1 : tag; }
+
+/* count x the size of `type`. */
+static inline uint64_t wm_bytes(int count, MPI_Datatype type) {
+  int size = 0;
+  if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  return (uint64_t)count * (uint64_t)size;
+}
+
+/* The correlation value of a send to `peer` (0 for MPI_PROC_NULL: no message). */
+static inline uint64_t wm_send(const wm_comm_t *c, int64_t peer, int tag) {
+  return peer >= 0 ? waffle_mpi_next(WM_COUNT_SEND, c->key, peer, tag) : 0;
+}
+
+/* The correlation value of the next collective on `c`. */
+static inline uint64_t wm_coll(const wm_comm_t *c) { return waffle_mpi_next(WM_COUNT_COLL, c->key, 0, 0); }
+
+/* Enters `request` as ours. */
+static inline void wm_track(MPI_Request request, uint64_t id, const wm_comm_t *c, int kind, int flags) {
+  wm_req_t r = {id, c, kind, flags, 0, 0, 0};
+  waffle_mpi_req_put(WM_HANDLE(request), &r);
+}
+
+/* `id` in decimal at `out` (room for 21 bytes); returns the length. */
+static inline int wm_decimal(char *out, uint64_t id) {
+  char digits[20];
+  int n = 0;
+  do digits[n++] = (char)('0' + id % 10); while ((id /= 10) != 0);
+  for (int i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+  out[n] = 0;
+  return n;
+}
+
+/* The name of a predefined reduction op, or "user". */
+const char *wm_op(MPI_Op op);
+
+/* Point-to-point key-values. */
+#define WM_P2P(c, peer, tag, bytes)                                                              \
+  WAFFLE_KV_U64("comm", (c)->key), WAFFLE_KV_I64("peer", (peer)), WAFFLE_KV_I64("tag", wm_tag(tag)), \
+      WAFFLE_KV_U64("bytes", (bytes))
+
+/* `rc = call` inside a span `name` with the key-values, and the send's correlation `msg`
+ * unless it is 0 (a send to MPI_PROC_NULL: no message, so no correlation). `call` may go on
+ * with more statements after its `;`, all inside the span. */
+#define WM_SEND_SPAN(name, msg, call, ...)                                                       \
+  do {                                                                                           \
+    if (msg) {                                                                                   \
+      WAFFLE_SPAN(name, __VA_ARGS__, WAFFLE_KV_CORRELATE("mpi.message>", (msg)));                \
+      rc = call;                                                                                 \
+    } else {                                                                                     \
+      WAFFLE_SPAN(name, __VA_ARGS__);                                                            \
+      rc = call;                                                                                 \
+    }                                                                                            \
+  } while (0)
+
+/* `rc = call` inside a collective's span: comm key, the key-values, its correlation. */
+#define WM_COLL_SPAN(name, c, call, ...)                                                         \
+  do {                                                                                           \
+    uint64_t wm_group_ = wm_coll(c);                                                             \
+    WAFFLE_SPAN(name, WAFFLE_KV_U64("comm", (c)->key), __VA_ARGS__,                              \
+                WAFFLE_KV_CORRELATE("mpi.collective", wm_group_));                               \
+    rc = (call);                                                                                 \
+  } while (0)
+
+#endif /* WMPI_H */

@@ -1,0 +1,139 @@
+//! The numbers every rank computes alike without talking to the others: communicator and
+//! window keys, and the correlation values of messages and collectives (`docs/mpi.md`).
+//!
+//! [`hash`] is the one hash behind all of them: fixed constants (no per-process seed), so the
+//! same words give the same value on every rank and every machine, and never 0.
+//!
+//! A communicator's key is the hash of the ordered world ranks of its group (and of its remote
+//! group, for an intercommunicator, the two in an order both sides agree on) and of how many
+//! communicators with that membership this process made before it. Creating a communicator is
+//! collective over its members, in the same order on each of them, so every member counts the
+//! same number for it. Windows are keyed the same way, counted apart.
+//!
+//! The counters are per process, shared by its threads ([`crate::table`]): a message's number
+//! `k` is how many earlier sends (receives) of this process had the same communicator, peer and
+//! tag; a collective's, how many earlier collectives on that communicator. MPI's non-overtaking
+//! rule orders the messages of one sender to one receiver on one communicator and tag, so the
+//! k-th send and the k-th receive are one message. Threads sending on the same communicator,
+//! peer and tag at once are not ordered by MPI either: each gets its own number, in the order
+//! their counter updates land.
+
+use crate::table::Table;
+
+/// Mixes one word into a running hash (the finaliser of SplitMix64 over an accumulator).
+#[inline]
+fn mix(h: u64, w: u64) -> u64 {
+    let mut z = (h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15).rotate_left(23);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The hash of `words`: the same on every machine, never 0.
+pub fn hash(words: &[u64]) -> u64 {
+    let h = words.iter().fold(words.len() as u64, |h, &w| mix(h, w));
+    if h == 0 {
+        1
+    } else {
+        h
+    }
+}
+
+/// What a counter counts; part of its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Counted {
+    /// Sends on (comm, destination, tag).
+    Send = 0,
+    /// Receives completed on (comm, source, tag).
+    Receive = 1,
+    /// Collectives on a communicator.
+    Collective = 2,
+}
+
+/// Counters of messages and collectives: a key per counted tuple, word 0 the count so far.
+static COUNTERS: Table<{ 1 << 16 }, 1> = Table::new();
+
+/// The correlation value of the next `what` on communicator `comm` with `peer` and `tag` (both
+/// ignored for collectives), given this process's world rank `me`: the hash of the schema's
+/// tuple and the count of earlier ones.
+pub fn next(what: Counted, comm: u64, me: i64, peer: i64, tag: i64) -> u64 {
+    let (peer, tag) = if what == Counted::Collective { (0, 0) } else { (peer, tag) };
+    let counter = hash(&[what as u64, comm, peer as u64, tag as u64]);
+    let k = COUNTERS.count(counter);
+    match what {
+        Counted::Send => hash(&[comm, me as u64, peer as u64, tag as u64, k]),
+        Counted::Receive => hash(&[comm, peer as u64, me as u64, tag as u64, k]),
+        Counted::Collective => hash(&[comm, k]),
+    }
+}
+
+/// How many communicators (`kind` 0) or windows (`kind` 1) with the membership `signature`
+/// were made before: each call counts one more.
+static MADE: Table<{ 1 << 12 }, 1> = Table::new();
+
+/// The key of a communicator or window with the group `local` (world ranks in group order)
+/// and, for an intercommunicator, the remote group `remote` (empty otherwise).
+pub fn group_key(kind: u32, local: &[i32], remote: &[i32]) -> u64 {
+    let signature = signature(kind, local, remote);
+    let made_before = MADE.count(signature);
+    hash(&[signature, made_before])
+}
+
+/// The hash of a membership: kind, groups and their sizes.
+fn signature(kind: u32, local: &[i32], remote: &[i32]) -> u64 {
+    // Both sides of an intercommunicator see the two groups swapped: put them in one order.
+    let (a, b) = if remote.is_empty() || local <= remote { (local, remote) } else { (remote, local) };
+    let words: Vec<u64> = [u64::from(kind), a.len() as u64]
+        .into_iter()
+        .chain(a.iter().map(|&r| r as u32 as u64))
+        .chain([b.len() as u64])
+        .chain(b.iter().map(|&r| r as u32 as u64))
+        .collect();
+    hash(&words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_fixed_and_never_zero() {
+        // Written down once (and computed apart, in Python): a change of the hash would make
+        // ranks running different builds disagree.
+        assert_eq!(hash(&[1, 2, 3]), 0xef9f_47cf_8b5f_c240);
+        assert_eq!(hash(&[]), 1, "the one input that mixes to 0 is moved to 1");
+        assert_ne!(hash(&[1, 2, 3]), hash(&[3, 2, 1]));
+        assert_ne!(hash(&[0]), hash(&[0, 0]), "the length is hashed");
+        assert!((0..10_000u64).all(|i| hash(&[i]) != 0));
+    }
+
+    #[test]
+    fn sends_and_receives_of_one_message_agree() {
+        // Rank 0 sends twice to rank 1 on comm 7, tag 3; rank 1 receives them. One process plays
+        // both here, so each side uses its own communicator key to keep the counters apart as
+        // two processes would, and the values are compared through the formula.
+        let s0 = next(Counted::Send, 7, 0, 1, 3);
+        let s1 = next(Counted::Send, 7, 0, 1, 3);
+        assert_ne!(s0, s1);
+        let r0 = next(Counted::Receive, 7, 1, 0, 3);
+        let r1 = next(Counted::Receive, 7, 1, 0, 3);
+        assert_eq!((s0, s1), (r0, r1), "the k-th send is the k-th receive");
+        let c0 = next(Counted::Collective, 9, 0, 5, 5);
+        assert_eq!(c0, hash(&[9, 0]));
+        assert_eq!(next(Counted::Collective, 9, 1, 0, 0), hash(&[9, 1]));
+    }
+
+    #[test]
+    fn group_keys_count_communicators_of_one_membership() {
+        let world = [0, 1, 2];
+        let a = group_key(0, &world, &[]);
+        let b = group_key(0, &world, &[]);
+        assert_ne!(a, b, "a duplicate of a communicator has its own key");
+        assert_ne!(group_key(0, &[0, 2], &[]), group_key(0, &[2, 0], &[]), "order matters");
+        // The two sides of an intercommunicator agree; a window of a group is not its communicator.
+        assert_eq!(signature(0, &[10, 11], &[12]), signature(0, &[12], &[10, 11]));
+        assert_ne!(signature(0, &[10, 11], &[12]), signature(0, &[10, 11, 12], &[]));
+        assert_ne!(signature(0, &world, &[]), signature(1, &world, &[]));
+    }
+}

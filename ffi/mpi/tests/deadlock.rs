@@ -1,0 +1,58 @@
+//! A deadlocked program (`programs/deadlock.c`: every rank receives from its right neighbour
+//! before sending) under `timeout -s TERM 10 mpirun -np 3` with `libwaffle_mpi.so` preloaded:
+//! the run is stopped, and each rank's file should hold its open `MPI_Recv`.
+//!
+//! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
+
+mod support;
+
+use std::process::Command;
+use support::{
+    build,
+    common::{mpi::mpi_tool, scratch, which},
+    preloaded_run, span_int,
+};
+
+/// Runs the deadlock under `timeout`; returns the directory of the traces.
+fn deadlocked() -> Option<std::path::PathBuf> {
+    let mpicc = mpi_tool("mpicc")?;
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let timeout = which("timeout").expect("timeout (coreutils)");
+    let dir = scratch(&format!("mpi-deadlock-{:?}", std::thread::current().id()).replace(['(', ')'], ""));
+    let exe = build(&mpicc, "deadlock", &dir);
+    let out = dir.join("out");
+    let run = preloaded_run(&mpirun, &exe, &out);
+    let mut cmd = Command::new(timeout);
+    cmd.args(["-s", "TERM", "10"]).arg(run.get_program()).args(run.get_args());
+    for (k, v) in run.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let status = cmd.output().expect("run timeout mpirun").status;
+    assert!(!status.success(), "a deadlocked run was stopped, not finished: {status}");
+    Some(out)
+}
+
+#[test]
+fn a_deadlocked_run_is_stopped_by_the_timeout() {
+    let Some(out) = deadlocked() else { return };
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
+#[test]
+#[ignore = "needs the recorder to write a blocked thread's staged records and to close the trace on SIGTERM"]
+fn each_rank_of_a_deadlock_ends_inside_its_open_receive() {
+    let Some(out) = deadlocked() else { return };
+    let files: Vec<_> = (0..3).map(|r| out.join(format!("rank{r}.bin"))).collect();
+    let decoded = waffle_decode::decode::decode_files(&files).expect("decode");
+    for p in &decoded.trace.processes {
+        let rank: i64 = p.header.label("rank").unwrap().parse().unwrap();
+        let open: Vec<_> = p.threads.iter().flat_map(|t| &t.spans).filter(|s| !s.ended).collect();
+        let recv =
+            open.iter().find(|s| s.name() == "MPI_Recv").unwrap_or_else(|| panic!("rank {rank}: {open:?}"));
+        assert_eq!(span_int(recv, "peer"), (rank + 1) % 3, "rank {rank} waits for its right neighbour");
+    }
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}

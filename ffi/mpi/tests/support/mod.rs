@@ -1,0 +1,98 @@
+//! What the tests of `waffle-mpi` share: the library built in the test's profile, the test
+//! programs built with `mpicc`, a preloaded `mpirun -np 3`, and reading fields of the decoded
+//! trace. The C and MPI helpers of `waffle-ffi`'s tests come with it as `common`.
+
+#![allow(dead_code)] // each test binary uses part of it
+
+#[path = "../../../tests/common/mod.rs"]
+pub mod common;
+
+use common::{cargo_build, mpi::mpirun_command, profile_dir, C_FLAGS};
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
+use waffle_decode::model::{Event, Span, Trace, Value};
+
+/// `libwaffle_mpi.so`, built now in this test's profile.
+pub fn preload() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        cargo_build(&["-p", "waffle-mpi", "--lib"]);
+        let lib = profile_dir().join("libwaffle_mpi.so");
+        assert!(lib.is_file(), "{} was not built", lib.display());
+        lib
+    })
+}
+
+/// `tests/programs/NAME.c` built with `mpicc` into `dir`, linked with nothing of waffle.
+pub fn build(mpicc: &Path, name: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(name);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(format!("{name}.c"));
+    let out = Command::new(mpicc).args(C_FLAGS).arg(&source).arg("-o").arg(&exe).output().expect("run mpicc");
+    assert!(out.status.success(), "mpicc {name}.c:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// `mpirun -np 3` of `exe` with the library preloaded into the ranks (not into mpirun) and
+/// `WAFFLE_OUTPUT=out/rank%r.bin`.
+pub fn preloaded_run(mpirun: &Path, exe: &Path, out: &Path) -> Command {
+    let mut cmd = mpirun_command(mpirun, 3);
+    cmd.env("WAFFLE_OUTPUT", out.join("rank%r.bin"))
+        .args(["-x", "WAFFLE_OUTPUT", "-x"])
+        .arg(format!("LD_PRELOAD={}", preload().display()))
+        .arg(exe);
+    cmd
+}
+
+/// Decodes `out/rank{0,1,2}.bin`, asserting that they are the only files there.
+pub fn decode_ranks(out: &Path) -> Trace {
+    let mut names: Vec<_> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["rank0.bin", "rank1.bin", "rank2.bin"], "one file per rank, nothing else");
+    common::decode(&[0, 1, 2].map(|r| out.join(format!("rank{r}.bin"))))
+}
+
+pub fn field<'a>(fields: impl Iterator<Item = (&'a str, &'a Value)>, key: &str) -> Option<&'a Value> {
+    fields.into_iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+pub fn int(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::I64(i)) => *i,
+        Some(Value::U64(u)) => *u as i64,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+pub fn span_int(s: &Span, key: &str) -> i64 {
+    int(field(s.fields(), key))
+}
+
+pub fn event_int(e: &Event, key: &str) -> i64 {
+    int(field(e.fields(), key))
+}
+
+/// Every span and event of the trace with its process's rank.
+pub fn spans(trace: &Trace) -> Vec<(i64, &Span)> {
+    let mut all = Vec::new();
+    for p in &trace.processes {
+        let rank: i64 = p.header.label("rank").expect("rank label").parse().unwrap();
+        all.extend(p.threads.iter().flat_map(|t| &t.spans).map(|s| (rank, s)));
+    }
+    all
+}
+
+pub fn events(trace: &Trace) -> Vec<(i64, &Event)> {
+    let mut all = Vec::new();
+    for p in &trace.processes {
+        let rank: i64 = p.header.label("rank").expect("rank label").parse().unwrap();
+        all.extend(p.threads.iter().flat_map(|t| &t.events).map(|e| (rank, e)));
+    }
+    all
+}
+
+pub fn named<'a>(all: &[(i64, &'a Span)], rank: i64, name: &str) -> Vec<&'a Span> {
+    all.iter().filter(|(r, s)| *r == rank && s.name() == name).map(|(_, s)| *s).collect()
+}

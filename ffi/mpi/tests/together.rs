@@ -1,0 +1,108 @@
+//! `libwaffle_mpi.so` beside `libwaffle.so`: a program with spans of its own (waffle's C macros,
+//! linked with `libwaffle.so`) run with the MPI library preloaded records into one file per
+//! rank, its MPI spans children of its own spans: its `waffle_*` calls bind to the preloaded
+//! library, and only that library starts a session from `WAFFLE_OUTPUT`. Both libraries export
+//! the same `waffle_*` functions, and the MPI library the `MPI_*` ones.
+//!
+//! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
+
+mod support;
+
+use std::{path::Path, process::Command, time::Duration};
+use support::{
+    common::{
+        compile, lib_dir,
+        mpi::{mpi_tool, run_with_limit},
+        render, scratch, which, Link, C_FLAGS,
+    },
+    decode_ranks, preload, preloaded_run,
+};
+
+#[test]
+fn mpi_spans_nest_under_the_programs_own_spans_in_one_file_per_rank() {
+    let Some(mpicc) = mpi_tool("mpicc") else { return };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch("mpi-nested");
+    let exe = dir.join("nested");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/nested.c");
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    let out = dir.join("out");
+    let (ok, stdout, stderr) =
+        run_with_limit(&mut preloaded_run(&mpirun, &exe, &out), Duration::from_secs(60));
+    assert!(ok && stdout.trim() == "ok", "nested failed:\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("waffle:"), "{stderr}");
+    // Two sessions writing one file would leave it damaged: decoding checks it is whole.
+    let trace = decode_ranks(&out);
+    let mut expected = String::new();
+    for rank in 0..3 {
+        expected += &format!("process nested rank={rank}\n  thread\n    MPI_Init\n");
+        for step in 0..2 {
+            expected += &format!("    step step={step}\n      exchange\n");
+            let (right, left) = ((rank + 1) % 3, (rank + 2) % 3);
+            expected += &format!(
+                "        MPI_Sendrecv_replace comm=C peer={right} tag=3 bytes=4 source={left} recv_tag=3 ~ mpi.message>=M\n\
+                 \x20         ! MPI message received comm=C peer={left} tag=3 bytes=4 request=0 ~ mpi.message<=M\n"
+            );
+            expected += "      MPI_Allreduce comm=C op=MPI_SUM bytes=8 ~ mpi.collective=M\n";
+        }
+        expected += "    MPI_Finalize\n";
+    }
+    common_masked(&render(&trace), &expected);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Compares a rendering with `expected`, where `C` stands for any communicator key and `M` for
+/// any correlation value (numbers that change from run to run).
+fn common_masked(actual: &str, expected: &str) {
+    let masked: String = actual
+        .lines()
+        .map(|line| {
+            line.split(' ')
+                .map(|word| match word.split_once('=') {
+                    Some(("comm", _)) => "comm=C".to_owned(),
+                    Some((k, _)) if k.starts_with("mpi.") => format!("{k}=M"),
+                    _ => word.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+                + "\n"
+        })
+        .collect();
+    support::common::assert_tree(&masked, expected);
+}
+
+/// The `waffle_*` functions a library exports (`nm -D --defined-only`).
+fn exported(lib: &Path, prefix: &str) -> Vec<String> {
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().expect("run nm");
+    assert!(out.status.success(), "nm {}", lib.display());
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn both_libraries_export_the_c_abi_and_the_mpi_library_the_wrappers() {
+    if mpi_tool("mpicc").is_none() || which("nm").is_none() {
+        return;
+    }
+    let ours = exported(preload(), "waffle_");
+    let abi: Vec<String> = exported(&lib_dir().join("libwaffle.so"), "waffle_")
+        .into_iter()
+        .filter(|n| !n.starts_with("waffle_mpi_"))
+        .collect();
+    assert!(abi.len() > 20 && abi.contains(&"waffle_span_begin_t".to_owned()), "{abi:?}");
+    let c_abi: Vec<String> = ours.iter().filter(|n| !n.starts_with("waffle_mpi_")).cloned().collect();
+    assert_eq!(c_abi, abi, "libwaffle_mpi.so carries the whole C ABI");
+    let wrappers = exported(preload(), "MPI_");
+    for f in
+        ["MPI_Send", "MPI_Irecv", "MPI_Waitsome", "MPI_Ialltoallw", "MPI_Rget_accumulate", "MPI_Comm_free"]
+    {
+        assert!(wrappers.iter().any(|w| w == f), "{f} not exported: {wrappers:?}");
+    }
+    assert!(exported(preload(), "PMPI_").is_empty(), "the PMPI_ functions stay MPI's");
+}

@@ -20,22 +20,31 @@
 
 use crate::table::Table;
 
-/// Mixes one word into a running hash (the finaliser of SplitMix64 over an accumulator).
-#[inline]
-fn mix(h: u64, w: u64) -> u64 {
-    let mut z = (h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15).rotate_left(23);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The hash of `words`: the same on every machine, never 0. One multiply per word, then
+/// MurmurHash3's 64-bit finaliser once: the inputs are ranks, tags, counts and other hashes,
+/// not chosen by an adversary, and this runs twice per message on the path of the call.
+pub fn hash(words: &[u64]) -> u64 {
+    let h = words.iter().fold((words.len() as u64).wrapping_mul(K0), |h, &w| step(h, w));
+    finish(h)
 }
 
-/// The hash of `words`: the same on every machine, never 0.
-pub fn hash(words: &[u64]) -> u64 {
-    let h = words.iter().fold(words.len() as u64, |h, &w| mix(h, w));
-    if h == 0 {
+const K0: u64 = 0x9e37_79b9_7f4a_7c15;
+const K1: u64 = 0xbf58_476d_1ce4_e5b9;
+
+#[inline]
+fn step(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(K1).rotate_left(29)
+}
+
+#[inline]
+fn finish(mut z: u64) -> u64 {
+    z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    z = (z ^ (z >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    z ^= z >> 33;
+    if z == 0 {
         1
     } else {
-        h
+        z
     }
 }
 
@@ -57,15 +66,25 @@ static COUNTERS: Table<{ 1 << 16 }, 1> = Table::new();
 /// The correlation value of the next `what` on communicator `comm` with `peer` and `tag` (both
 /// ignored for collectives), given this process's world rank `me`: the hash of the schema's
 /// tuple and the count of earlier ones.
+///
+/// The tuple without the count, `(comm, source, destination, tag)`, is hashed once and serves
+/// twice: as the counter's key (with what is counted mixed in, so that a message to oneself
+/// has a send counter and a receive counter), and as the start of the value, which the count
+/// then extends. Both sides of a message compute the same tuple, hence the same value.
 pub fn next(what: Counted, comm: u64, me: i64, peer: i64, tag: i64) -> u64 {
-    let (peer, tag) = if what == Counted::Collective { (0, 0) } else { (peer, tag) };
-    let counter = hash(&[what as u64, comm, peer as u64, tag as u64]);
-    let k = COUNTERS.count(counter);
-    match what {
-        Counted::Send => hash(&[comm, me as u64, peer as u64, tag as u64, k]),
-        Counted::Receive => hash(&[comm, peer as u64, me as u64, tag as u64, k]),
-        Counted::Collective => hash(&[comm, k]),
-    }
+    let base = match what {
+        Counted::Send => tuple(comm, me, peer, tag),
+        Counted::Receive => tuple(comm, peer, me, tag),
+        Counted::Collective => step(K0, comm),
+    };
+    let k = COUNTERS.count(base ^ (what as u64 + 1).wrapping_mul(K1));
+    finish(step(base, k))
+}
+
+/// The hash of a message's `(comm, source, destination, tag)`, before the count.
+#[inline]
+fn tuple(comm: u64, source: i64, destination: i64, tag: i64) -> u64 {
+    [source as u64, destination as u64, tag as u64].iter().fold(step(K0, comm), |h, &w| step(h, w))
 }
 
 /// How many communicators (`kind` 0) or windows (`kind` 1) with the membership `signature`
@@ -101,7 +120,7 @@ mod tests {
     fn the_hash_is_fixed_and_never_zero() {
         // Written down once (and computed apart, in Python): a change of the hash would make
         // ranks running different builds disagree.
-        assert_eq!(hash(&[1, 2, 3]), 0xef9f_47cf_8b5f_c240);
+        assert_eq!(hash(&[1, 2, 3]), 0x39bb_e109_1d15_8102);
         assert_eq!(hash(&[]), 1, "the one input that mixes to 0 is moved to 1");
         assert_ne!(hash(&[1, 2, 3]), hash(&[3, 2, 1]));
         assert_ne!(hash(&[0]), hash(&[0, 0]), "the length is hashed");
@@ -119,9 +138,13 @@ mod tests {
         let r0 = next(Counted::Receive, 7, 1, 0, 3);
         let r1 = next(Counted::Receive, 7, 1, 0, 3);
         assert_eq!((s0, s1), (r0, r1), "the k-th send is the k-th receive");
+        // Collectives: the communicator and the count, whatever the rank, peer and tag.
         let c0 = next(Counted::Collective, 9, 0, 5, 5);
-        assert_eq!(c0, hash(&[9, 0]));
-        assert_eq!(next(Counted::Collective, 9, 1, 0, 0), hash(&[9, 1]));
+        assert_eq!(c0, finish(step(step(K0, 9), 0)));
+        assert_eq!(next(Counted::Collective, 9, 1, 0, 0), finish(step(step(K0, 9), 1)));
+        // A message to oneself: the send and the receive count apart, and agree.
+        let to_self = next(Counted::Send, 11, 4, 4, 0);
+        assert_eq!(next(Counted::Receive, 11, 4, 4, 0), to_self);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What libwaffle_mpi.so adds to an 8-byte MPI_Send/MPI_Recv ping-pong and an 8-byte
-# MPI_Allreduce between 2 ranks (benches/c/mpi_bench.c), against the same runs without it:
+# MPI_Allreduce between 2 ranks, and to a send to oneself and its receive on 1 rank (the
+# wrappers' own cost, with no partner to wait for) (benches/c/mpi_bench.c), against the same
+# runs without it:
 # ROUNDS rounds, each running both benchmarks without and then with the library preloaded
 # (WAFFLE_OUTPUT writing real files, one per rank), alternating so that drifts of a shared
 # machine fall on both sides alike. Prints every run, then the medians and their ratios, and
@@ -20,26 +22,27 @@ lib="$(cd "$target/release" && pwd)/libwaffle_mpi.so"
 mpicc -O2 -o "$work/mpi_bench" benches/c/mpi_bench.c
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun=(mpirun -np 2 --allow-run-as-root --oversubscribe --bind-to none
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none
         --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent "")
 
 run() { # run BENCH with|without -> ns per iteration
-    local extra=()
+    local extra=() ranks=2
+    if [ "$1" = self ]; then ranks=1; fi
     if [ "$2" = with ]; then
         rm -rf "$work/trace-$1"
         extra=(-x "WAFFLE_OUTPUT=$work/trace-$1/rank%r.bin" -x "LD_PRELOAD=$lib")
     fi
-    "${mpirun[@]}" "${extra[@]}" "$work/mpi_bench" "$1" "$iterations"
+    "${mpirun[@]}" -np "$ranks" "${extra[@]}" "$work/mpi_bench" "$1" "$iterations"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-for bench in pingpong allreduce; do
+for bench in pingpong allreduce self; do
     : >"$work/$bench.without"
     : >"$work/$bench.with"
 done
 for round in $(seq "$rounds"); do
-    for bench in pingpong allreduce; do
+    for bench in pingpong allreduce self; do
         without="$(run "$bench" without)"
         with="$(run "$bench" with)"
         echo "round $round $bench: without $without ns, with $with ns"
@@ -50,7 +53,7 @@ done
 
 echo
 printf '%-10s %14s %14s %10s %8s\n' bench "without (ns)" "with (ns)" "added" ratio
-for bench in pingpong allreduce; do
+for bench in pingpong allreduce self; do
     a="$(median <"$work/$bench.without")"
     b="$(median <"$work/$bench.with")"
     awk -v n="$bench" -v a="$a" -v b="$b" \
@@ -58,8 +61,8 @@ for bench in pingpong allreduce; do
 done
 echo
 echo "what the last recorded runs hold (median runs are not kept; these are the last round's):"
-for bench in pingpong allreduce; do
-    "$target/release/waffle-decode" "$work/trace-$bench/rank0.bin" "$work/trace-$bench/rank1.bin" \
+for bench in pingpong allreduce self; do
+    "$target/release/waffle-decode" "$work/trace-$bench"/rank*.bin \
         -o "$work/$bench.chrome.json" 2>&1 | sed "s/^/  $bench: /"
     ls -l "$work/trace-$bench" | awk -v n="$bench" 'NR > 1 {print "  " n ": " $9 " " $5 " bytes"}'
 done

@@ -4,9 +4,11 @@
  *   pingpong   rank 0 sends 8 bytes to rank 1 and receives them back (MPI_Send/MPI_Recv):
  *              prints the round trip in ns;
  *   allreduce  an 8-byte MPI_Allreduce (one double, MPI_SUM) on MPI_COMM_WORLD: prints the
- *              time of one call in ns.
+ *              time of one call in ns;
+ *   self       (one rank) MPI_Send of 8 bytes to itself, then the MPI_Recv of it: the wrappers'
+ *              own cost for a send and a receive, with no other process to wait for.
  *
- * usage: mpirun -np 2 mpi_bench pingpong|allreduce ITERATIONS */
+ * usage: mpirun -np 2 mpi_bench pingpong|allreduce ITERATIONS; mpirun -np 1 mpi_bench self N */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,17 @@ static void pingpong(int rank, long n) {
   }
 }
 
-static void allreduce(long n) {
+static void self_pair(int rank, long n) {
+  (void)rank;
+  double value = 1.0;
+  for (long i = 0; i < n; i++) {
+    MPI_Send(&value, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+    MPI_Recv(&value, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+}
+
+static void allreduce_n(int rank, long n) {
+  (void)rank;
   double in = 1.0, out = 0.0;
   for (long i = 0; i < n; i++) MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
@@ -37,15 +49,17 @@ int main(int argc, char **argv) {
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (argc != 3) {
-    if (rank == 0) fprintf(stderr, "usage: mpi_bench pingpong|allreduce ITERATIONS\n");
+    if (rank == 0) fprintf(stderr, "usage: mpi_bench pingpong|allreduce|self ITERATIONS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  int ping = strcmp(argv[1], "pingpong") == 0;
   long n = atol(argv[2]);
-  if (ping) pingpong(rank, WARMUP); else allreduce(WARMUP);
+  void (*bench)(int, long) = strcmp(argv[1], "pingpong") == 0 ? pingpong
+                             : strcmp(argv[1], "self") == 0   ? self_pair
+                                                              : allreduce_n;
+  bench(rank, WARMUP);
   MPI_Barrier(MPI_COMM_WORLD);
   double start = MPI_Wtime();
-  if (ping) pingpong(rank, n); else allreduce(n);
+  bench(rank, n);
   double elapsed = MPI_Wtime() - start;
   if (rank == 0) printf("%.1f\n", elapsed / (double)n * 1e9);
   MPI_Finalize();

@@ -44,7 +44,9 @@ unsafe impl Send for Owned {}
 /// Handle (communicators: table 0, windows: table 1) → `*const Comm` as word 0.
 static HANDLES: [Table<{ 1 << 12 }, 1>; 2] = [Table::new(), Table::new()];
 
-/// Every `Comm` made, alive or dropped.
+/// Every `Comm` made, alive or dropped. Boxed: a `Comm`'s address is handed to the C side and
+/// must not move when the vector grows.
+#[allow(clippy::vec_box)]
 static ALL: Mutex<Vec<Box<Owned>>> = Mutex::new(Vec::new());
 
 /// The cached entry of `handle` in table `kind` (0 communicators, 1 windows), if any.

@@ -42,7 +42,9 @@ pub struct Slot<const W: usize> {
 }
 
 impl<const W: usize> Slot<W> {
-    const NEW: Self = Slot { key: AtomicU64::new(EMPTY), words: [const { AtomicU64::new(0) }; W] };
+    const fn new() -> Self {
+        Slot { key: AtomicU64::new(EMPTY), words: [const { AtomicU64::new(0) }; W] }
+    }
 
     /// Word `i`.
     #[inline]
@@ -74,6 +76,12 @@ pub struct Table<const N: usize, const W: usize> {
     overflow: Mutex<Option<HashMap<u64, Vec<[u64; W]>>>>,
 }
 
+impl<const N: usize, const W: usize> Default for Table<N, W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Spreads handle values (pointers: aligned, clustered) over the slots.
 #[inline]
 fn home(key: u64, n: usize) -> usize {
@@ -93,7 +101,7 @@ fn storable(key: u64) -> u64 {
 impl<const N: usize, const W: usize> Table<N, W> {
     /// An empty table (a `const`, for statics).
     pub const fn new() -> Self {
-        Table { slots: [Slot::NEW; N], overflowed: AtomicBool::new(false), overflow: Mutex::new(None) }
+        Table { slots: [const { Slot::new() }; N], overflowed: AtomicBool::new(false), overflow: Mutex::new(None) }
     }
 
     fn overflow(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, Vec<[u64; W]>>>> {

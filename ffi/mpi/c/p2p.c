@@ -86,8 +86,6 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
   int64_t peer = wm_peer(c, dest);
   uint64_t bytes = wm_bytes(sendcount, sendtype), msg = wm_send(c, peer, sendtag);
   int rc;
-  (void)recvcount;
-  (void)recvtype;
   WM_SEND_SPAN("MPI_Sendrecv", msg,
                PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                              recvtag, comm, status);

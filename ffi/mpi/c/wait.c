@@ -198,9 +198,9 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fla
 
 /* Waitsome and Testsome: the completed entries are `indices[..outcount]`, their statuses in
  * the same order. */
-static void wm_some(wm_batch *b, int rc, int outcount, const int *indices, const MPI_Status *statuses) {
-  if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || outcount == MPI_UNDEFINED) return;
-  for (int j = 0; j < outcount; j++)
+static void wm_some(wm_batch *b, int rc, const int *outcount, const int *indices, const MPI_Status *statuses) {
+  if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || *outcount == MPI_UNDEFINED) return;
+  for (int j = 0; j < *outcount; j++)
     if (wm_all_done(rc, statuses, j))
       wm_completed(b, indices[j], statuses != MPI_STATUSES_IGNORE ? &statuses[j] : NULL);
 }
@@ -214,7 +214,7 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, in
   {
     WAFFLE_SPAN("MPI_Waitsome", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", incount));
     rc = PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, statuses);
-    wm_some(&b, rc, *outcount, array_of_indices, statuses);
+    wm_some(&b, rc, outcount, array_of_indices, statuses);
   }
   wm_end(&b);
   return rc;
@@ -229,7 +229,7 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, in
   {
     WAFFLE_SPAN("MPI_Testsome", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", incount));
     rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, statuses);
-    wm_some(&b, rc, *outcount, array_of_indices, statuses);
+    wm_some(&b, rc, outcount, array_of_indices, statuses);
   }
   wm_end(&b);
   return rc;

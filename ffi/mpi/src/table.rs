@@ -101,7 +101,11 @@ fn storable(key: u64) -> u64 {
 impl<const N: usize, const W: usize> Table<N, W> {
     /// An empty table (a `const`, for statics).
     pub const fn new() -> Self {
-        Table { slots: [const { Slot::new() }; N], overflowed: AtomicBool::new(false), overflow: Mutex::new(None) }
+        Table {
+            slots: [const { Slot::new() }; N],
+            overflowed: AtomicBool::new(false),
+            overflow: Mutex::new(None),
+        }
     }
 
     fn overflow(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, Vec<[u64; W]>>>> {

@@ -11,36 +11,14 @@
 
 mod support;
 
-use std::{collections::HashMap, sync::OnceLock, time::Duration};
-use support::{
-    build,
-    common::{
-        mpi::{mpi_tool, run_with_limit},
-        scratch, which,
-    },
-    decode_ranks, event_int, events, field, named, preloaded_run, span_int, spans,
-};
+use std::{collections::HashMap, sync::OnceLock};
+use support::{event_int, events, field, named, record, span_int, spans};
 use waffle_decode::model::{Event, Span, Trace, Value};
 
 /// The ring program's trace, recorded once for the tests that read it (None: no MPI).
 fn ring() -> Option<&'static Trace> {
     static TRACE: OnceLock<Option<Trace>> = OnceLock::new();
-    TRACE
-        .get_or_init(|| {
-            let mpicc = mpi_tool("mpicc")?;
-            let mpirun = which("mpirun").expect("mpirun next to mpicc");
-            let dir = scratch("mpi-ring");
-            let exe = build(&mpicc, "ring", &dir);
-            let out = dir.join("out");
-            let (ok, stdout, stderr) =
-                run_with_limit(&mut preloaded_run(&mpirun, &exe, &out), Duration::from_secs(60));
-            assert!(ok && stdout.trim() == "ok", "ring failed:\n{stdout}\n{stderr}");
-            assert!(!stderr.contains("waffle:"), "{stderr}");
-            let trace = decode_ranks(&out);
-            let _ = std::fs::remove_dir_all(&dir);
-            Some(trace)
-        })
-        .as_ref()
+    TRACE.get_or_init(|| record("ring")).as_ref()
 }
 
 #[test]

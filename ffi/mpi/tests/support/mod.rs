@@ -7,11 +7,16 @@
 #[path = "../../../tests/common/mod.rs"]
 pub mod common;
 
-use common::{cargo_build, mpi::mpirun_command, profile_dir, C_FLAGS};
+use common::{
+    cargo_build,
+    mpi::{mpi_tool, mpirun_command, run_with_limit},
+    profile_dir, scratch, which, C_FLAGS,
+};
 use std::{
     path::{Path, PathBuf},
     process::Command,
     sync::OnceLock,
+    time::Duration,
 };
 use waffle_decode::model::{Event, Span, Trace, Value};
 
@@ -52,6 +57,24 @@ pub fn decode_ranks(out: &Path) -> Trace {
     names.sort();
     assert_eq!(names, ["rank0.bin", "rank1.bin", "rank2.bin"], "one file per rank, nothing else");
     common::decode(&[0, 1, 2].map(|r| out.join(format!("rank{r}.bin"))))
+}
+
+/// `tests/programs/PROGRAM.c` built, run under `mpirun -np 3` with the library preloaded (it
+/// must print "ok" and nothing of waffle's on stderr), and its three files decoded; None when
+/// MPI is missing and not required.
+pub fn record(program: &str) -> Option<Trace> {
+    let mpicc = mpi_tool("mpicc")?;
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch(&format!("mpi-{program}"));
+    let exe = build(&mpicc, program, &dir);
+    let out = dir.join("out");
+    let (ok, stdout, stderr) =
+        run_with_limit(&mut preloaded_run(&mpirun, &exe, &out), Duration::from_secs(60));
+    assert!(ok && stdout.trim() == "ok", "{program} failed:\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("waffle:"), "{stderr}");
+    let trace = decode_ranks(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(trace)
 }
 
 pub fn field<'a>(fields: impl Iterator<Item = (&'a str, &'a Value)>, key: &str) -> Option<&'a Value> {

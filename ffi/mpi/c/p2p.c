@@ -76,8 +76,13 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
   return rc;
 }
 
-/* The send half is the span's (peer, tag, bytes, `mpi.message>`); the receive half is told by
- * `source` and `recv_tag` and completes with its event inside the span. */
+/* MPI_Sendrecv and MPI_Sendrecv_replace wait for their receive half, which `peer`, `tag` and
+ * `bytes` describe (as for MPI_Recv; the event records it when it completes); the send half is
+ * `dest`, `send_tag` and `send_bytes`, and its message is the span's `mpi.message>`. */
+#define WM_SENDRECV_KVS(c, source, recvtag, recvbytes, peer, sendtag, bytes)                      \
+  WM_P2P(c, wm_peer(c, source), recvtag, recvbytes), WAFFLE_KV_I64("dest", peer),                 \
+      WAFFLE_KV_I64("send_tag", sendtag), WAFFLE_KV_U64("send_bytes", bytes)
+
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   const wm_comm_t *c = wm_comm(comm);
@@ -90,8 +95,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                              recvtag, comm, status);
                if (rc == MPI_SUCCESS) wm_received(c, status, 0),
-               WM_P2P(c, peer, sendtag, bytes), WAFFLE_KV_I64("source", wm_peer(c, source)),
-               WAFFLE_KV_I64("recv_tag", wm_tag(recvtag)));
+               WM_SENDRECV_KVS(c, source, recvtag, wm_bytes(recvcount, recvtype), peer, sendtag, bytes));
   return rc;
 }
 
@@ -106,8 +110,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
   WM_SEND_SPAN("MPI_Sendrecv_replace", msg,
                PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
                if (rc == MPI_SUCCESS) wm_received(c, status, 0),
-               WM_P2P(c, peer, sendtag, bytes), WAFFLE_KV_I64("source", wm_peer(c, source)),
-               WAFFLE_KV_I64("recv_tag", wm_tag(recvtag)));
+               WM_SENDRECV_KVS(c, source, recvtag, bytes, peer, sendtag, bytes));
   return rc;
 }
 
@@ -125,61 +128,67 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
   return PMPI_Iprobe(source, tag, comm, flag, status);
 }
 
-/* A matched message remembers its communicator until MPI_Mrecv or MPI_Imrecv receives it. */
-static void wm_matched(MPI_Message message, const wm_comm_t *c) {
+/* A matched message remembers its communicator, source and tag until MPI_Mrecv or MPI_Imrecv
+ * receives it. */
+static void wm_matched(MPI_Message message, const wm_comm_t *c, const MPI_Status *status) {
   if (message != MPI_MESSAGE_NULL && message != MPI_MESSAGE_NO_PROC) {
-    wm_req_t r = {0, c, WM_MESSAGE, 0, 0, 0, 0};
+    wm_req_t r = {0, c, WM_MESSAGE, 0, status->MPI_TAG, (int32_t)wm_peer(c, status->MPI_SOURCE), 0};
     waffle_mpi_req_put(WM_HANDLE(message), &r);
   }
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
   const wm_comm_t *c = wm_comm(comm);
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
     WAFFLE_SPAN("MPI_Mprobe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
                 WAFFLE_KV_I64("tag", wm_tag(tag)));
     rc = PMPI_Mprobe(source, tag, comm, message, status);
   }
-  if (rc == MPI_SUCCESS) wm_matched(*message, c);
+  if (rc == MPI_SUCCESS) wm_matched(*message, c, status);
   return rc;
 }
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) {
   const wm_comm_t *c = wm_comm(comm);
+  MPI_Status own;
+  if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
     WAFFLE_SPAN("MPI_Improbe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
                 WAFFLE_KV_I64("tag", wm_tag(tag)));
     rc = PMPI_Improbe(source, tag, comm, flag, message, status);
   }
-  if (rc == MPI_SUCCESS && *flag) wm_matched(*message, c);
+  if (rc == MPI_SUCCESS && *flag) wm_matched(*message, c, status);
   return rc;
 }
 
-/* The communicator of a matched message (taken: the message is received once). */
-static const wm_comm_t *wm_message_comm(MPI_Message message) {
-  wm_req_t r;
-  return message != MPI_MESSAGE_NULL && waffle_mpi_req_get(WM_HANDLE(message), true, &r) && r.comm ? r.comm
-                                                                                                  : &wm_unknown;
+/* What MPI_Mprobe or MPI_Improbe learnt of a matched message (taken: it is received once). */
+static wm_req_t wm_message(const MPI_Message *message) {
+  wm_req_t r = {0, &wm_unknown, WM_MESSAGE, 0, 0, -3, 0};
+  if (!message || *message == MPI_MESSAGE_NULL || !waffle_mpi_req_get(WM_HANDLE(*message), true, &r) || !r.comm)
+    r.comm = &wm_unknown;
+  return r;
 }
 
+/* A matched receive waits for nothing: its `peer` and `tag` are the matched message's. */
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status) {
-  const wm_comm_t *c = message ? wm_message_comm(*message) : &wm_unknown;
+  wm_req_t m = wm_message(message);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
-  WAFFLE_SPAN("MPI_Mrecv", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_U64("bytes", wm_bytes(count, type)));
+  WAFFLE_SPAN("MPI_Mrecv", WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)));
   int rc = PMPI_Mrecv(buf, count, type, message, status);
-  if (rc == MPI_SUCCESS) wm_received(c, status, 0);
+  if (rc == MPI_SUCCESS) wm_received(m.comm, status, 0);
   return rc;
 }
 
 int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *request) {
-  const wm_comm_t *c = message ? wm_message_comm(*message) : &wm_unknown;
+  wm_req_t m = wm_message(message);
   uint64_t id = waffle_mpi_request_id();
-  WAFFLE_SPAN("MPI_Imrecv", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_U64("bytes", wm_bytes(count, type)),
-              WAFFLE_KV_U64("request", id));
+  WAFFLE_SPAN("MPI_Imrecv", WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)), WAFFLE_KV_U64("request", id));
   int rc = PMPI_Imrecv(buf, count, type, message, request);
-  if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_RECV, 0);
+  if (rc == MPI_SUCCESS) wm_track(*request, id, m.comm, WM_RECV, 0);
   return rc;
 }

@@ -30,10 +30,13 @@ fn every_family_pairs_its_messages_and_groups_its_collectives() {
     let mut by_kind: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (sender, send) in &sends {
         let (receiver, event) = receives[&send.correlation.unwrap()];
-        assert_eq!((span_int(send, "peer"), event_int(event, "peer")), (*receiver, *sender));
+        // A Sendrecv's `peer` and `tag` are its receive half's; its send half is `dest`, `send_tag`.
+        let (dest, tag) = if send.name() == "MPI_Sendrecv" { ("dest", "send_tag") } else { ("peer", "tag") };
+        let name = send.name();
+        assert_eq!((span_int(send, dest), event_int(event, "peer")), (*receiver, *sender), "{name}");
         assert_eq!(
             (event_int(event, "tag"), event_int(event, "comm")),
-            (span_int(send, "tag"), span_int(send, "comm"))
+            (span_int(send, tag), span_int(send, "comm"))
         );
         let completed_in = all.iter().find(|(r, s)| r == receiver && Some(s.id) == event.parent).unwrap().1;
         *by_kind.entry((send.name(), completed_in.name())).or_default() += 1;
@@ -91,8 +94,14 @@ fn every_family_pairs_its_messages_and_groups_its_collectives() {
     .collect();
     assert_eq!(seen, expected);
 
-    // Requests and windows.
+    // Requests, matched receives and windows.
     for rank in 0..3 {
+        let mrecv = named(&all, rank, "MPI_Mrecv")[0];
+        assert_eq!(
+            (span_int(mrecv, "peer"), span_int(mrecv, "tag")),
+            ((rank + 2) % 3, 6),
+            "from the probe's status"
+        );
         let ibcast = span_int(named(&all, rank, "MPI_Ibcast")[0], "request").to_string();
         let tests = named(&all, rank, "MPI_Test");
         assert!(!tests.is_empty());

@@ -40,7 +40,7 @@ fn mpi_spans_nest_under_the_programs_own_spans_in_one_file_per_rank() {
             expected += &format!("    step step={step}\n      exchange\n");
             let (right, left) = ((rank + 1) % 3, (rank + 2) % 3);
             expected += &format!(
-                "        MPI_Sendrecv_replace comm=C peer={right} tag=3 bytes=4 source={left} recv_tag=3 ~ mpi.message>=M\n\
+                "        MPI_Sendrecv_replace comm=C peer={left} tag=3 bytes=4 dest={right} send_tag=3 send_bytes=4 ~ mpi.message>=M\n\
                  \x20         ! MPI message received comm=C peer={left} tag=3 bytes=4 request=0 ~ mpi.message<=M\n"
             );
             expected += "      MPI_Allreduce comm=C op=MPI_SUM bytes=8 ~ mpi.collective=M\n";

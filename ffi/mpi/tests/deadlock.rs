@@ -1,6 +1,9 @@
-//! A deadlocked program (`programs/deadlock.c`: every rank receives from its right neighbour
-//! before sending) under `timeout -s TERM 10 mpirun -np 3` with `libwaffle_mpi.so` preloaded:
-//! the run is stopped, and each rank's file should hold its open `MPI_Recv`.
+//! `waffle-decode hang` on what the library records. A program that finishes cleanly
+//! (`programs/ring.c`) was stuck nowhere: nothing waits, no message is unmatched, no deadlock. A
+//! deadlocked one (`programs/deadlock.c`: every rank receives from its right neighbour before
+//! sending) run under `timeout -s TERM 10 mpirun -np 3` with `libwaffle_mpi.so` preloaded is
+//! stopped, and each rank's file should hold its open `MPI_Recv`, which `hang` reads as the
+//! cycle 0 → 1 → 2 → 0.
 //!
 //! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
 
@@ -10,8 +13,18 @@ use std::process::Command;
 use support::{
     build,
     common::{mpi::mpi_tool, scratch, which},
-    preloaded_run, span_int,
+    preloaded_run, record, span_int,
 };
+use waffle_decode::analysis::hang::hang;
+
+#[test]
+fn a_clean_run_was_stuck_nowhere() {
+    let Some(trace) = record("ring") else { return };
+    let report = hang(&trace);
+    assert!(report.threads.iter().all(|t| t.open.is_empty()), "{:#?}", report.threads);
+    assert!(report.waits.is_empty() && report.deadlocks.is_empty(), "{report:#?}");
+    assert!(report.unmatched_sends.is_empty() && report.unmatched_receives.is_empty(), "{report:#?}");
+}
 
 /// Runs the deadlock under `timeout`; returns the directory of the traces.
 fn deadlocked() -> Option<std::path::PathBuf> {
@@ -54,5 +67,8 @@ fn each_rank_of_a_deadlock_ends_inside_its_open_receive() {
             open.iter().find(|s| s.name() == "MPI_Recv").unwrap_or_else(|| panic!("rank {rank}: {open:?}"));
         assert_eq!(span_int(recv, "peer"), (rank + 1) % 3, "rank {rank} waits for its right neighbour");
     }
+    let report = hang(&decoded.trace);
+    let cycles: Vec<&Vec<i64>> = report.deadlocks.iter().map(|d| &d.ranks).collect();
+    assert_eq!(cycles, [&vec![0, 1, 2]], "{report:#?}");
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

@@ -55,6 +55,9 @@
 //!
 //! A program that links this crate but must not record, such as `waffle-decode` (it would
 //! truncate a file it is about to read), opts out with [`no_autostart!`](crate::no_autostart).
+//! An image that shares its process with another image carrying the same recorder, and whose
+//! API calls bind to that other image (`libwaffle.so` with `libwaffle_mpi.so` preloaded), leaves
+//! the start to it: the checks in [`DEFER`] run first.
 //!
 //! The constructor is for ELF targets (Linux, Android, the BSDs); elsewhere `WAFFLE_OUTPUT` is
 //! ignored.

@@ -132,7 +132,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
  * receives it. */
 static void wm_matched(MPI_Message message, const wm_comm_t *c, const MPI_Status *status) {
   if (message != MPI_MESSAGE_NULL && message != MPI_MESSAGE_NO_PROC) {
-    wm_req_t r = {0, c, WM_MESSAGE, 0, status->MPI_TAG, (int32_t)wm_peer(c, status->MPI_SOURCE), 0};
+    wm_req_t r = {0, c, WM_MESSAGE, 0, status->MPI_TAG, (int32_t)wm_peer(c, status->MPI_SOURCE), 0, WM_THREAD()};
     waffle_mpi_req_put(WM_HANDLE(message), &r);
   }
 }
@@ -167,8 +167,8 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
 
 /* What MPI_Mprobe or MPI_Improbe learnt of a matched message (taken: it is received once). */
 static wm_req_t wm_message(const MPI_Message *message) {
-  wm_req_t r = {0, &wm_unknown, WM_MESSAGE, 0, 0, -3, 0};
-  if (!message || *message == MPI_MESSAGE_NULL || !waffle_mpi_req_get(WM_HANDLE(*message), true, &r) || !r.comm)
+  wm_req_t r = {0, &wm_unknown, WM_MESSAGE, 0, 0, -3, 0, 0};
+  if (!message || *message == MPI_MESSAGE_NULL || !wm_take(WM_HANDLE(*message), &r) || !r.comm)
     r.comm = &wm_unknown;
   return r;
 }

@@ -11,7 +11,7 @@
 
 /* Enters a persistent request made by an init call. */
 static void wm_persistent(MPI_Request request, const wm_comm_t *c, int kind, int64_t peer, int tag, uint64_t bytes) {
-  wm_req_t r = {0, c, kind, WM_PERSISTENT, tag, (int32_t)peer, bytes};
+  wm_req_t r = {0, c, kind, WM_PERSISTENT, tag, (int32_t)peer, bytes, WM_THREAD()};
   waffle_mpi_req_put(WM_HANDLE(request), &r);
 }
 
@@ -54,7 +54,7 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, 
 static int wm_start(MPI_Request *request) {
   wm_req_t r;
   int rc;
-  bool ours = request && waffle_mpi_req_get(WM_HANDLE(*request), true, &r);
+  bool ours = request && wm_take(WM_HANDLE(*request), &r);
   if (!ours || !(r.flags & WM_PERSISTENT)) {
     if (ours) waffle_mpi_req_put(WM_HANDLE(*request), &r);
     WAFFLE_SPAN("MPI_Start");
@@ -62,6 +62,7 @@ static int wm_start(MPI_Request *request) {
   }
   r.id = waffle_mpi_request_id();
   r.flags |= WM_ACTIVE;
+  r.thread = WM_THREAD();
   waffle_mpi_req_put(WM_HANDLE(*request), &r);
   if (r.kind == WM_SEND) {
     uint64_t msg = wm_send(r.comm, r.peer, r.tag);
@@ -89,7 +90,7 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
 int MPI_Request_free(MPI_Request *request) {
   wm_req_t r;
   char ids[21] = "";
-  if (request && waffle_mpi_req_get(WM_HANDLE(*request), true, &r) && r.id) wm_decimal(ids, r.id);
+  if (request && wm_take(WM_HANDLE(*request), &r) && r.id) wm_decimal(ids, r.id);
   WAFFLE_SPAN("MPI_Request_free", WAFFLE_KV_STR("requests", ids));
   return PMPI_Request_free(request);
 }
@@ -97,7 +98,7 @@ int MPI_Request_free(MPI_Request *request) {
 int MPI_Cancel(MPI_Request *request) {
   wm_req_t r;
   char ids[21] = "";
-  if (request && waffle_mpi_req_get(WM_HANDLE(*request), false, &r) && r.id) wm_decimal(ids, r.id);
+  if (request && waffle_mpi_req_get(WM_HANDLE(*request), false, 0, &r) && r.id) wm_decimal(ids, r.id);
   WAFFLE_SPAN("MPI_Cancel", WAFFLE_KV_STR("requests", ids));
   return PMPI_Cancel(request);
 }

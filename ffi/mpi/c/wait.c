@@ -54,7 +54,7 @@ static void wm_begin(wm_batch *b, int count, const MPI_Request *requests) {
   for (int i = 0; i < b->count; i++) {
     wm_entry *e = &b->entries[i];
     e->handle = requests[i];
-    e->pending = e->handle != MPI_REQUEST_NULL && waffle_mpi_req_get(WM_HANDLE(e->handle), true, &e->req);
+    e->pending = e->handle != MPI_REQUEST_NULL && wm_take(WM_HANDLE(e->handle), &e->req);
     if (!e->pending) continue;
     b->receives |= e->req.kind == WM_RECV;
     if (e->req.id) {

@@ -14,6 +14,7 @@
 #define WMPI_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,6 +38,7 @@ typedef struct wm_req_t {
   int32_t tag;
   int32_t peer;
   uint64_t bytes;
+  uint64_t thread; /* the starting thread (pthread_self) */
 } wm_req_t;
 
 enum { WM_SEND = 0, WM_RECV = 1, WM_COLL = 2, WM_RMA = 3, WM_MESSAGE = 4 };
@@ -53,7 +55,7 @@ const wm_comm_t *waffle_mpi_comm_add(uint32_t kind, uint64_t handle, const int32
 void waffle_mpi_comm_forget(uint32_t kind, uint64_t handle);
 uint64_t waffle_mpi_request_id(void);
 void waffle_mpi_req_put(uint64_t handle, const wm_req_t *req);
-bool waffle_mpi_req_get(uint64_t handle, bool take, wm_req_t *out);
+bool waffle_mpi_req_get(uint64_t handle, bool take, uint64_t thread, wm_req_t *out);
 
 /* ---- comm.c ------------------------------------------------------------------------------ */
 /* This process's rank in MPI_COMM_WORLD (-1 before MPI_Init). */
@@ -124,9 +126,18 @@ static inline uint64_t wm_send(const wm_comm_t *c, int64_t peer, int tag) {
 /* The correlation value of the next collective on `c`. */
 static inline uint64_t wm_coll(const wm_comm_t *c) { return waffle_mpi_next(WM_COUNT_COLL, c->key, 0, 0); }
 
+/* The calling thread, as requests record who started them. */
+#define WM_THREAD() ((uint64_t)(uintptr_t)pthread_self())
+
+/* Takes request `handle` out of the table into `out` (of several under one handle, the calling
+ * thread's first: Open MPI shares one handle among sends that completed when they started). */
+static inline bool wm_take(uint64_t handle, wm_req_t *out) {
+  return waffle_mpi_req_get(handle, true, WM_THREAD(), out);
+}
+
 /* Enters `request` as ours. */
 static inline void wm_track(MPI_Request request, uint64_t id, const wm_comm_t *c, int kind, int flags) {
-  wm_req_t r = {id, c, kind, flags, 0, 0, 0};
+  wm_req_t r = {id, c, kind, flags, 0, 0, 0, WM_THREAD()};
   waffle_mpi_req_put(WM_HANDLE(request), &r);
 }
 

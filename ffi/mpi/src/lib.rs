@@ -126,13 +126,14 @@ pub unsafe extern "C" fn waffle_mpi_req_put(handle: u64, req: *const Req) {
     }
 }
 
-/// Copies the request `handle` to `out` if it is one of ours (and `take`: removes it).
+/// Copies the request `handle` to `out` if it is one of ours (and `take`: removes it, of
+/// several under one handle one that `thread` started if any).
 ///
 /// # Safety
 /// `out` is NULL or points to writable memory for a `Req`.
 #[no_mangle]
-pub unsafe extern "C" fn waffle_mpi_req_get(handle: u64, take: bool, out: *mut Req) -> bool {
-    let found = if take { requests::take(handle) } else { requests::get(handle) };
+pub unsafe extern "C" fn waffle_mpi_req_get(handle: u64, take: bool, thread: u64, out: *mut Req) -> bool {
+    let found = if take { requests::take(handle, thread) } else { requests::get(handle) };
     match (found, out.is_null()) {
         (Some(r), false) => {
             // SAFETY: non-null and writable (the caller's promise).

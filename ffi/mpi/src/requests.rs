@@ -33,10 +33,13 @@ pub struct Req {
     pub peer: i32,
     /// The bytes of a persistent send or receive.
     pub bytes: u64,
+    /// The thread that started it (`pthread_self`): when one handle stands for requests of
+    /// several threads, a thread completing it takes its own first.
+    pub thread: u64,
 }
 
-/// Live requests: handle → the five words of a [`Req`].
-static LIVE: Table<{ 1 << 16 }, 5> = Table::new();
+/// Live requests: handle → the six words of a [`Req`].
+static LIVE: Table<{ 1 << 16 }, 6> = Table::new();
 
 /// The last number given.
 static LAST_ID: AtomicU64 = AtomicU64::new(0);
@@ -47,17 +50,18 @@ pub fn next_id() -> u64 {
 }
 
 impl Req {
-    fn words(&self) -> [u64; 5] {
+    fn words(&self) -> [u64; 6] {
         [
             self.id,
             self.comm as usize as u64,
             u64::from(self.kind as u32) | (u64::from(self.flags as u32) << 32),
             u64::from(self.tag as u32) | (u64::from(self.peer as u32) << 32),
             self.bytes,
+            self.thread,
         ]
     }
 
-    fn from_words(w: [u64; 5]) -> Req {
+    fn from_words(w: [u64; 6]) -> Req {
         Req {
             id: w[0],
             comm: w[1] as usize as *const Comm,
@@ -66,13 +70,15 @@ impl Req {
             tag: w[3] as u32 as i32,
             peer: (w[3] >> 32) as u32 as i32,
             bytes: w[4],
+            thread: w[5],
         }
     }
 }
 
 /// Enters the request `handle`. A handle may stand for several requests at once: Open MPI
 /// returns one static, already complete request for every send that completed when it
-/// started; each is entered and taken once.
+/// started, on any thread; each is entered and taken once, and [`take`] prefers the calling
+/// thread's.
 pub fn put(handle: u64, req: &Req) {
     LIVE.push(handle, req.words());
 }
@@ -82,9 +88,11 @@ pub fn get(handle: u64) -> Option<Req> {
     LIVE.get(handle).map(Req::from_words)
 }
 
-/// Removes the request `handle`, returning it if it was one of ours.
-pub fn take(handle: u64) -> Option<Req> {
-    LIVE.take(handle).map(Req::from_words)
+/// Removes the request `handle`, returning it if it was one of ours; of several under one
+/// handle, the oldest that `thread` started if there is one (a thread completes its own
+/// requests, and usually in the order it started them), else the oldest.
+pub fn take(handle: u64, thread: u64) -> Option<Req> {
+    LIVE.take_least(handle, |w| (u64::from(w[5] != thread) << 63) | w[0]).map(Req::from_words)
 }
 
 #[cfg(test)]
@@ -93,14 +101,26 @@ mod tests {
 
     #[test]
     fn a_request_round_trips_through_its_words() {
-        let r =
-            Req { id: 7, comm: 0x1000 as *const Comm, kind: 2, flags: 3, tag: -1, peer: -2, bytes: 1 << 40 };
+        let r = Req {
+            id: 7,
+            comm: 0x1000 as *const Comm,
+            kind: 2,
+            flags: 3,
+            tag: -1,
+            peer: -2,
+            bytes: 1 << 40,
+            thread: 5,
+        };
         put(99, &r);
         let back = get(99).unwrap();
         assert_eq!((back.id, back.comm, back.kind, back.flags), (7, r.comm, 2, 3));
-        assert_eq!((back.tag, back.peer, back.bytes), (-1, -2, 1 << 40));
-        assert!(take(99).is_some());
-        assert!(get(99).is_none() && take(99).is_none());
+        assert_eq!((back.tag, back.peer, back.bytes, back.thread), (-1, -2, 1 << 40, 5));
+        put(99, &Req { id: 9, thread: 6, ..r });
+        put(99, &Req { id: 8, thread: 6, ..r });
+        assert_eq!(take(99, 6).map(|r| r.id), Some(8), "the calling thread's oldest first");
+        assert_eq!(take(99, 6).map(|r| r.id), Some(9));
+        assert_eq!(take(99, 6).map(|r| r.id), Some(7), "then any");
+        assert!(get(99).is_none() && take(99, 6).is_none());
         let (a, b) = (next_id(), next_id());
         assert!(a >= 1 && b > a);
     }

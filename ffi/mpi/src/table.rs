@@ -193,15 +193,48 @@ impl<const N: usize, const W: usize> Table<N, W> {
 
     /// Removes `key`, returning its words.
     pub fn take(&self, key: u64) -> Option<[u64; W]> {
-        if let Some(slot) = self.find(key) {
-            let words = slot.load();
-            slot.key.store(TOMB, Ordering::Release);
-            return Some(words);
+        self.take_least(key, |_| 0)
+    }
+
+    /// Removes one of the slots holding `key`, the one whose words `score` lowest (the first
+    /// found among equals), returning its words. Threads taking one key at once each get another slot:
+    /// the slot is released by a compare-and-swap of its key, and a thread that loses it looks
+    /// again. (A slot taken, reused for the same key and given other words between this
+    /// thread's read of the words and its swap would hand it the newer words: that needs two
+    /// other threads to act on the same handle within a few instructions, and costs an
+    /// attribution, never memory.)
+    pub fn take_least(&self, key: u64, score: impl Fn(&[u64; W]) -> u64) -> Option<[u64; W]> {
+        let stored = storable(key);
+        let start = home(stored, N);
+        'again: loop {
+            let mut best: Option<(&Slot<W>, [u64; W], u64)> = None;
+            for i in 0..MAX_PROBE.min(N) {
+                let slot = &self.slots[(start + i) & (N - 1)];
+                match slot.key.load(Ordering::Acquire) {
+                    k if k == stored => {
+                        let words = slot.load();
+                        let s = score(&words);
+                        if best.as_ref().is_none_or(|b| s < b.2) {
+                            best = Some((slot, words, s));
+                        }
+                    }
+                    EMPTY => break,
+                    _ => {}
+                }
+            }
+            if let Some((slot, words, _)) = best {
+                if slot.key.compare_exchange(stored, TOMB, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    continue 'again;
+                }
+                return Some(words);
+            }
+            break;
         }
         if self.overflowed.load(Ordering::Acquire) {
             let mut overflow = self.overflow();
             let held = overflow.as_mut()?.get_mut(&key)?;
-            let words = (!held.is_empty()).then(|| held.remove(0));
+            let at = (0..held.len()).min_by_key(|&i| score(&held[i])).unwrap_or(0);
+            let words = (at < held.len()).then(|| held.remove(at));
             if held.is_empty() {
                 overflow.as_mut()?.remove(&key);
             }
@@ -264,6 +297,13 @@ mod tests {
         T.push(7, [1]);
         T.push(7, [2]);
         assert_eq!((T.take(7), T.take(7), T.take(7)), (Some([1]), Some([2]), None));
+        // A score picks among them: the lowest, the first found among equals.
+        T.push(7, [1]);
+        T.push(7, [2]);
+        T.push(7, [3]);
+        assert_eq!(T.take_least(7, |w| u64::from(w[0] != 2)), Some([2]));
+        assert_eq!(T.take_least(7, |w| 10 - w[0]), Some([3]));
+        assert_eq!(T.take(7), Some([1]));
         static FULL: Table<1, 1> = Table::new();
         FULL.push(3, [1]);
         FULL.push(3, [2]); // into the overflow

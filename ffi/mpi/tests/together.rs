@@ -2,7 +2,8 @@
 //! linked with `libwaffle.so`) run with the MPI library preloaded records into one file per
 //! rank, its MPI spans children of its own spans: its `waffle_*` calls bind to the preloaded
 //! library, and only that library starts a session from `WAFFLE_OUTPUT`. Both libraries export
-//! the same `waffle_*` functions, and the MPI library the `MPI_*` ones.
+//! the same `waffle_*` functions, and the MPI library the `MPI_*` ones. Linked instead of
+//! preloaded, the library records the same calls.
 //!
 //! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
 
@@ -105,4 +106,39 @@ fn both_libraries_export_the_c_abi_and_the_mpi_library_the_wrappers() {
         assert!(wrappers.iter().any(|w| w == f), "{f} not exported: {wrappers:?}");
     }
     assert!(exported(preload(), "PMPI_").is_empty(), "the PMPI_ functions stay MPI's");
+}
+
+/// Linked (`-lwaffle_mpi` ahead of MPI) instead of preloaded, the ring records the same calls.
+#[test]
+fn linking_the_library_records_as_preloading_does() {
+    let Some(mpicc) = mpi_tool("mpicc") else { return };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let dir = scratch("mpi-linked");
+    let exe = dir.join("ring");
+    let lib = preload().parent().unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/ring.c");
+    let out = Command::new(&mpicc)
+        .args(C_FLAGS)
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib)
+        .arg("-lwaffle_mpi")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("run mpicc");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let files = dir.join("out");
+    let mut cmd = support::common::mpi::mpirun_command(&mpirun, 3);
+    cmd.env("WAFFLE_OUTPUT", files.join("rank%r.bin")).args(["-x", "WAFFLE_OUTPUT"]).arg(&exe);
+    let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+    assert!(ok && stdout.trim() == "ok", "{stdout}\n{stderr}");
+    let trace = decode_ranks(&files);
+    let count = |rank: usize, name: &str| {
+        trace.processes[rank].threads.iter().flat_map(|t| &t.spans).filter(|s| s.name() == name).count()
+    };
+    assert_eq!((count(0, "MPI_Send"), count(0, "MPI_Recv"), count(1, "MPI_Send")), (2, 4, 3));
+    assert_eq!((count(2, "MPI_Waitall"), count(2, "MPI_Allreduce")), (1, 1));
+    let _ = std::fs::remove_dir_all(dir);
 }

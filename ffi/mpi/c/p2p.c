@@ -168,8 +168,11 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
 /* What MPI_Mprobe or MPI_Improbe learnt of a matched message (taken: it is received once). */
 static wm_req_t wm_message(const MPI_Message *message) {
   wm_req_t r = {0, &wm_unknown, WM_MESSAGE, 0, 0, -3, 0, 0};
-  if (!message || *message == MPI_MESSAGE_NULL || !wm_take(WM_HANDLE(*message), &r) || !r.comm)
+  if (message && *message == MPI_MESSAGE_NO_PROC) {
+    r.peer = -2; /* matched from MPI_PROC_NULL: no message */
+  } else if (!message || *message == MPI_MESSAGE_NULL || !wm_take(WM_HANDLE(*message), &r) || !r.comm) {
     r.comm = &wm_unknown;
+  }
   return r;
 }
 

@@ -4,12 +4,16 @@
 //! `MPI_Waitsome`, `MPI_Wait` and `MPI_Test` with ignored statuses, a matched probe,
 //! `MPI_Sendrecv`, nonblocking collectives and a window. Every message is one send and one
 //! receive event with equal values; every collective one group of its communicator's members.
+//! And `MPI_THREAD_MULTIPLE` (`programs/threads.c`): 4 threads per rank exchange messages at
+//! once, each on its own tag, sharing the wrappers' counters, communicator cache and request
+//! table; every message is still paired, request numbers are unique in each process, and each
+//! `MPI_Waitall` lists exactly the four requests its own thread started before it.
 //!
 //! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use support::{event_int, events, field, named, record, span_int, spans};
 use waffle_decode::model::Value;
 
@@ -113,5 +117,57 @@ fn every_family_pairs_its_messages_and_groups_its_collectives() {
         assert_eq!(span_int(put, "window"), span_int(named(&all, 0, "MPI_Put")[0], "window"));
         let freed = named(&all, rank, "MPI_Request_free");
         assert_eq!(freed.len(), 2);
+    }
+}
+
+#[test]
+fn threads_sharing_the_tables_keep_every_message_and_request_apart() {
+    let Some(trace) = record("threads") else { return };
+    let all = spans(&trace);
+    let received = events(&trace);
+    let sends: Vec<_> = all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>").collect();
+    let receives: HashMap<u64, _> = received
+        .iter()
+        .filter(|(_, e)| e.callsite.correlate == "mpi.message<")
+        .map(|r| (r.1.correlation.unwrap(), r))
+        .collect();
+    // 3 ranks x 4 threads x 100 rounds x 3 messages (two Isends, the Sendrecv's send).
+    assert_eq!((sends.len(), receives.len()), (3600, 3600), "a value shared by two messages would show here");
+    for (sender, send) in &sends {
+        let (receiver, event) = receives[&send.correlation.unwrap()];
+        let dest = if send.name() == "MPI_Sendrecv" { "dest" } else { "peer" };
+        assert_eq!((span_int(send, dest), event_int(event, "peer")), (*receiver, *sender));
+    }
+
+    for p in &trace.processes {
+        let mut ids = HashSet::new();
+        for t in &p.threads {
+            // The requests this thread started, in order, and what its Waitalls listed.
+            let mut started: Vec<i64> = Vec::new();
+            for s in &t.spans {
+                match s.name() {
+                    "MPI_Isend" | "MPI_Irecv" => {
+                        let id = span_int(s, "request");
+                        assert!(ids.insert(id), "request {id} numbered twice in {}", p.source);
+                        started.push(id);
+                    }
+                    "MPI_Waitall" => {
+                        let Some(Value::Str(list)) = field(s.fields(), "requests") else {
+                            panic!("no requests")
+                        };
+                        let last: Vec<String> =
+                            started[started.len() - 4..].iter().map(i64::to_string).collect();
+                        assert_eq!(
+                            list,
+                            &last.join(","),
+                            "{}: a Waitall lists its own thread's requests",
+                            p.source
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(ids.len(), 1600, "{}: 4 threads x 100 rounds x 4 requests", p.source);
     }
 }

@@ -3,7 +3,9 @@
 //! rank, its MPI spans children of its own spans: its `waffle_*` calls bind to the preloaded
 //! library, and only that library starts a session from `WAFFLE_OUTPUT`. Both libraries export
 //! the same `waffle_*` functions, and the MPI library the `MPI_*` ones. Linked instead of
-//! preloaded, the library records the same calls.
+//! preloaded, the library records the same calls. Without MPI, building the library stops with
+//! one message from its build script that says what is missing, how to install MPI and how to
+//! point at one.
 //!
 //! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
 
@@ -141,4 +143,32 @@ fn linking_the_library_records_as_preloading_does() {
     assert_eq!((count(0, "MPI_Send"), count(0, "MPI_Recv"), count(1, "MPI_Send")), (2, 4, 3));
     assert_eq!((count(2, "MPI_Waitall"), count(2, "MPI_Allreduce")), (1, 1));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `MPICC` naming a program that does not exist; built in a target directory of its own, so
+/// that the real build's script output stays as it is.
+#[test]
+fn a_missing_mpi_is_one_clear_build_error() {
+    let exe = std::env::current_exe().expect("test executable");
+    let target = exe.ancestors().nth(3).expect("target directory").join("no-mpi");
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "-p", "waffle-mpi", "--lib", "--target-dir"])
+        .arg(&target)
+        .env("MPICC", "/nonexistent/bin/mpicc")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run cargo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded without MPI:\n{stderr}");
+    let messages: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("waffle-mpi needs an MPI installation")).collect();
+    assert_eq!(messages.len(), 1, "one message:\n{stderr}");
+    for says in [
+        "MPICC=\"/nonexistent/bin/mpicc\" names no program",
+        "apt-get install openmpi-bin libopenmpi-dev",
+        "point at one with MPICC=/path/to/mpicc",
+    ] {
+        assert!(stderr.contains(says), "the message does not say {says:?}:\n{stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -27,8 +27,10 @@
 //! area the thread owns. Whole chunks move to a lock-free SPSC queue that the runtime drains.
 //!
 //! ## Features
-//! - `std` (default): thread-local buffers and the platform clock. Without it there is one
-//!   recording context and [`clock::set_clock`] supplies timestamps.
+//! - `std` (default): thread-local buffers and the platform clock. Without it the recording
+//!   contexts are [`local::BareContext`]s that a bare-metal runtime (`waffle-metal`) defines
+//!   per interrupt level, one main context until it does, and [`clock::set_clock`] supplies
+//!   timestamps.
 //! - `compile-out`: every span and event compiles to nothing that runs.
 //! - `frames`: the frame grammar of `trace.bin` in [`wire`] (typed HEADER, CALLSITES, STREAM,
 //!   DATA head, CLOCK and END payloads encoded with postcard, and the frame envelope), shared

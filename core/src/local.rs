@@ -1,6 +1,7 @@
 //! What runs on the user's thread: staging records and handing chunks to the queue.
 //!
-//! Each thread (or, without `std`, the one recording context) has a [`Local`]: the slot it owns,
+//! Each thread (or, without `std`, each [`BareContext`]: the main loop, an interrupt level) has
+//! a [`Local`]: the slot it owns,
 //! a staging area inside that slot, and the few numbers needed to write deltas. A record is
 //! encoded straight into the staging area; when the area is full, or the oldest staged record
 //! is older than the flush interval, the whole area becomes one chunk pushed into the slot's
@@ -310,7 +311,7 @@ mod causal;
 
 mod tls;
 
-pub use tls::with_local;
+pub use tls::{set_context_selector, with_local, BareContext};
 #[cfg(feature = "std")]
 pub use tls::{thread_handle, with_local_at, ThreadLocal};
 

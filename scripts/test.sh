@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project: formatting, lints, the bare-metal build of the core,
-# the Rust test suites (stress tests in release, the buffer hand-off under ThreadSanitizer), the
-# fuzz targets for a bounded time, and the Python consumer tests. Installs what it needs (a rustup
-# target, a nightly toolchain with rust-src, cargo-fuzz, a local Python virtual environment) and
-# nothing system-wide, except Open MPI (apt-get) for waffle-mpi and the MPI tests when mpicc is
-# missing.
+# waffle-metal's demo firmware under QEMU, the Rust test suites (stress tests in release, the
+# buffer hand-off under ThreadSanitizer), the fuzz targets for a bounded time, and the Python
+# consumer tests. Installs what it needs (a rustup target, a nightly toolchain with rust-src,
+# cargo-fuzz, a local Python virtual environment) and nothing system-wide, except Open MPI
+# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, and QEMU (apt-get, by
+# scripts/embedded-demo.sh) when qemu-system-arm is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
@@ -42,6 +43,20 @@ cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 
 step "the frame grammar builds for bare metal (no_std + alloc: waffle's \"frames\" feature)"
 cargo build -p waffle --no-default-features --features frames --target thumbv7em-none-eabihf
+
+step "waffle-metal for bare metal, and its demo firmware: clippy and fmt for thumbv7em-none-eabihf"
+cargo clippy -p waffle-metal --target thumbv7em-none-eabihf -- -D warnings
+# The firmware is its own workspace (never part of the host builds above); with and without
+# the trace (the size baseline of benches/README.md).
+embedded_target="$(realpath -m "${CARGO_TARGET_DIR:-target}")/embedded"
+(cd core/metal/demo && cargo fmt --check \
+    && CARGO_TARGET_DIR="$embedded_target" cargo clippy --release --all-targets -- -D warnings \
+    && CARGO_TARGET_DIR="$embedded_target" cargo clippy --release --all-targets --no-default-features --features compile-out -- -D warnings)
+
+step "bare metal under QEMU: the demo firmware on mps2-an386, its trace decoded and checked exactly"
+# The Python consumer tests below check the same file again (tests/consumers/test_embedded.py).
+export WAFFLE_EMBEDDED_PFTRACE="$(realpath -m "${CARGO_TARGET_DIR:-target}")/embedded.pftrace"
+./scripts/embedded-demo.sh "$WAFFLE_EMBEDDED_PFTRACE"
 
 step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI; waffle-mpi under mpirun)"
 cargo test --workspace

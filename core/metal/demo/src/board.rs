@@ -8,6 +8,7 @@ pub const CPU_HZ: u32 = 25_000_000;
 
 /// CMSDK APB timer 0: control, current value (counting down), reload.
 const TIMER0_CTRL: *mut u32 = 0x4000_0000 as *mut u32;
+#[cfg_attr(not(feature = "trace"), allow(dead_code))] // the clock of the trace only
 const TIMER0_VALUE: *const u32 = 0x4000_0004 as *const u32;
 const TIMER0_RELOAD: *mut u32 = 0x4000_0008 as *mut u32;
 
@@ -21,6 +22,7 @@ pub fn start_timer() {
 }
 
 /// Timer 0 as an up-counter of `CPU_HZ` ticks (it counts down from `u32::MAX` and reloads).
+#[cfg_attr(not(feature = "trace"), allow(dead_code))]
 #[inline(always)]
 pub fn timer_ticks() -> u32 {
     // SAFETY: a read of the timer's value register.

@@ -11,7 +11,7 @@ const COEFFS: [i32; TAPS] = [1024, 2048, 4096, 9216, 9216, 4096, 2048, 1024];
 /// The input's sample `seq`: a square wave of amplitude 8 000 and period 16, plus noise in
 /// -512..512 from a multiplicative hash of `seq` (deterministic, so the trace can be checked).
 pub fn signal(seq: u32) -> i16 {
-    let square = if (seq / 8) % 2 == 0 { 8000 } else { -8000 };
+    let square = if (seq / 8).is_multiple_of(2) { 8000 } else { -8000 };
     let noise = (seq.wrapping_mul(2_654_435_761) >> 22) as i16 - 512;
     square + noise
 }

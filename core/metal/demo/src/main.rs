@@ -56,7 +56,8 @@ fn main() -> ! {
     #[cfg(feature = "trace")]
     let mut sink = trace::start();
 
-    let queue: &'static mut Queue<Sample, QUEUE> = cortex_m::singleton!(: Queue<Sample, QUEUE> = Queue::new()).unwrap();
+    let queue: &'static mut Queue<Sample, QUEUE> =
+        cortex_m::singleton!(: Queue<Sample, QUEUE> = Queue::new()).unwrap();
     let (producer, mut consumer) = queue.split();
     cortex_m::interrupt::free(|cs| *PRODUCER.borrow(cs).borrow_mut() = Some(producer));
     board::start_systick(&mut p.SYST, TICK_CYCLES);

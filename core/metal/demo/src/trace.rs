@@ -23,7 +23,8 @@ fn context_of() -> usize {
 
 /// Starts recording and opens `trace.bin` on the host.
 pub fn start() -> SemihostingFile {
-    let mut config = Config::new("filter-demo", &["main", "SysTick"], context_of, clock, crate::board::CPU_HZ as u64);
+    let mut config =
+        Config::new("filter-demo", &["main", "SysTick"], context_of, clock, crate::board::CPU_HZ as u64);
     config.host = "qemu-mps2-an386";
     TRACE.start(config).unwrap();
     SemihostingFile::create("trace.bin\0").unwrap()

@@ -26,8 +26,12 @@ use waffle::{
 };
 
 /// One context's state and memory.
+///
+/// Everything here is zero (or uninitialised) until `start`, so that a `Trace` static lands in
+/// `.bss`: a `BareContext` made in the static's initialiser has non-zero bytes, which would
+/// put the whole static, queues included, in `.data` and so in flash as well.
 struct Context<const QUEUE: usize, const STAGING: usize> {
-    local: BareContext,
+    local: UnsafeCell<MaybeUninit<BareContext>>,
     slot: UnsafeCell<MaybeUninit<StreamSlot>>,
     queue: UnsafeCell<[u8; QUEUE]>,
     staging: UnsafeCell<[u8; STAGING]>,
@@ -38,7 +42,7 @@ struct Context<const QUEUE: usize, const STAGING: usize> {
 impl<const QUEUE: usize, const STAGING: usize> Context<QUEUE, STAGING> {
     const fn new() -> Self {
         Context {
-            local: BareContext::new(),
+            local: UnsafeCell::new(MaybeUninit::uninit()),
             slot: UnsafeCell::new(MaybeUninit::uninit()),
             queue: UnsafeCell::new([0; QUEUE]),
             staging: UnsafeCell::new([0; STAGING]),
@@ -130,8 +134,11 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             // `'static` trace, and are reached by nothing but this slot from here on.
             let slot = unsafe { StreamSlot::new(queue, staging, i as u32, first_id) };
             // SAFETY: STARTING is ours alone (the exchange above), and nothing reads the slot
-            // before STARTED.
-            unsafe { (*c.slot.get()).write(slot) };
+            // or the context before STARTED.
+            unsafe {
+                (*c.slot.get()).write(slot);
+                (*c.local.get()).write(BareContext::new());
+            }
         }
         waffle::clock::set_clock(config.clock);
         // A staged record waits at most about a millisecond before its chunk is pushed.
@@ -169,6 +176,11 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         unsafe { (*self.contexts[i].slot.get()).assume_init_ref() }
     }
 
+    fn context(&self, i: usize) -> &BareContext {
+        // SAFETY: as for `config`: every context was written before STARTED.
+        unsafe { (*self.contexts[i].local.get()).assume_init_ref() }
+    }
+
     /// The started trace, if it is this type's.
     fn active() -> Option<&'static Self> {
         let p = ACTIVE.load(Ordering::Acquire) as *const Self;
@@ -181,7 +193,10 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
     /// The selector: the context `config.context_of` names, or one that records nothing.
     fn select() -> &'static BareContext {
         match Self::active() {
-            Some(t) => t.contexts.get((t.config().context_of)()).map_or(&OUTSIDE, |c| &c.local),
+            Some(t) => match (t.config().context_of)() {
+                i if i < N => t.context(i),
+                _ => &OUTSIDE,
+            },
             None => &OUTSIDE,
         }
     }
@@ -252,8 +267,8 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         masked(|| {
             // With std (a host), the calling thread's own context; on bare metal each one.
             waffle::flush();
-            for c in &self.contexts {
-                c.local.with(Local::flush);
+            for i in 0..N {
+                self.context(i).with(Local::flush);
             }
         });
         self.drain_made(sink)?;

@@ -30,6 +30,7 @@ pub fn timer_ticks() -> u32 {
 }
 
 /// SysTick every `cycles` processor cycles, with its interrupt.
+#[allow(dead_code)] // not by every binary that shares this file
 pub fn start_systick(syst: &mut SYST, cycles: u32) {
     syst.set_clock_source(SystClkSource::Core);
     syst.set_reload(cycles - 1);

@@ -59,7 +59,8 @@ const FINISHED: u8 = 3;
 
 /// The recording memory of a firmware: `N` contexts, each with a queue of `QUEUE` bytes and
 /// a staging area of `STAGING` bytes (one chunk at most; a few hundred bytes suit a
-/// microcontroller). Make it a `static`; its size is about `N * (QUEUE + STAGING + 120)`.
+/// microcontroller). Make it a `static` (it lands in `.bss`); its size is about
+/// `N * (QUEUE + STAGING + 200)` bytes.
 ///
 /// ```ignore
 /// static TRACE: waffle_metal::Trace<2, 1024, 256> = waffle_metal::Trace::new();

@@ -17,7 +17,7 @@ sizes() { # text (flash: code and constants), data (flash and RAM), bss (RAM), o
 }
 
 cd core/metal/demo
-CARGO_TARGET_DIR="$target_dir" cargo build --release --quiet --no-default-features
+CARGO_TARGET_DIR="$target_dir" cargo build --release --quiet --no-default-features --features compile-out
 cp "$elf/waffle-metal-demo" "$elf/waffle-metal-demo-untraced"
 CARGO_TARGET_DIR="$target_dir" cargo build --release --quiet --bins
 cd - >/dev/null

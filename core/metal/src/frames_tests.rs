@@ -33,8 +33,19 @@ fn file_head_is_the_grammars() {
 
 #[test]
 fn header_is_the_grammars() {
-    let calibration = Calibration { anchor_ticks: 0, anchor_unix_ns: 1_700_000_000_000_000_000, ticks: 25_000_000, ns: 1_000_000_000 };
-    let fields = HeaderFields { name: "qemu-filter", host: "mps2-an386", calibration, salt: 0x12345, trace_id: 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10 };
+    let calibration = Calibration {
+        anchor_ticks: 0,
+        anchor_unix_ns: 1_700_000_000_000_000_000,
+        ticks: 25_000_000,
+        ns: 1_000_000_000,
+    };
+    let fields = HeaderFields {
+        name: "qemu-filter",
+        host: "mps2-an386",
+        calibration,
+        salt: 0x12345,
+        trace_id: 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10,
+    };
     let header = Header {
         pid: 0,
         name: "qemu-filter".into(),
@@ -53,8 +64,11 @@ fn header_payload(h: &HeaderFields<'_>, out: &mut dyn Out) {
     header(h, out)
 }
 
-static FIELDS: [Field; 3] =
-    [Field::new("gain", FieldType::I64), Field::new("name", FieldType::Str), Field::new("any", FieldType::Dynamic)];
+static FIELDS: [Field; 3] = [
+    Field::new("gain", FieldType::I64),
+    Field::new("name", FieldType::Str),
+    Field::new("any", FieldType::Dynamic),
+];
 static SITES: [Callsite; 2] = [
     Callsite::new(Kind::Span, "filter", "firmware::dsp", "src/main.rs", 40, &FIELDS, ""),
     Callsite::new(Kind::Event, "sample", "firmware", "src/main.rs", 300, &[], "tick>"),
@@ -62,7 +76,8 @@ static SITES: [Callsite; 2] = [
 
 #[test]
 fn callsites_are_the_grammars() {
-    let desc = Callsites { module: 0, first: 7, callsites: SITES.iter().map(CallsiteDesc::of_static).collect() };
+    let desc =
+        Callsites { module: 0, first: 7, callsites: SITES.iter().map(CallsiteDesc::of_static).collect() };
     assert_eq!(ours(frame::CALLSITES, |out| callsites(7, &SITES, out)), theirs(&desc));
     let empty = Callsites { module: 0, first: 0, callsites: vec![] };
     assert_eq!(ours(frame::CALLSITES, |out| callsites(0, &[], out)), theirs(&empty));
@@ -79,7 +94,10 @@ fn data_head_is_the_grammars() {
     let chunks = [0x16u8, 1, 2, 3, 4, 5];
     let mut payload = DataHead { stream: 129 }.encode();
     payload.extend_from_slice(&chunks);
-    assert_eq!(ours(frame::DATA, |out| data(129, &chunks, out)), encode_frame(frame::DATA, &payload).unwrap());
+    assert_eq!(
+        ours(frame::DATA, |out| data(129, &chunks, out)),
+        encode_frame(frame::DATA, &payload).unwrap()
+    );
 }
 
 #[test]

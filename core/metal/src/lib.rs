@@ -105,7 +105,17 @@ impl Config {
         clock: fn() -> u64,
         ticks_per_second: u64,
     ) -> Config {
-        Config { name, host: "", contexts, context_of, clock, ticks_per_second, unix_ns_at_zero: 0, salt: 0, trace_id: 0 }
+        Config {
+            name,
+            host: "",
+            contexts,
+            context_of,
+            clock,
+            ticks_per_second,
+            unix_ns_at_zero: 0,
+            salt: 0,
+            trace_id: 0,
+        }
     }
 }
 

@@ -122,7 +122,14 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         if config.ticks_per_second == 0 {
             return Err(StartError::Clock);
         }
-        if ACTIVE.compare_exchange(core::ptr::null_mut(), self as *const Self as *mut (), Ordering::AcqRel, Ordering::Acquire).is_err()
+        if ACTIVE
+            .compare_exchange(
+                core::ptr::null_mut(),
+                self as *const Self as *mut (),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
             || self.state.compare_exchange(IDLE, STARTING, Ordering::AcqRel, Ordering::Acquire).is_err()
         {
             return Err(StartError::AlreadyStarted);
@@ -231,9 +238,19 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         let config = self.config();
         if !self.head_written.load(Ordering::Relaxed) {
             frames::file_head(sink)?;
-            let calibration =
-                Calibration { anchor_ticks: 0, anchor_unix_ns: config.unix_ns_at_zero, ticks: config.ticks_per_second, ns: 1_000_000_000 };
-            let h = HeaderFields { name: config.name, host: config.host, calibration, salt: config.salt, trace_id: config.trace_id };
+            let calibration = Calibration {
+                anchor_ticks: 0,
+                anchor_unix_ns: config.unix_ns_at_zero,
+                ticks: config.ticks_per_second,
+                ns: 1_000_000_000,
+            };
+            let h = HeaderFields {
+                name: config.name,
+                host: config.host,
+                calibration,
+                salt: config.salt,
+                trace_id: config.trace_id,
+            };
             frames::frame(sink, frame::HEADER, |out| frames::header(&h, out))?;
             frames::all_callsites(sink)?;
             self.head_written.store(true, Ordering::Relaxed);
@@ -250,7 +267,9 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             // after it wraps); two passes take everything that was there when this began.
             for _ in 0..2 {
                 let mut result = Ok(());
-                slot.drain_with(|chunks| result = frames::frame(sink, frame::DATA, |out| frames::data(i as u32, chunks, out)));
+                slot.drain_with(|chunks| {
+                    result = frames::frame(sink, frame::DATA, |out| frames::data(i as u32, chunks, out))
+                });
                 result?;
             }
         }

@@ -8,8 +8,8 @@
 //! result as an `output` event, and drains the trace to `trace.bin` on the host through
 //! semihosting. After `SAMPLES` samples it finishes the trace and exits QEMU with status 0.
 //!
-//! Built without the `trace` feature, every span and event compiles out and waffle-metal is
-//! not linked: the baseline for the sizes in `benches/README.md`.
+//! Built with `--no-default-features --features compile-out`, every span and event compiles
+//! out and waffle-metal is not linked: the baseline for the sizes in `benches/README.md`.
 
 #![no_std]
 #![no_main]

@@ -37,6 +37,24 @@
 //! }
 //! ```
 //!
+//! The same on a host, where each thread is a context (a test harness, say), with a sink into
+//! memory:
+//!
+//! ```
+//! use waffle_metal::{Config, Trace};
+//!
+//! static TRACE: Trace<1, 1024, 128> = Trace::new();
+//!
+//! TRACE.start(Config::new("host", &["main"], || 0, || 0, 1_000_000_000)).unwrap();
+//! let sample = waffle::event!("sample", x = 7i64);
+//! {
+//!     let _s = waffle::span!("filter", caused_by = sample);
+//! }
+//! let mut bytes = Vec::new();
+//! TRACE.finish(&mut |b: &[u8]| bytes.extend_from_slice(b)).unwrap();
+//! assert_eq!(bytes[..8], waffle::wire::MAGIC); // a whole trace.bin, END included
+//! ```
+//!
 //! Contexts: a context is code that may preempt the others, so each interrupt priority level
 //! that records is a context of its own (exceptions of one level never preempt each other),
 //! and the main loop is one. `Config::context_of` says which context the running code is in,

@@ -62,7 +62,7 @@ const FINISHED: u8 = 3;
 /// microcontroller). Make it a `static` (it lands in `.bss`); its size is about
 /// `N * (QUEUE + STAGING + 200)` bytes.
 ///
-/// ```ignore
+/// ```
 /// static TRACE: waffle_metal::Trace<2, 1024, 256> = waffle_metal::Trace::new();
 /// ```
 pub struct Trace<const N: usize, const QUEUE: usize, const STAGING: usize> {

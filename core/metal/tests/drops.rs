@@ -59,7 +59,7 @@ fn a_full_queue_drops_and_counts_and_a_cut_stream_decodes_to_the_cut() {
 
     // Cut inside the last DATA frame: the events before it decode, and a warning names the
     // offset where the damage starts; the file is not complete.
-    let end_len = 9 + 1 + 2 * 1 + 1; // envelope, count, one (stream, dropped ≤ 2 bytes) pair
+    let end_len = 9 + 1 + 1 + 2; // envelope, count, one stream and its drops (two bytes)
     let cut = sink.0.len() - end_len - 10;
     let (process, warnings) = decode_reader(&sink.0[..cut], Path::new("cut.bin")).unwrap();
     assert!(!process.complete);

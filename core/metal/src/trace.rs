@@ -149,7 +149,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             }
         }
         waffle::clock::set_clock(config.clock);
-        // A staged record waits at most about a millisecond before its chunk is pushed.
+        // A chunk is pushed at the first record that finds its oldest about a millisecond old.
         waffle::local::set_flush_ticks((config.ticks_per_second / 1000).max(1));
         waffle::runtime::set_trace_id(waffle::TraceId::from_u128(config.trace_id));
         // SAFETY: as for the slots: written once while STARTING, read only after STARTED.

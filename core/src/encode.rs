@@ -7,6 +7,9 @@
 
 use crate::wire::{zigzag, FieldType, MAX_STR_LEN};
 
+/// The longest LEB128 varint of a `u64`.
+const MAX_VARINT: usize = 10;
+
 /// Appends bytes to a staging area.
 pub struct Writer<'a> {
     buf: &'a mut [u8],
@@ -44,6 +47,21 @@ impl<'a> Writer<'a> {
     /// Appends a LEB128 varint.
     #[inline(always)]
     pub fn varint(&mut self, mut v: u64) {
+        // Room for the longest varint: one bounds check instead of one per byte.
+        if let Some(room) = self.buf.get_mut(self.pos..).and_then(|b| b.first_chunk_mut::<MAX_VARINT>()) {
+            let mut n = 0;
+            for slot in room.iter_mut() {
+                n += 1;
+                if v < 0x80 {
+                    *slot = v as u8;
+                    break;
+                }
+                *slot = (v as u8) | 0x80;
+                v >>= 7;
+            }
+            self.pos += n;
+            return;
+        }
         while v >= 0x80 {
             self.byte((v as u8) | 0x80);
             v >>= 7;

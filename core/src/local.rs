@@ -239,13 +239,26 @@ impl Local {
     /// Writes a span-end record for the innermost open span and makes `prev` current again.
     #[inline(always)]
     pub fn end(&mut self, state: u32, prev: u64) {
+        self.end_with(state, prev, false);
+    }
+
+    /// [`Local::end`] at the timestamp of this context's last record, without reading the
+    /// clock: for a span whose last record (an event marking its outcome, say) was written
+    /// just before it ends.
+    #[inline(always)]
+    pub fn end_at_last(&mut self, state: u32, prev: u64) {
+        self.end_with(state, prev, true);
+    }
+
+    #[inline(always)]
+    fn end_with(&mut self, state: u32, prev: u64, at_last: bool) {
         self.current = prev;
         // A span begun in a session ends in it even after recording is paused.
         let state = if state == 0 { self.epoch } else { state };
         if !self.ready(state) {
             return;
         }
-        let ts = clock::now();
+        let ts = if at_last { self.last_ts } else { clock::now() };
         let mut w = Writer::new(self.staging, self.len);
         w.byte(tag::SPAN_END);
         w.varint(zigzag(ts.wrapping_sub(self.last_ts) as i64));

@@ -71,8 +71,20 @@ impl Local {
     }
 
     /// Records the latest span or event's correlation value (its key is in its callsite).
-    #[inline]
+    /// Inlined up to the write into the staging area: it follows a record of the same session,
+    /// so the slot is there; the rest (no slot, the area full) is `timeless`'s.
+    #[inline(always)]
     pub fn correlate(&mut self, state: u32, value: u64) {
+        if self.epoch == state && self.slot.is_some() {
+            let mut w = Writer::new(self.staging, self.len);
+            w.byte(tag::CORRELATE);
+            w.varint(value);
+            if !w.overflowed() {
+                self.len = w.pos();
+                self.records += 1;
+                return;
+            }
+        }
         self.timeless(state, tag::CORRELATE, 0, &|w| w.varint(value));
     }
 

@@ -12,22 +12,24 @@
  */
 #include "wmpi.h"
 
-/* A blocking collective `fn` with its parameter list, its PMPI argument list, and key-values. */
+/* A blocking collective `fn` with its parameter list, its PMPI argument list, and values. */
 #define WM_COLLECTIVE(fn, params, args, ...)                                                      \
   int MPI_##fn params {                                                                           \
+    if (!waffle_mpi_on()) return PMPI_##fn args;                                                  \
     const wm_comm_t *c = wm_comm(comm);                                                           \
     int rc;                                                                                       \
-    WM_COLL_SPAN("MPI_" #fn, c, PMPI_##fn args, __VA_ARGS__);                                     \
+    WM_COLL(MPI_##fn, c, PMPI_##fn args, __VA_ARGS__);                                            \
     return rc;                                                                                    \
   }
 
 /* A nonblocking collective: the same, with its request numbered and entered. */
 #define WM_ICOLLECTIVE(fn, params, args, ...)                                                     \
   int MPI_##fn params {                                                                           \
+    if (!waffle_mpi_on()) return PMPI_##fn args;                                                  \
     const wm_comm_t *c = wm_comm(comm);                                                           \
     uint64_t id = waffle_mpi_request_id();                                                        \
     int rc;                                                                                       \
-    WM_COLL_SPAN("MPI_" #fn, c, PMPI_##fn args, __VA_ARGS__, WAFFLE_KV_U64("request", id));       \
+    WM_COLL(MPI_##fn, c, PMPI_##fn args, __VA_ARGS__, .request = id);                             \
     if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_COLL, 0);                                 \
     return rc;                                                                                    \
   }
@@ -54,228 +56,228 @@ static uint64_t wm_sum_w(const int counts[], const MPI_Datatype types[], int n) 
 static int wm_peers(const wm_comm_t *c) { return c->remote_size > 0 ? c->remote_size : c->size; }
 
 int MPI_Barrier(MPI_Comm comm) {
+  if (!waffle_mpi_on()) return PMPI_Barrier(comm);
   const wm_comm_t *c = wm_comm(comm);
-  uint64_t group = wm_coll(c);
-  WAFFLE_SPAN("MPI_Barrier", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_CORRELATE("mpi.collective", group));
+  WM_SPAN(MPI_Barrier, wm_coll(c), .comm = c->key);
   return PMPI_Barrier(comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+  if (!waffle_mpi_on()) return PMPI_Ibarrier(comm, request);
   const wm_comm_t *c = wm_comm(comm);
-  uint64_t group = wm_coll(c), id = waffle_mpi_request_id();
+  uint64_t id = waffle_mpi_request_id();
   int rc;
   {
-    WAFFLE_SPAN("MPI_Ibarrier", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_U64("request", id),
-                WAFFLE_KV_CORRELATE("mpi.collective", group));
+    WM_SPAN(MPI_Ibarrier, wm_coll(c), .comm = c->key, .request = id);
     rc = PMPI_Ibarrier(comm, request);
   }
   if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_COLL, 0);
   return rc;
 }
 
-#define WM_BCAST_KVS WAFFLE_KV_I64("root", wm_root(c, root)), WAFFLE_KV_U64("bytes", wm_bytes(count, type))
+#define WM_BCAST_VALS .root = (wm_root(c, root)), .bytes = (wm_bytes(count, type))
 WM_COLLECTIVE(Bcast, (void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm),
-              (buffer, count, type, root, comm), WM_BCAST_KVS)
+              (buffer, count, type, root, comm), WM_BCAST_VALS)
 WM_ICOLLECTIVE(Ibcast, (void *buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request),
-               (buffer, count, type, root, comm, request), WM_BCAST_KVS)
+               (buffer, count, type, root, comm, request), WM_BCAST_VALS)
 
-#define WM_REDUCE_KVS                                                                                            \
-  WAFFLE_KV_I64("root", wm_root(c, root)), WAFFLE_KV_STR("op", wm_op(op)), WAFFLE_KV_U64("bytes", wm_bytes(count, type))
+#define WM_REDUCE_VALS                                                                                            \
+  .root = (wm_root(c, root)), .op = (wm_op(op)), .bytes = (wm_bytes(count, type))
 WM_COLLECTIVE(Reduce,
               (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm),
-              (sendbuf, recvbuf, count, type, op, root, comm), WM_REDUCE_KVS)
+              (sendbuf, recvbuf, count, type, op, root, comm), WM_REDUCE_VALS)
 WM_ICOLLECTIVE(Ireduce,
                (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
                 MPI_Request *request),
-               (sendbuf, recvbuf, count, type, op, root, comm, request), WM_REDUCE_KVS)
+               (sendbuf, recvbuf, count, type, op, root, comm, request), WM_REDUCE_VALS)
 
 /* Allreduce, Scan, Exscan: an op over every rank's `count` elements. */
-#define WM_OP_KVS WAFFLE_KV_STR("op", wm_op(op)), WAFFLE_KV_U64("bytes", wm_bytes(count, type))
+#define WM_OP_VALS .op = (wm_op(op)), .bytes = (wm_bytes(count, type))
 #define WM_OP_COLLECTIVE(fn, ifn)                                                                             \
   WM_COLLECTIVE(fn, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm), \
-                (sendbuf, recvbuf, count, type, op, comm), WM_OP_KVS)                                         \
+                (sendbuf, recvbuf, count, type, op, comm), WM_OP_VALS)                                         \
   WM_ICOLLECTIVE(ifn,                                                                                         \
                  (const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,  \
                   MPI_Request *request),                                                                      \
-                 (sendbuf, recvbuf, count, type, op, comm, request), WM_OP_KVS)
+                 (sendbuf, recvbuf, count, type, op, comm, request), WM_OP_VALS)
 WM_OP_COLLECTIVE(Allreduce, Iallreduce)
 WM_OP_COLLECTIVE(Scan, Iscan)
 WM_OP_COLLECTIVE(Exscan, Iexscan)
 
-#define WM_RS_KVS WAFFLE_KV_STR("op", wm_op(op)), WAFFLE_KV_U64("bytes", wm_sum(recvcounts, type, wm_peers(c)))
+#define WM_RS_VALS .op = (wm_op(op)), .bytes = (wm_sum(recvcounts, type, wm_peers(c)))
 WM_COLLECTIVE(Reduce_scatter,
               (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-              (sendbuf, recvbuf, recvcounts, type, op, comm), WM_RS_KVS)
+              (sendbuf, recvbuf, recvcounts, type, op, comm), WM_RS_VALS)
 WM_ICOLLECTIVE(Ireduce_scatter,
                (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op,
                 MPI_Comm comm, MPI_Request *request),
-               (sendbuf, recvbuf, recvcounts, type, op, comm, request), WM_RS_KVS)
-#define WM_RSB_KVS \
-  WAFFLE_KV_STR("op", wm_op(op)), WAFFLE_KV_U64("bytes", wm_bytes(recvcount, type) * (uint64_t)wm_peers(c))
+               (sendbuf, recvbuf, recvcounts, type, op, comm, request), WM_RS_VALS)
+#define WM_RSB_VALS \
+  .op = (wm_op(op)), .bytes = (wm_bytes(recvcount, type) * (uint64_t)wm_peers(c))
 WM_COLLECTIVE(Reduce_scatter_block,
               (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm),
-              (sendbuf, recvbuf, recvcount, type, op, comm), WM_RSB_KVS)
+              (sendbuf, recvbuf, recvcount, type, op, comm), WM_RSB_VALS)
 WM_ICOLLECTIVE(Ireduce_scatter_block,
                (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                 MPI_Request *request),
-               (sendbuf, recvbuf, recvcount, type, op, comm, request), WM_RSB_KVS)
+               (sendbuf, recvbuf, recvcount, type, op, comm, request), WM_RSB_VALS)
 
 /* Gather and Allgather: each rank's send buffer. */
-#define WM_GATHER_KVS \
-  WAFFLE_KV_I64("root", wm_root(c, root)), \
-      WAFFLE_KV_U64("bytes", WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype))
+#define WM_GATHER_VALS \
+  .root = (wm_root(c, root)), \
+      .bytes = (WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype))
 WM_COLLECTIVE(Gather,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_GATHER_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_GATHER_VALS)
 WM_ICOLLECTIVE(Igather,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request), WM_GATHER_KVS)
-#define WM_GATHERV_KVS WAFFLE_KV_I64("root", wm_root(c, root)), WAFFLE_KV_U64("bytes", wm_bytes(sendcount, sendtype))
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request), WM_GATHER_VALS)
+#define WM_GATHERV_VALS .root = (wm_root(c, root)), .bytes = (wm_bytes(sendcount, sendtype))
 WM_COLLECTIVE(Gatherv,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm), WM_GATHERV_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm), WM_GATHERV_VALS)
 WM_ICOLLECTIVE(Igatherv,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request),
-               WM_GATHERV_KVS)
+               WM_GATHERV_VALS)
 
 /* Scatter: each rank's receive buffer. */
-#define WM_SCATTER_KVS WAFFLE_KV_I64("root", wm_root(c, root)), WAFFLE_KV_U64("bytes", wm_bytes(recvcount, recvtype))
+#define WM_SCATTER_VALS .root = (wm_root(c, root)), .bytes = (wm_bytes(recvcount, recvtype))
 WM_COLLECTIVE(Scatter,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_SCATTER_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_SCATTER_VALS)
 WM_ICOLLECTIVE(Iscatter,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request), WM_SCATTER_KVS)
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request), WM_SCATTER_VALS)
 WM_COLLECTIVE(Scatterv,
               (const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm),
-              (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_SCATTER_KVS)
+              (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm), WM_SCATTER_VALS)
 WM_ICOLLECTIVE(Iscatterv,
                (const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request),
-               WM_SCATTER_KVS)
+               WM_SCATTER_VALS)
 
-#define WM_ALLGATHER_KVS \
-  WAFFLE_KV_U64("bytes", WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype))
+#define WM_ALLGATHER_VALS \
+  .bytes = (WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype))
 WM_COLLECTIVE(Allgather,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_ALLGATHER_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_ALLGATHER_VALS)
 WM_ICOLLECTIVE(Iallgather,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_ALLGATHER_KVS)
-#define WM_ALLGATHERV_KVS WAFFLE_KV_U64("bytes", wm_bytes(sendcount, sendtype))
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_ALLGATHER_VALS)
+#define WM_ALLGATHERV_VALS .bytes = (wm_bytes(sendcount, sendtype))
 WM_COLLECTIVE(Allgatherv,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                const int displs[], MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm), WM_ALLGATHERV_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm), WM_ALLGATHERV_VALS)
 WM_ICOLLECTIVE(Iallgatherv,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                 const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request),
-               WM_ALLGATHERV_KVS)
+               WM_ALLGATHERV_VALS)
 
 /* All-to-all: the whole send side. */
-#define WM_ALLTOALL_KVS \
-  WAFFLE_KV_U64("bytes", WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype) * (uint64_t)wm_peers(c))
+#define WM_ALLTOALL_VALS \
+  .bytes = (WM_SEND_OR_IN_PLACE(sendbuf, sendcount, sendtype, recvcount, recvtype) * (uint64_t)wm_peers(c))
 WM_COLLECTIVE(Alltoall,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_ALLTOALL_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_ALLTOALL_VALS)
 WM_ICOLLECTIVE(Ialltoall,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_ALLTOALL_KVS)
-#define WM_ALLTOALLV_KVS                                                                                 \
-  WAFFLE_KV_U64("bytes", sendbuf == MPI_IN_PLACE ? wm_sum(recvcounts, recvtype, wm_peers(c)) \
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_ALLTOALL_VALS)
+#define WM_ALLTOALLV_VALS                                                                                 \
+  .bytes = (sendbuf == MPI_IN_PLACE ? wm_sum(recvcounts, recvtype, wm_peers(c)) \
                                                  : wm_sum(sendcounts, sendtype, wm_peers(c)))
 WM_COLLECTIVE(Alltoallv,
               (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm),
               (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm),
-              WM_ALLTOALLV_KVS)
+              WM_ALLTOALLV_VALS)
 WM_ICOLLECTIVE(Ialltoallv,
                (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                 void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                 MPI_Request *request),
                (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request),
-               WM_ALLTOALLV_KVS)
-#define WM_ALLTOALLW_KVS                                                                                   \
-  WAFFLE_KV_U64("bytes", sendbuf == MPI_IN_PLACE ? wm_sum_w(recvcounts, recvtypes, wm_peers(c)) \
+               WM_ALLTOALLV_VALS)
+#define WM_ALLTOALLW_VALS                                                                                   \
+  .bytes = (sendbuf == MPI_IN_PLACE ? wm_sum_w(recvcounts, recvtypes, wm_peers(c)) \
                                                  : wm_sum_w(sendcounts, sendtypes, wm_peers(c)))
 WM_COLLECTIVE(Alltoallw,
               (const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
                void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
                MPI_Comm comm),
               (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm),
-              WM_ALLTOALLW_KVS)
+              WM_ALLTOALLW_VALS)
 WM_ICOLLECTIVE(Ialltoallw,
                (const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
                 void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
                 MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request),
-               WM_ALLTOALLW_KVS)
+               WM_ALLTOALLW_VALS)
 
 /* Neighbourhood collectives: one neighbour's block (none with vectors: the degrees would cost a
  * topology query per call). */
-#define WM_NEIGHBOR_KVS WAFFLE_KV_U64("bytes", wm_bytes(sendcount, sendtype))
+#define WM_NEIGHBOR_VALS .bytes = (wm_bytes(sendcount, sendtype))
 WM_COLLECTIVE(Neighbor_allgather,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_NEIGHBOR_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_NEIGHBOR_VALS)
 WM_ICOLLECTIVE(Ineighbor_allgather,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_NEIGHBOR_KVS)
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_NEIGHBOR_VALS)
 WM_COLLECTIVE(Neighbor_allgatherv,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                const int displs[], MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm), WM_NEIGHBOR_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm), WM_NEIGHBOR_VALS)
 WM_ICOLLECTIVE(Ineighbor_allgatherv,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                 const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request),
-               WM_NEIGHBOR_KVS)
+               WM_NEIGHBOR_VALS)
 WM_COLLECTIVE(Neighbor_alltoall,
               (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, MPI_Comm comm),
-              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_NEIGHBOR_KVS)
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), WM_NEIGHBOR_VALS)
 WM_ICOLLECTIVE(Ineighbor_alltoall,
                (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request),
-               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_NEIGHBOR_KVS)
+               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request), WM_NEIGHBOR_VALS)
 
-/* With vectors: no `bytes`; the key-value list must not be empty, so the size stands in. */
-#define WM_NEIGHBOR_V_KVS WAFFLE_KV_I64("size", c->size)
+/* With vectors: no `bytes`; the size stands in. */
+#define WM_NEIGHBOR_V_VALS .size = (c->size)
 WM_COLLECTIVE(Neighbor_alltoallv,
               (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm),
               (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm),
-              WM_NEIGHBOR_V_KVS)
+              WM_NEIGHBOR_V_VALS)
 WM_ICOLLECTIVE(Ineighbor_alltoallv,
                (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                 void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                 MPI_Request *request),
                (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request),
-               WM_NEIGHBOR_V_KVS)
+               WM_NEIGHBOR_V_VALS)
 WM_COLLECTIVE(Neighbor_alltoallw,
               (const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
                void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                MPI_Comm comm),
               (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm),
-              WM_NEIGHBOR_V_KVS)
+              WM_NEIGHBOR_V_VALS)
 WM_ICOLLECTIVE(Ineighbor_alltoallw,
                (const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
                 void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                 MPI_Comm comm, MPI_Request *request),
                (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request),
-               WM_NEIGHBOR_V_KVS)
+               WM_NEIGHBOR_V_VALS)

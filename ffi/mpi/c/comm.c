@@ -15,6 +15,7 @@
 #include "wmpi.h"
 
 int32_t wm_world_rank = -1;
+__thread void *wm_thread __attribute__((tls_model("initial-exec"), visibility("hidden")));
 const wm_comm_t wm_unknown = {0, 0, 0, NULL, NULL};
 
 /* Serialises the slow path: two threads meeting one new communicator must count it once. */

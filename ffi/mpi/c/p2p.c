@@ -10,27 +10,23 @@
  */
 #include "wmpi.h"
 
-void wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request) {
+bool wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request) {
   /* A receive from MPI_PROC_NULL completes with that source and carries no message. */
-  if (status->MPI_SOURCE == MPI_PROC_NULL || status->MPI_SOURCE < 0) return;
-  int64_t source = wm_peer(c, status->MPI_SOURCE);
+  if (status->MPI_SOURCE == MPI_PROC_NULL || status->MPI_SOURCE < 0) return false;
   int count = 0;
   if (PMPI_Get_count(status, MPI_BYTE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) count = 0;
-  uint64_t msg = waffle_mpi_next(WM_COUNT_RECV, c->key, source, status->MPI_TAG);
-  (void)WAFFLE_EVENT("MPI message received", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", source),
-                     WAFFLE_KV_I64("tag", status->MPI_TAG), WAFFLE_KV_U64("bytes", count),
-                     WAFFLE_KV_U64("request", request), WAFFLE_KV_CORRELATE("mpi.message<", msg));
+  return waffle_mpi_received(&wm_thread, c->key, wm_peer(c, status->MPI_SOURCE), status->MPI_TAG, (uint64_t)count,
+                             request);
 }
 
 /* A blocking send: MPI_Send, MPI_Bsend, MPI_Ssend, MPI_Rsend. */
 #define WM_BLOCKING_SEND(fn)                                                                       \
   int MPI_##fn(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {  \
+    if (!waffle_mpi_on()) return PMPI_##fn(buf, count, type, dest, tag, comm);                     \
     const wm_comm_t *c = wm_comm(comm);                                                            \
     int64_t peer = wm_peer(c, dest);                                                               \
-    uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, tag);                           \
-    int rc;                                                                                        \
-    WM_SEND_SPAN("MPI_" #fn, msg, PMPI_##fn(buf, count, type, dest, tag, comm), WM_P2P(c, peer, tag, bytes)); \
-    return rc;                                                                                     \
+    WM_SPAN(MPI_##fn, wm_send(c, peer, tag), WM_P2P(c, peer, tag, wm_bytes(count, type)));         \
+    return PMPI_##fn(buf, count, type, dest, tag, comm);                                           \
   }
 
 WM_BLOCKING_SEND(Send)
@@ -42,12 +38,12 @@ WM_BLOCKING_SEND(Rsend)
 #define WM_NONBLOCKING_SEND(fn)                                                                    \
   int MPI_##fn(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,    \
                MPI_Request *request) {                                                             \
+    if (!waffle_mpi_on()) return PMPI_##fn(buf, count, type, dest, tag, comm, request);            \
     const wm_comm_t *c = wm_comm(comm);                                                            \
     int64_t peer = wm_peer(c, dest);                                                               \
-    uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, tag), id = waffle_mpi_request_id(); \
-    int rc;                                                                                        \
-    WM_SEND_SPAN("MPI_" #fn, msg, PMPI_##fn(buf, count, type, dest, tag, comm, request),           \
-                 WM_P2P(c, peer, tag, bytes), WAFFLE_KV_U64("request", id));                       \
+    uint64_t id = waffle_mpi_request_id();                                                         \
+    WM_SPAN(MPI_##fn, wm_send(c, peer, tag), WM_P2P(c, peer, tag, wm_bytes(count, type)), .request = id); \
+    int rc = PMPI_##fn(buf, count, type, dest, tag, comm, request);                                \
     if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_SEND, 0);                                  \
     return rc;                                                                                     \
   }
@@ -58,19 +54,21 @@ WM_NONBLOCKING_SEND(Issend)
 WM_NONBLOCKING_SEND(Irsend)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   const wm_comm_t *c = wm_comm(comm);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
-  WAFFLE_SPAN("MPI_Recv", WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)));
+  WM_SPAN(MPI_Recv, 0, WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)));
   int rc = PMPI_Recv(buf, count, type, source, tag, comm, status);
-  if (rc == MPI_SUCCESS) wm_received(c, status, 0);
+  if (rc == MPI_SUCCESS) wm_span.at_last = wm_received(c, status, 0);
   return rc;
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *request) {
+  if (!waffle_mpi_on()) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
   const wm_comm_t *c = wm_comm(comm);
   uint64_t id = waffle_mpi_request_id();
-  WAFFLE_SPAN("MPI_Irecv", WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)), WAFFLE_KV_U64("request", id));
+  WM_SPAN(MPI_Irecv, 0, WM_P2P(c, wm_peer(c, source), tag, wm_bytes(count, type)), .request = id);
   int rc = PMPI_Irecv(buf, count, type, source, tag, comm, request);
   if (rc == MPI_SUCCESS) wm_track(*request, id, c, WM_RECV, 0);
   return rc;
@@ -79,52 +77,53 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
 /* MPI_Sendrecv and MPI_Sendrecv_replace wait for their receive half, which `peer`, `tag` and
  * `bytes` describe (as for MPI_Recv; the event records it when it completes); the send half is
  * `dest`, `send_tag` and `send_bytes`, and its message is the span's `mpi.message>`. */
-#define WM_SENDRECV_KVS(c, source, recvtag, recvbytes, peer, sendtag, bytes)                      \
-  WM_P2P(c, wm_peer(c, source), recvtag, recvbytes), WAFFLE_KV_I64("dest", peer),                 \
-      WAFFLE_KV_I64("send_tag", sendtag), WAFFLE_KV_U64("send_bytes", bytes)
+#define WM_SENDRECV_VALS(c, source, recvtag, recvbytes, peer, sendtag, bytes)                     \
+  WM_P2P(c, wm_peer(c, source), recvtag, recvbytes), .dest = (peer), .send_tag = (sendtag), .send_bytes = (bytes)
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (!waffle_mpi_on())
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                         comm, status);
   const wm_comm_t *c = wm_comm(comm);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
   int64_t peer = wm_peer(c, dest);
-  uint64_t bytes = wm_bytes(sendcount, sendtype), msg = wm_send(c, peer, sendtag);
-  int rc;
-  WM_SEND_SPAN("MPI_Sendrecv", msg,
-               PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                             recvtag, comm, status);
-               if (rc == MPI_SUCCESS) wm_received(c, status, 0),
-               WM_SENDRECV_KVS(c, source, recvtag, wm_bytes(recvcount, recvtype), peer, sendtag, bytes));
+  uint64_t bytes = wm_bytes(sendcount, sendtype);
+  WM_SPAN(MPI_Sendrecv, wm_send(c, peer, sendtag),
+          WM_SENDRECV_VALS(c, source, recvtag, wm_bytes(recvcount, recvtype), peer, sendtag, bytes));
+  int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                         comm, status);
+  if (rc == MPI_SUCCESS) wm_span.at_last = wm_received(c, status, 0);
   return rc;
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int sendtag, int source, int recvtag,
                          MPI_Comm comm, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   const wm_comm_t *c = wm_comm(comm);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
   int64_t peer = wm_peer(c, dest);
-  uint64_t bytes = wm_bytes(count, type), msg = wm_send(c, peer, sendtag);
-  int rc;
-  WM_SEND_SPAN("MPI_Sendrecv_replace", msg,
-               PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
-               if (rc == MPI_SUCCESS) wm_received(c, status, 0),
-               WM_SENDRECV_KVS(c, source, recvtag, bytes, peer, sendtag, bytes));
+  uint64_t bytes = wm_bytes(count, type);
+  WM_SPAN(MPI_Sendrecv_replace, wm_send(c, peer, sendtag),
+          WM_SENDRECV_VALS(c, source, recvtag, bytes, peer, sendtag, bytes));
+  int rc = PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+  if (rc == MPI_SUCCESS) wm_span.at_last = wm_received(c, status, 0);
   return rc;
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Probe(source, tag, comm, status);
   const wm_comm_t *c = wm_comm(comm);
-  WAFFLE_SPAN("MPI_Probe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
-              WAFFLE_KV_I64("tag", wm_tag(tag)));
+  WM_SPAN(MPI_Probe, 0, .comm = c->key, .peer = wm_peer(c, source), .tag = wm_tag(tag));
   return PMPI_Probe(source, tag, comm, status);
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Iprobe(source, tag, comm, flag, status);
   const wm_comm_t *c = wm_comm(comm);
-  WAFFLE_SPAN("MPI_Iprobe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
-              WAFFLE_KV_I64("tag", wm_tag(tag)));
+  WM_SPAN(MPI_Iprobe, 0, .comm = c->key, .peer = wm_peer(c, source), .tag = wm_tag(tag));
   return PMPI_Iprobe(source, tag, comm, flag, status);
 }
 
@@ -138,13 +137,13 @@ static void wm_matched(MPI_Message message, const wm_comm_t *c, const MPI_Status
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Mprobe(source, tag, comm, message, status);
   const wm_comm_t *c = wm_comm(comm);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Mprobe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
-                WAFFLE_KV_I64("tag", wm_tag(tag)));
+    WM_SPAN(MPI_Mprobe, 0, .comm = c->key, .peer = wm_peer(c, source), .tag = wm_tag(tag));
     rc = PMPI_Mprobe(source, tag, comm, message, status);
   }
   if (rc == MPI_SUCCESS) wm_matched(*message, c, status);
@@ -152,20 +151,21 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
 }
 
 int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) {
+  if (!waffle_mpi_on()) return PMPI_Improbe(source, tag, comm, flag, message, status);
   const wm_comm_t *c = wm_comm(comm);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Improbe", WAFFLE_KV_U64("comm", c->key), WAFFLE_KV_I64("peer", wm_peer(c, source)),
-                WAFFLE_KV_I64("tag", wm_tag(tag)));
+    WM_SPAN(MPI_Improbe, 0, .comm = c->key, .peer = wm_peer(c, source), .tag = wm_tag(tag));
     rc = PMPI_Improbe(source, tag, comm, flag, message, status);
   }
   if (rc == MPI_SUCCESS && *flag) wm_matched(*message, c, status);
   return rc;
 }
 
-/* What MPI_Mprobe or MPI_Improbe learnt of a matched message (taken: it is received once). */
+/* What MPI_Mprobe or MPI_Improbe learnt of a matched message (taken: it is received once, so
+ * these take it whether or not a session exists, and leave no entry behind). */
 static wm_req_t wm_message(const MPI_Message *message) {
   wm_req_t r = {0, &wm_unknown, WM_MESSAGE, 0, 0, -3, 0, 0};
   if (message && *message == MPI_MESSAGE_NO_PROC) {
@@ -181,16 +181,16 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI
   wm_req_t m = wm_message(message);
   MPI_Status own;
   if (status == MPI_STATUS_IGNORE) status = &own;
-  WAFFLE_SPAN("MPI_Mrecv", WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)));
+  WM_SPAN(MPI_Mrecv, 0, WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)));
   int rc = PMPI_Mrecv(buf, count, type, message, status);
-  if (rc == MPI_SUCCESS) wm_received(m.comm, status, 0);
+  if (rc == MPI_SUCCESS) wm_span.at_last = wm_received(m.comm, status, 0);
   return rc;
 }
 
 int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *request) {
   wm_req_t m = wm_message(message);
   uint64_t id = waffle_mpi_request_id();
-  WAFFLE_SPAN("MPI_Imrecv", WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)), WAFFLE_KV_U64("request", id));
+  WM_SPAN(MPI_Imrecv, 0, WM_P2P(m.comm, m.peer, m.tag, wm_bytes(count, type)), .request = id);
   int rc = PMPI_Imrecv(buf, count, type, message, request);
   if (rc == MPI_SUCCESS) wm_track(*request, id, m.comm, WM_RECV, 0);
   return rc;

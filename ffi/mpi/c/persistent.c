@@ -24,7 +24,7 @@ static void wm_persistent(MPI_Request request, const wm_comm_t *c, int kind, int
     uint64_t bytes = wm_bytes(count, type);                                                         \
     int rc;                                                                                         \
     {                                                                                               \
-      WAFFLE_SPAN("MPI_" #fn, WM_P2P(c, peer, tag, bytes));                                         \
+      WM_SPAN(MPI_##fn, 0, WM_P2P(c, peer, tag, bytes));                                            \
       rc = PMPI_##fn(buf, count, type, dest, tag, comm, request);                                   \
     }                                                                                               \
     if (rc == MPI_SUCCESS) wm_persistent(*request, c, WM_SEND, peer, tag, bytes);                   \
@@ -43,7 +43,7 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, 
   uint64_t bytes = wm_bytes(count, type);
   int rc;
   {
-    WAFFLE_SPAN("MPI_Recv_init", WM_P2P(c, peer, tag, bytes));
+    WM_SPAN(MPI_Recv_init, 0, WM_P2P(c, peer, tag, bytes));
     rc = PMPI_Recv_init(buf, count, type, source, tag, comm, request);
   }
   if (rc == MPI_SUCCESS) wm_persistent(*request, c, WM_RECV, peer, tag, bytes);
@@ -53,32 +53,25 @@ int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, 
 /* One MPI_Start, in a span of its own. */
 static int wm_start(MPI_Request *request) {
   wm_req_t r;
-  int rc;
   bool ours = request && wm_take(WM_HANDLE(*request), &r);
   if (!ours || !(r.flags & WM_PERSISTENT)) {
     if (ours) waffle_mpi_req_put(WM_HANDLE(*request), &r);
-    WAFFLE_SPAN("MPI_Start");
+    WM_SPAN(MPI_Start_foreign, 0);
     return PMPI_Start(request);
   }
   r.id = waffle_mpi_request_id();
   r.flags |= WM_ACTIVE;
   r.thread = WM_THREAD();
   waffle_mpi_req_put(WM_HANDLE(*request), &r);
-  if (r.kind == WM_SEND) {
-    uint64_t msg = wm_send(r.comm, r.peer, r.tag);
-    WM_SEND_SPAN("MPI_Start", msg, PMPI_Start(request), WM_P2P(r.comm, r.peer, r.tag, r.bytes),
-                 WAFFLE_KV_U64("request", r.id));
-  } else {
-    WAFFLE_SPAN("MPI_Start", WM_P2P(r.comm, r.peer, r.tag, r.bytes), WAFFLE_KV_U64("request", r.id));
-    rc = PMPI_Start(request);
-  }
-  return rc;
+  uint64_t msg = r.kind == WM_SEND ? wm_send(r.comm, r.peer, r.tag) : 0;
+  WM_SPAN(MPI_Start, msg, WM_P2P(r.comm, r.peer, r.tag, r.bytes), .request = r.id);
+  return PMPI_Start(request);
 }
 
 int MPI_Start(MPI_Request *request) { return wm_start(request); }
 
 int MPI_Startall(int count, MPI_Request array_of_requests[]) {
-  WAFFLE_SPAN("MPI_Startall", WAFFLE_KV_I64("count", count));
+  WM_SPAN(MPI_Startall, 0, .count = count);
   if (count < 0 || (count > 0 && !array_of_requests)) return PMPI_Startall(count, array_of_requests);
   for (int i = 0; i < count; i++) {
     int rc = wm_start(&array_of_requests[i]);
@@ -90,15 +83,17 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
 int MPI_Request_free(MPI_Request *request) {
   wm_req_t r;
   char ids[21] = "";
-  if (request && wm_take(WM_HANDLE(*request), &r) && r.id) wm_decimal(ids, r.id);
-  WAFFLE_SPAN("MPI_Request_free", WAFFLE_KV_STR("requests", ids));
+  int n = 0;
+  if (request && wm_take(WM_HANDLE(*request), &r) && r.id) n = wm_decimal(ids, r.id);
+  WM_SPAN(MPI_Request_free, 0, .requests = ids, .requests_len = (uint64_t)n);
   return PMPI_Request_free(request);
 }
 
 int MPI_Cancel(MPI_Request *request) {
   wm_req_t r;
   char ids[21] = "";
-  if (request && waffle_mpi_req_get(WM_HANDLE(*request), false, 0, &r) && r.id) wm_decimal(ids, r.id);
-  WAFFLE_SPAN("MPI_Cancel", WAFFLE_KV_STR("requests", ids));
+  int n = 0;
+  if (request && waffle_mpi_req_get(WM_HANDLE(*request), false, 0, &r) && r.id) n = wm_decimal(ids, r.id);
+  WM_SPAN(MPI_Cancel, 0, .requests = ids, .requests_len = (uint64_t)n);
   return PMPI_Cancel(request);
 }

@@ -7,7 +7,8 @@
  * that did not complete are put back after; a persistent request always goes back, inactive.
  * Every completed receive records its event inside the span, with its status: the caller's,
  * or our own when the caller passed MPI_STATUS(ES)_IGNORE. Up to WM_STACK requests are handled
- * on the stack; a longer array costs an allocation.
+ * on the stack; a longer array costs an allocation. A span in which a receive completed ends at
+ * the time of its last receive event (read after MPI returned), saving a clock read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,9 @@
 #include "wmpi.h"
 
 #define WM_STACK 16
+
+/* A span's `requests`: the numbers a batch listed. */
+#define WM_REQUESTS(b) .requests = (b)->ids, .requests_len = (b)->ids_len
 
 /* One request of a call, as it was before the call. */
 typedef struct wm_entry {
@@ -29,6 +33,7 @@ typedef struct wm_batch {
   wm_entry *entries;
   bool receives; /* some request is a receive of ours: statuses are needed */
   char *ids;
+  size_t ids_len;
   MPI_Status *own; /* statuses of our own, when the caller ignores them */
   wm_entry local[WM_STACK];
   char local_ids[WM_STACK * 21 + 1];
@@ -62,6 +67,7 @@ static void wm_begin(wm_batch *b, int count, const MPI_Request *requests) {
       at += (size_t)wm_decimal(b->ids + at, e->req.id);
     }
   }
+  b->ids_len = at;
 }
 
 /* The statuses to pass: the caller's, or our own when ignored and receives need them. */
@@ -71,21 +77,24 @@ static MPI_Status *wm_statuses(wm_batch *b, MPI_Status *statuses) {
   return b->own ? b->own : MPI_STATUSES_IGNORE;
 }
 
-/* Entry `i` completed with `status` (NULL: unknown): its event, and back if persistent. */
-static void wm_completed(wm_batch *b, int i, const MPI_Status *status) {
-  if (i < 0 || i >= b->count || !b->entries[i].pending) return;
+/* Entry `i` completed with `status` (NULL: unknown): its event, and back if persistent.
+ * Whether an event was recorded. */
+static bool wm_completed(wm_batch *b, int i, const MPI_Status *status) {
+  bool recorded = false;
+  if (i < 0 || i >= b->count || !b->entries[i].pending) return false;
   wm_entry *e = &b->entries[i];
   e->pending = false;
   bool active = !(e->req.flags & WM_PERSISTENT) || (e->req.flags & WM_ACTIVE);
   if (e->req.kind == WM_RECV && active && status && status != MPI_STATUS_IGNORE) {
     int cancelled = 0;
     PMPI_Test_cancelled(status, &cancelled);
-    if (!cancelled) wm_received(e->req.comm ? e->req.comm : &wm_unknown, status, e->req.id);
+    if (!cancelled) recorded = wm_received(e->req.comm ? e->req.comm : &wm_unknown, status, e->req.id);
   }
   if (e->req.flags & WM_PERSISTENT) {
     e->req.flags &= ~WM_ACTIVE;
     waffle_mpi_req_put(WM_HANDLE(e->handle), &e->req);
   }
+  return recorded;
 }
 
 /* Puts back what did not complete; frees what was allocated. */
@@ -104,9 +113,9 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Wait", WAFFLE_KV_STR("requests", b.ids));
+    WM_SPAN(MPI_Wait, 0, WM_REQUESTS(&b));
     rc = PMPI_Wait(request, status);
-    if (rc == MPI_SUCCESS) wm_completed(&b, 0, status);
+    if (rc == MPI_SUCCESS) wm_span.at_last = wm_completed(&b, 0, status);
   }
   wm_end(&b);
   return rc;
@@ -119,9 +128,9 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Test", WAFFLE_KV_STR("requests", b.ids));
+    WM_SPAN(MPI_Test, 0, WM_REQUESTS(&b));
     rc = PMPI_Test(request, flag, status);
-    if (rc == MPI_SUCCESS && *flag) wm_completed(&b, 0, status);
+    if (rc == MPI_SUCCESS && *flag) wm_span.at_last = wm_completed(&b, 0, status);
   }
   wm_end(&b);
   return rc;
@@ -139,11 +148,11 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
   MPI_Status *statuses = wm_statuses(&b, array_of_statuses);
   int rc;
   {
-    WAFFLE_SPAN("MPI_Waitall", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", count));
+    WM_SPAN(MPI_Waitall, 0, WM_REQUESTS(&b), .count = count);
     rc = PMPI_Waitall(count, array_of_requests, statuses);
     for (int i = 0; i < b.count; i++)
       if (wm_all_done(rc, statuses, i))
-        wm_completed(&b, i, statuses != MPI_STATUSES_IGNORE ? &statuses[i] : NULL);
+        wm_span.at_last |= wm_completed(&b, i, statuses != MPI_STATUSES_IGNORE ? &statuses[i] : NULL);
   }
   wm_end(&b);
   return rc;
@@ -155,12 +164,12 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Statu
   MPI_Status *statuses = wm_statuses(&b, array_of_statuses);
   int rc;
   {
-    WAFFLE_SPAN("MPI_Testall", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", count));
+    WM_SPAN(MPI_Testall, 0, WM_REQUESTS(&b), .count = count);
     rc = PMPI_Testall(count, array_of_requests, flag, statuses);
     if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *flag)
       for (int i = 0; i < b.count; i++)
         if (wm_all_done(rc, statuses, i))
-          wm_completed(&b, i, statuses != MPI_STATUSES_IGNORE ? &statuses[i] : NULL);
+          wm_span.at_last |= wm_completed(&b, i, statuses != MPI_STATUSES_IGNORE ? &statuses[i] : NULL);
   }
   wm_end(&b);
   return rc;
@@ -173,9 +182,9 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Stat
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Waitany", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", count));
+    WM_SPAN(MPI_Waitany, 0, WM_REQUESTS(&b), .count = count);
     rc = PMPI_Waitany(count, array_of_requests, index, status);
-    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) wm_completed(&b, *index, status);
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) wm_span.at_last = wm_completed(&b, *index, status);
   }
   wm_end(&b);
   return rc;
@@ -188,9 +197,9 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fla
   if (status == MPI_STATUS_IGNORE) status = &own;
   int rc;
   {
-    WAFFLE_SPAN("MPI_Testany", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", count));
+    WM_SPAN(MPI_Testany, 0, WM_REQUESTS(&b), .count = count);
     rc = PMPI_Testany(count, array_of_requests, index, flag, status);
-    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) wm_completed(&b, *index, status);
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) wm_span.at_last = wm_completed(&b, *index, status);
   }
   wm_end(&b);
   return rc;
@@ -198,11 +207,13 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fla
 
 /* Waitsome and Testsome: the completed entries are `indices[..outcount]`, their statuses in
  * the same order. */
-static void wm_some(wm_batch *b, int rc, const int *outcount, const int *indices, const MPI_Status *statuses) {
-  if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || *outcount == MPI_UNDEFINED) return;
+static bool wm_some(wm_batch *b, int rc, const int *outcount, const int *indices, const MPI_Status *statuses) {
+  bool recorded = false;
+  if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || *outcount == MPI_UNDEFINED) return false;
   for (int j = 0; j < *outcount; j++)
     if (wm_all_done(rc, statuses, j))
-      wm_completed(b, indices[j], statuses != MPI_STATUSES_IGNORE ? &statuses[j] : NULL);
+      recorded |= wm_completed(b, indices[j], statuses != MPI_STATUSES_IGNORE ? &statuses[j] : NULL);
+  return recorded;
 }
 
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
@@ -212,9 +223,9 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, in
   MPI_Status *statuses = wm_statuses(&b, array_of_statuses);
   int rc;
   {
-    WAFFLE_SPAN("MPI_Waitsome", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", incount));
+    WM_SPAN(MPI_Waitsome, 0, WM_REQUESTS(&b), .count = incount);
     rc = PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, statuses);
-    wm_some(&b, rc, outcount, array_of_indices, statuses);
+    wm_span.at_last = wm_some(&b, rc, outcount, array_of_indices, statuses);
   }
   wm_end(&b);
   return rc;
@@ -227,9 +238,9 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, in
   MPI_Status *statuses = wm_statuses(&b, array_of_statuses);
   int rc;
   {
-    WAFFLE_SPAN("MPI_Testsome", WAFFLE_KV_STR("requests", b.ids), WAFFLE_KV_I64("count", incount));
+    WM_SPAN(MPI_Testsome, 0, WM_REQUESTS(&b), .count = incount);
     rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, statuses);
-    wm_some(&b, rc, outcount, array_of_indices, statuses);
+    wm_span.at_last = wm_some(&b, rc, outcount, array_of_indices, statuses);
   }
   wm_end(&b);
   return rc;

@@ -3,12 +3,15 @@
  *
  * Every wrapper `MPI_X` looks up its communicator (wm_comm: one probe of a lock-free table kept
  * by the Rust side, src/comms.rs), turns ranks into world ranks, counts messages and
- * collectives (waffle_mpi_next, src/keys.rs), opens a span through waffle's C ABI (the
- * WAFFLE_SPAN macro of waffle_macros.h: a static callsite, key-values on the stack), calls
- * `PMPI_X`, and ends the span when its block exits. Counting happens whether or not a session
- * records, so that a session started late still numbers messages as the other ranks do. No
- * wrapper allocates or locks on its common path; the slow paths (a communicator met for the
- * first time, more requests than fit on the stack) are outside it.
+ * collectives (waffle_mpi_next, src/keys.rs), opens a span, calls `PMPI_X`, and ends the span
+ * when its block exits. The point-to-point, completion and collective wrappers open their span
+ * with WM_SPAN: a static callsite compiled into the library (src/sites.rs), its values passed
+ * as plain integers (wm_vals_t), written by src/record.rs with no key-value array and no
+ * per-call check; the others through waffle's C ABI (WAFFLE_SPAN of waffle_macros.h). A wrapper
+ * that starts something does nothing but call `PMPI_X` while no session exists
+ * (waffle_mpi_on); counting otherwise goes on while a session is paused, so that the ranks keep
+ * numbering messages alike. No wrapper allocates or locks on its common path; the slow paths
+ * (a communicator met for the first time, more requests than fit on the stack) are outside it.
  */
 #ifndef WMPI_H
 #define WMPI_H
@@ -57,6 +60,58 @@ uint64_t waffle_mpi_request_id(void);
 void waffle_mpi_req_put(uint64_t handle, const wm_req_t *req);
 bool waffle_mpi_req_get(uint64_t handle, bool take, uint64_t thread, wm_req_t *out);
 
+/* ---- the Rust side's recording (src/record.rs, src/sites.rs) ----------------------------- */
+/* The values a span can carry, one slot per field name (`Vals`): each site writes its own. */
+typedef struct wm_vals_t {
+  uint64_t comm; /* or the window's key */
+  int64_t peer;  /* or a one-sided call's target */
+  int64_t tag;
+  uint64_t bytes;
+  int64_t root;
+  const char *op;
+  uint64_t request;
+  int64_t dest;
+  int64_t send_tag;
+  uint64_t send_bytes;
+  const char *requests;
+  uint64_t requests_len;
+  int64_t count;
+  int64_t size;
+} wm_vals_t;
+/* A recorded function's callsites and fields (`Site`), waffle_mpi_site_MPI_X. */
+typedef struct wm_site_t wm_site_t;
+/* An open span (`Open`). */
+typedef struct wm_open_t {
+  uint64_t id;
+  uint64_t prev;
+} wm_open_t;
+bool waffle_mpi_on(void);
+wm_open_t waffle_mpi_begin(void **thread, const wm_site_t *site, const wm_vals_t *vals, uint64_t correlation);
+void waffle_mpi_end(void **thread, wm_open_t open, bool at_last);
+bool waffle_mpi_received(void **thread, uint64_t comm, int64_t source, int64_t tag, uint64_t bytes, uint64_t request);
+
+/* This thread's handle to its recording state (comm.c), set by the Rust side on first use:
+ * initial-exec, a fixed offset from the thread pointer, where the library's own thread-local
+ * costs a call of __tls_get_addr. The library is loaded at start (preloaded or linked), where
+ * static TLS is always available. */
+extern __thread void *wm_thread __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* WM_SPAN's guard: the span, and whether it ends at its last record's time (the receive event
+ * just recorded) rather than reading the clock. */
+typedef struct wm_span_t {
+  wm_open_t open;
+  bool at_last;
+} wm_span_t;
+static inline void wm_span_end(wm_span_t *span) { waffle_mpi_end(&wm_thread, span->open, span->at_last); }
+
+/* WM_SPAN(MPI_X, correlation, .field = value, ...): opens the span of MPI_X with those values
+ * of wm_vals_t (the ones src/sites.rs lists for it) and the correlation value (0: none), until
+ * the enclosing block exits; `wm_span` is its guard. A declaration: one per block. */
+#define WM_SPAN(fn, correlation, ...)                                                            \
+  extern const wm_site_t waffle_mpi_site_##fn;                                                   \
+  wm_span_t wm_span __attribute__((cleanup(wm_span_end))) = {                                    \
+      waffle_mpi_begin(&wm_thread, &waffle_mpi_site_##fn, &(wm_vals_t){__VA_ARGS__}, (correlation)), false}
+
 /* ---- comm.c ------------------------------------------------------------------------------ */
 /* This process's rank in MPI_COMM_WORLD (-1 before MPI_Init). */
 extern int32_t wm_world_rank;
@@ -70,8 +125,9 @@ void wm_comm_made(MPI_Comm comm);
 void wm_win_made(MPI_Win win, MPI_Comm comm);
 
 /* ---- p2p.c ------------------------------------------------------------------------------- */
-/* Records the event of a completed receive on `c` inside the current span. */
-void wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request);
+/* Counts a completed receive on `c` and records its event inside the current span; whether
+ * the event was recorded. */
+bool wm_received(const wm_comm_t *c, const MPI_Status *status, uint64_t request);
 
 /* A handle as a table key: Open MPI's are pointers, MPICH's integers. */
 #define WM_HANDLE(h) ((uint64_t)(uintptr_t)(h))
@@ -154,26 +210,18 @@ static inline int wm_decimal(char *out, uint64_t id) {
 /* The name of a predefined reduction op, or "user". */
 const char *wm_op(MPI_Op op);
 
-/* Point-to-point key-values. */
-#define WM_P2P(c, peer, tag, bytes)                                                              \
-  WAFFLE_KV_U64("comm", (c)->key), WAFFLE_KV_I64("peer", (peer)), WAFFLE_KV_I64("tag", wm_tag(tag)), \
-      WAFFLE_KV_U64("bytes", (bytes))
+/* Point-to-point values. */
+#define WM_P2P(c, peer_, tag_, bytes_) .comm = (c)->key, .peer = (peer_), .tag = wm_tag(tag_), .bytes = (bytes_)
 
-/* `rc = call` inside a span `name` with the key-values, and the send's correlation `msg`
- * unless it is 0 (a send to MPI_PROC_NULL: no message, so no correlation). `call` may go on
- * with more statements after its `;`, all inside the span. */
-#define WM_SEND_SPAN(name, msg, call, ...)                                                       \
+/* `rc = (call)` inside the span of a collective `fn` on `c`: comm key, the values, its
+ * correlation. */
+#define WM_COLL(fn, c, call, ...)                                                                \
   do {                                                                                           \
-    if (msg) {                                                                                   \
-      WAFFLE_SPAN(name, __VA_ARGS__, WAFFLE_KV_CORRELATE("mpi.message>", (msg)));                \
-      rc = call;                                                                                 \
-    } else {                                                                                     \
-      WAFFLE_SPAN(name, __VA_ARGS__);                                                            \
-      rc = call;                                                                                 \
-    }                                                                                            \
+    WM_SPAN(fn, wm_coll(c), .comm = (c)->key, __VA_ARGS__);                                      \
+    rc = (call);                                                                                 \
   } while (0)
 
-/* `rc = call` inside a collective's span: comm key, the key-values, its correlation. */
+/* The same through waffle's C ABI, for the wrappers not yet on static sites (comm.c, rma.c). */
 #define WM_COLL_SPAN(name, c, call, ...)                                                         \
   do {                                                                                           \
     uint64_t wm_group_ = wm_coll(c);                                                             \

@@ -25,15 +25,19 @@
 //!
 //! This crate's Rust part is what the C wrappers share: the tables of communicators
 //! ([`comms`]) and requests ([`requests`]), the counters and hash behind every correlation value
-//! ([`keys`]), all lock-free on the path of a call ([`table`]). The functions below are the
-//! C wrappers' interface to them (declared in `c/wmpi.h`), not an API for programs.
+//! ([`keys`]), all lock-free on the path of a call ([`table`]), and the recording of the hot
+//! wrappers' spans and of the receive event through static callsites ([`record`], one line per
+//! function in [`sites`]). The functions below and there are the C wrappers' interface
+//! (declared in `c/wmpi.h`), not an API for programs.
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod comms;
 pub mod keys;
+pub mod record;
 pub mod requests;
+pub mod sites;
 pub mod table;
 
 pub use waffle_capi::*;
@@ -45,6 +49,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 /// This process's rank in `MPI_COMM_WORLD`, once `MPI_Init` returned.
 static ME: AtomicI64 = AtomicI64::new(-1);
+
+/// This process's rank in `MPI_COMM_WORLD` (-1 before `MPI_Init` returned).
+pub(crate) fn world_rank() -> i64 {
+    ME.load(Ordering::Relaxed)
+}
 
 /// Called by the `MPI_Init` wrappers with the process's world rank.
 #[no_mangle]
@@ -62,7 +71,7 @@ pub extern "C" fn waffle_mpi_next(what: u32, comm: u64, peer: i64, tag: i64) -> 
         1 => Counted::Receive,
         _ => Counted::Collective,
     };
-    keys::next(what, comm, ME.load(Ordering::Relaxed), peer, tag)
+    keys::next(what, comm, world_rank(), peer, tag)
 }
 
 /// The cached communicator (`kind` 0) or window (1) of `handle`, or NULL.

@@ -1,0 +1,100 @@
+//! The static sites of the wrappers that record through [`crate::record`]: one line per MPI
+//! function, naming its span, the [`Vals`](crate::record::Vals) slots of its fields in schema
+//! order, and its correlation key. The C wrapper of `MPI_X` refers to `waffle_mpi_site_MPI_X`
+//! (`WM_SPAN` in `c/wmpi.h`) and fills the same slots; a wrapper without a site here does not
+//! link. `docs/mpi.md` is the schema these lines must keep.
+
+#![allow(non_upper_case_globals)]
+
+use crate::record::sites;
+
+sites! {
+    // c/p2p.c: a send's span carries its message's `mpi.message>`; a receive's event is
+    // recorded apart (`waffle_mpi_received`).
+    MPI_Send [Comm, Peer, Tag, Bytes] correlate "mpi.message>";
+    MPI_Bsend [Comm, Peer, Tag, Bytes] correlate "mpi.message>";
+    MPI_Ssend [Comm, Peer, Tag, Bytes] correlate "mpi.message>";
+    MPI_Rsend [Comm, Peer, Tag, Bytes] correlate "mpi.message>";
+    MPI_Isend [Comm, Peer, Tag, Bytes, Request] correlate "mpi.message>";
+    MPI_Ibsend [Comm, Peer, Tag, Bytes, Request] correlate "mpi.message>";
+    MPI_Issend [Comm, Peer, Tag, Bytes, Request] correlate "mpi.message>";
+    MPI_Irsend [Comm, Peer, Tag, Bytes, Request] correlate "mpi.message>";
+    MPI_Recv [Comm, Peer, Tag, Bytes];
+    MPI_Irecv [Comm, Peer, Tag, Bytes, Request];
+    MPI_Sendrecv [Comm, Peer, Tag, Bytes, Dest, SendTag, SendBytes] correlate "mpi.message>";
+    MPI_Sendrecv_replace [Comm, Peer, Tag, Bytes, Dest, SendTag, SendBytes] correlate "mpi.message>";
+    MPI_Probe [Comm, Peer, Tag];
+    MPI_Iprobe [Comm, Peer, Tag];
+    MPI_Mprobe [Comm, Peer, Tag];
+    MPI_Improbe [Comm, Peer, Tag];
+    MPI_Mrecv [Comm, Peer, Tag, Bytes];
+    MPI_Imrecv [Comm, Peer, Tag, Bytes, Request];
+
+    // c/wait.c
+    MPI_Wait [Requests];
+    MPI_Test [Requests];
+    MPI_Waitall [Requests, Count];
+    MPI_Testall [Requests, Count];
+    MPI_Waitany [Requests, Count];
+    MPI_Testany [Requests, Count];
+    MPI_Waitsome [Requests, Count];
+    MPI_Testsome [Requests, Count];
+
+    // c/persistent.c: MPI_Start of a request that is not a persistent one of ours has no fields.
+    MPI_Send_init [Comm, Peer, Tag, Bytes];
+    MPI_Bsend_init [Comm, Peer, Tag, Bytes];
+    MPI_Ssend_init [Comm, Peer, Tag, Bytes];
+    MPI_Rsend_init [Comm, Peer, Tag, Bytes];
+    MPI_Recv_init [Comm, Peer, Tag, Bytes];
+    MPI_Start [Comm, Peer, Tag, Bytes, Request] correlate "mpi.message>";
+    MPI_Start_foreign as "MPI_Start" [];
+    MPI_Startall [Count];
+    MPI_Request_free [Requests];
+    MPI_Cancel [Requests];
+
+    // c/coll.c: every collective carries `mpi.collective`.
+    MPI_Barrier [Comm] correlate "mpi.collective";
+    MPI_Ibarrier [Comm, Request] correlate "mpi.collective";
+    MPI_Bcast [Comm, Root, Bytes] correlate "mpi.collective";
+    MPI_Ibcast [Comm, Root, Bytes, Request] correlate "mpi.collective";
+    MPI_Reduce [Comm, Root, Op, Bytes] correlate "mpi.collective";
+    MPI_Ireduce [Comm, Root, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Allreduce [Comm, Op, Bytes] correlate "mpi.collective";
+    MPI_Iallreduce [Comm, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Scan [Comm, Op, Bytes] correlate "mpi.collective";
+    MPI_Iscan [Comm, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Exscan [Comm, Op, Bytes] correlate "mpi.collective";
+    MPI_Iexscan [Comm, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Reduce_scatter [Comm, Op, Bytes] correlate "mpi.collective";
+    MPI_Ireduce_scatter [Comm, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Reduce_scatter_block [Comm, Op, Bytes] correlate "mpi.collective";
+    MPI_Ireduce_scatter_block [Comm, Op, Bytes, Request] correlate "mpi.collective";
+    MPI_Gather [Comm, Root, Bytes] correlate "mpi.collective";
+    MPI_Igather [Comm, Root, Bytes, Request] correlate "mpi.collective";
+    MPI_Gatherv [Comm, Root, Bytes] correlate "mpi.collective";
+    MPI_Igatherv [Comm, Root, Bytes, Request] correlate "mpi.collective";
+    MPI_Scatter [Comm, Root, Bytes] correlate "mpi.collective";
+    MPI_Iscatter [Comm, Root, Bytes, Request] correlate "mpi.collective";
+    MPI_Scatterv [Comm, Root, Bytes] correlate "mpi.collective";
+    MPI_Iscatterv [Comm, Root, Bytes, Request] correlate "mpi.collective";
+    MPI_Allgather [Comm, Bytes] correlate "mpi.collective";
+    MPI_Iallgather [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Allgatherv [Comm, Bytes] correlate "mpi.collective";
+    MPI_Iallgatherv [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Alltoall [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ialltoall [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Alltoallv [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ialltoallv [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Alltoallw [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ialltoallw [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Neighbor_allgather [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ineighbor_allgather [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Neighbor_allgatherv [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ineighbor_allgatherv [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Neighbor_alltoall [Comm, Bytes] correlate "mpi.collective";
+    MPI_Ineighbor_alltoall [Comm, Bytes, Request] correlate "mpi.collective";
+    MPI_Neighbor_alltoallv [Comm, Size] correlate "mpi.collective";
+    MPI_Ineighbor_alltoallv [Comm, Size, Request] correlate "mpi.collective";
+    MPI_Neighbor_alltoallw [Comm, Size] correlate "mpi.collective";
+    MPI_Ineighbor_alltoallw [Comm, Size, Request] correlate "mpi.collective";
+}

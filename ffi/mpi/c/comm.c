@@ -118,7 +118,7 @@ static void wm_started(void) {
 int MPI_Init(int *argc, char ***argv) {
   int rc;
   {
-    WAFFLE_SPAN("MPI_Init");
+    WM_SPAN(MPI_Init, 0);
     rc = PMPI_Init(argc, argv);
   }
   if (rc == MPI_SUCCESS) wm_started();
@@ -128,7 +128,7 @@ int MPI_Init(int *argc, char ***argv) {
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int rc;
   {
-    WAFFLE_SPAN("MPI_Init_thread", WAFFLE_KV_I64("required", required));
+    WM_SPAN(MPI_Init_thread, 0, .required = required);
     rc = PMPI_Init_thread(argc, argv, required, provided);
   }
   if (rc == MPI_SUCCESS) wm_started();
@@ -136,45 +136,45 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-  WAFFLE_SPAN("MPI_Finalize");
+  WM_SPAN(MPI_Finalize, 0);
   return PMPI_Finalize();
 }
 
-/* A creating call: `rc = call` in a span collective over `comm`, then `*out` keyed. */
-#define WM_CREATE(name, comm, out, call)                                                          \
+/* A creating call: `rc = call` in the span of `fn`, collective over `comm`, then `*out` keyed. */
+#define WM_CREATE(fn, comm, out, call)                                                              \
   do {                                                                                            \
     const wm_comm_t *c = wm_comm(comm);                                                           \
-    WM_COLL_SPAN(name, c, call, WAFFLE_KV_I64("size", c->size));                                  \
+    WM_COLL(fn, c, call, .size = c->size);                                                          \
     if (rc == MPI_SUCCESS) wm_comm_made(*(out));                                                  \
   } while (0)
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Comm_dup", comm, newcomm, PMPI_Comm_dup(comm, newcomm));
+  WM_CREATE(MPI_Comm_dup, comm, newcomm, PMPI_Comm_dup(comm, newcomm));
   return rc;
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Comm_dup_with_info", comm, newcomm, PMPI_Comm_dup_with_info(comm, info, newcomm));
+  WM_CREATE(MPI_Comm_dup_with_info, comm, newcomm, PMPI_Comm_dup_with_info(comm, info, newcomm));
   return rc;
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Comm_split", comm, newcomm, PMPI_Comm_split(comm, color, key, newcomm));
+  WM_CREATE(MPI_Comm_split, comm, newcomm, PMPI_Comm_split(comm, color, key, newcomm));
   return rc;
 }
 
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Comm_split_type", comm, newcomm, PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
+  WM_CREATE(MPI_Comm_split_type, comm, newcomm, PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
   return rc;
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Comm_create", comm, newcomm, PMPI_Comm_create(comm, group, newcomm));
+  WM_CREATE(MPI_Comm_create, comm, newcomm, PMPI_Comm_create(comm, group, newcomm));
   return rc;
 }
 
@@ -182,7 +182,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) {
   int rc;
   {
-    WAFFLE_SPAN("MPI_Comm_create_group", WAFFLE_KV_U64("comm", wm_comm(comm)->key), WAFFLE_KV_I64("tag", tag));
+    WM_SPAN(MPI_Comm_create_group, 0, .comm = wm_comm(comm)->key, .tag = tag);
     rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
   }
   if (rc == MPI_SUCCESS) wm_comm_made(*newcomm);
@@ -192,27 +192,27 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Cart_create", comm, newcomm, PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
+  WM_CREATE(MPI_Cart_create, comm, newcomm, PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
   return rc;
 }
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Cart_sub", comm, newcomm, PMPI_Cart_sub(comm, remain_dims, newcomm));
+  WM_CREATE(MPI_Cart_sub, comm, newcomm, PMPI_Cart_sub(comm, remain_dims, newcomm));
   return rc;
 }
 
 int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
                      MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Graph_create", comm, newcomm, PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
+  WM_CREATE(MPI_Graph_create, comm, newcomm, PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
   return rc;
 }
 
 int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[], const int degrees[], const int destinations[],
                           const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Dist_graph_create", comm, newcomm,
+  WM_CREATE(MPI_Dist_graph_create, comm, newcomm,
             PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm));
   return rc;
 }
@@ -221,7 +221,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int source
                                    int outdegree, const int destinations[], const int destweights[],
                                    MPI_Info info, int reorder, MPI_Comm *newcomm) {
   int rc;
-  WM_CREATE("MPI_Dist_graph_create_adjacent", comm, newcomm,
+  WM_CREATE(MPI_Dist_graph_create_adjacent, comm, newcomm,
             PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
                                             destweights, info, reorder, newcomm));
   return rc;
@@ -230,20 +230,20 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int source
 int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
                          MPI_Comm *newintercomm) {
   int rc;
-  WM_CREATE("MPI_Intercomm_create", local_comm, newintercomm,
+  WM_CREATE(MPI_Intercomm_create, local_comm, newintercomm,
             PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm));
   return rc;
 }
 
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   int rc;
-  WM_CREATE("MPI_Intercomm_merge", intercomm, newintracomm, PMPI_Intercomm_merge(intercomm, high, newintracomm));
+  WM_CREATE(MPI_Intercomm_merge, intercomm, newintracomm, PMPI_Intercomm_merge(intercomm, high, newintracomm));
   return rc;
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {
   if (comm && *comm != MPI_COMM_NULL) {
-    WAFFLE_SPAN("MPI_Comm_free", WAFFLE_KV_U64("comm", wm_comm(*comm)->key));
+    WM_SPAN(MPI_Comm_free, 0, .comm = wm_comm(*comm)->key);
     waffle_mpi_comm_forget(WM_COMMS, WM_HANDLE(*comm));
     return PMPI_Comm_free(comm);
   }
@@ -252,7 +252,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
 
 int MPI_Comm_disconnect(MPI_Comm *comm) {
   if (comm && *comm != MPI_COMM_NULL) {
-    WAFFLE_SPAN("MPI_Comm_disconnect", WAFFLE_KV_U64("comm", wm_comm(*comm)->key));
+    WM_SPAN(MPI_Comm_disconnect, 0, .comm = wm_comm(*comm)->key);
     waffle_mpi_comm_forget(WM_COMMS, WM_HANDLE(*comm));
     return PMPI_Comm_disconnect(comm);
   }

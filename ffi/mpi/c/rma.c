@@ -10,28 +10,28 @@
 #include "wmpi.h"
 
 /* A window-making call over `comm`: `rc = call` in a collective span, then `*win` keyed. */
-#define WM_WIN_CREATE(name, call)                                                                   \
+#define WM_WIN_CREATE(fn, call)                                                                     \
   const wm_comm_t *c = wm_comm(comm);                                                               \
   int rc;                                                                                           \
-  WM_COLL_SPAN(name, c, call, WAFFLE_KV_I64("size", c->size));                                      \
+  WM_COLL(fn, c, call, .size = c->size);                                                            \
   if (rc == MPI_SUCCESS) wm_win_made(*win, comm);                                                   \
   return rc
 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-  WM_WIN_CREATE("MPI_Win_create", PMPI_Win_create(base, size, disp_unit, info, comm, win));
+  WM_WIN_CREATE(MPI_Win_create, PMPI_Win_create(base, size, disp_unit, info, comm, win));
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
-  WM_WIN_CREATE("MPI_Win_allocate", PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win));
+  WM_WIN_CREATE(MPI_Win_allocate, PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win));
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                             MPI_Win *win) {
-  WM_WIN_CREATE("MPI_Win_allocate_shared", PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
+  WM_WIN_CREATE(MPI_Win_allocate_shared, PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
 }
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-  WM_WIN_CREATE("MPI_Win_create_dynamic", PMPI_Win_create_dynamic(info, comm, win));
+  WM_WIN_CREATE(MPI_Win_create_dynamic, PMPI_Win_create_dynamic(info, comm, win));
 }
 
 int MPI_Win_free(MPI_Win *win) {
@@ -40,14 +40,16 @@ int MPI_Win_free(MPI_Win *win) {
   /* Forgotten before the handle value is free for another window. */
   waffle_mpi_comm_forget(WM_WINDOWS, WM_HANDLE(*win));
   int rc;
-  WM_COLL_SPAN("MPI_Win_free", w, PMPI_Win_free(win), WAFFLE_KV_U64("window", w->key));
+  if (!waffle_mpi_on()) return PMPI_Win_free(win);
+  WM_COLL(MPI_Win_free, w, PMPI_Win_free(win));
   return rc;
 }
 
 int MPI_Win_fence(int assert_, MPI_Win win) {
+  if (!waffle_mpi_on()) return PMPI_Win_fence(assert_, win);
   const wm_comm_t *w = wm_win(win);
   int rc;
-  WM_COLL_SPAN("MPI_Win_fence", w, PMPI_Win_fence(assert_, win), WAFFLE_KV_U64("window", w->key));
+  WM_COLL(MPI_Win_fence, w, PMPI_Win_fence(assert_, win));
   return rc;
 }
 
@@ -57,8 +59,8 @@ int MPI_Win_fence(int assert_, MPI_Win win) {
                int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, \
                MPI_Win win) {                                                                        \
     const wm_comm_t *w = wm_win(win);                                                                \
-    WAFFLE_SPAN("MPI_" #fn, WAFFLE_KV_U64("window", w->key), WAFFLE_KV_I64("target", wm_target(w, target_rank)), \
-                WAFFLE_KV_U64("bytes", wm_bytes(origin_count, origin_datatype)));                    \
+    WM_SPAN(MPI_##fn, 0, .comm = (w->key), .peer = (wm_target(w, target_rank)),                     \
+                .bytes = (wm_bytes(origin_count, origin_datatype)));                                \
     return PMPI_##fn(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, \
                      target_datatype, win);                                                          \
   }
@@ -75,9 +77,9 @@ WM_MOVE(Get)
     uint64_t id = waffle_mpi_request_id();                                                           \
     int rc;                                                                                          \
     {                                                                                                \
-      WAFFLE_SPAN("MPI_" #fn, WAFFLE_KV_U64("window", w->key),                                       \
-                  WAFFLE_KV_I64("target", wm_target(w, target_rank)),                                \
-                  WAFFLE_KV_U64("bytes", wm_bytes(origin_count, origin_datatype)), WAFFLE_KV_U64("request", id)); \
+      WM_SPAN(MPI_##fn, 0, .comm = (w->key),                                                        \
+                  .peer = (wm_target(w, target_rank)),                                              \
+                  .bytes = (wm_bytes(origin_count, origin_datatype)), .request = (id));             \
       rc = PMPI_##fn(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, \
                      target_datatype, win, request);                                                 \
     }                                                                                                \
@@ -89,14 +91,14 @@ WM_MOVE(Get)
 WM_RMOVE(Rput)
 WM_RMOVE(Rget)
 
-#define WM_ACC_KVS(w, target_rank, count, type)                                                      \
-  WAFFLE_KV_U64("window", (w)->key), WAFFLE_KV_I64("target", wm_target(w, target_rank)),             \
-      WAFFLE_KV_U64("bytes", wm_bytes(count, type)), WAFFLE_KV_STR("op", wm_op(op))
+#define WM_ACC_VALS(w, target_rank, count, type)                                                    \
+  .comm = ((w)->key), .peer = (wm_target(w, target_rank)),                                          \
+      .bytes = (wm_bytes(count, type)), .op = (wm_op(op))
 
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
                    MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   const wm_comm_t *w = wm_win(win);
-  WAFFLE_SPAN("MPI_Accumulate", WM_ACC_KVS(w, target_rank, origin_count, origin_datatype));
+  WM_SPAN(MPI_Accumulate, 0, WM_ACC_VALS(w, target_rank, origin_count, origin_datatype));
   return PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
                          target_datatype, op, win);
 }
@@ -108,8 +110,8 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
   uint64_t id = waffle_mpi_request_id();
   int rc;
   {
-    WAFFLE_SPAN("MPI_Raccumulate", WM_ACC_KVS(w, target_rank, origin_count, origin_datatype),
-                WAFFLE_KV_U64("request", id));
+    WM_SPAN(MPI_Raccumulate, 0, WM_ACC_VALS(w, target_rank, origin_count, origin_datatype),
+                .request = (id));
     rc = PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
                           target_datatype, op, win, request);
   }
@@ -121,7 +123,7 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
                        int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
                        int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   const wm_comm_t *w = wm_win(win);
-  WAFFLE_SPAN("MPI_Get_accumulate", WM_ACC_KVS(w, target_rank, origin_count, origin_datatype));
+  WM_SPAN(MPI_Get_accumulate, 0, WM_ACC_VALS(w, target_rank, origin_count, origin_datatype));
   return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
                              result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
 }
@@ -134,8 +136,8 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
   uint64_t id = waffle_mpi_request_id();
   int rc;
   {
-    WAFFLE_SPAN("MPI_Rget_accumulate", WM_ACC_KVS(w, target_rank, origin_count, origin_datatype),
-                WAFFLE_KV_U64("request", id));
+    WM_SPAN(MPI_Rget_accumulate, 0, WM_ACC_VALS(w, target_rank, origin_count, origin_datatype),
+                .request = (id));
     rc = PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
                               result_datatype, target_rank, target_disp, target_count, target_datatype, op, win,
                               request);
@@ -147,22 +149,22 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype 
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
                      MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
   const wm_comm_t *w = wm_win(win);
-  WAFFLE_SPAN("MPI_Fetch_and_op", WM_ACC_KVS(w, target_rank, 1, datatype));
+  WM_SPAN(MPI_Fetch_and_op, 0, WM_ACC_VALS(w, target_rank, 1, datatype));
   return PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
 }
 
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype,
                          int target_rank, MPI_Aint target_disp, MPI_Win win) {
   const wm_comm_t *w = wm_win(win);
-  WAFFLE_SPAN("MPI_Compare_and_swap", WAFFLE_KV_U64("window", w->key),
-              WAFFLE_KV_I64("target", wm_target(w, target_rank)), WAFFLE_KV_U64("bytes", wm_bytes(1, datatype)));
+  WM_SPAN(MPI_Compare_and_swap, 0, .comm = (w->key),
+              .peer = (wm_target(w, target_rank)), .bytes = (wm_bytes(1, datatype)));
   return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
 }
 
 /* Synchronisation on a window alone. */
 #define WM_WIN_SYNC(fn)                                                                              \
   int MPI_##fn(MPI_Win win) {                                                                        \
-    WAFFLE_SPAN("MPI_" #fn, WAFFLE_KV_U64("window", wm_win(win)->key));                              \
+    WM_SPAN(MPI_##fn, 0, .comm = (wm_win(win)->key));                                               \
     return PMPI_##fn(win);                                                                           \
   }
 WM_WIN_SYNC(Win_complete)
@@ -176,7 +178,7 @@ WM_WIN_SYNC(Win_sync)
 #define WM_WIN_TARGET(fn)                                                                            \
   int MPI_##fn(int rank, MPI_Win win) {                                                              \
     const wm_comm_t *w = wm_win(win);                                                                \
-    WAFFLE_SPAN("MPI_" #fn, WAFFLE_KV_U64("window", w->key), WAFFLE_KV_I64("target", wm_target(w, rank))); \
+    WM_SPAN(MPI_##fn, 0, .comm = (w->key), .peer = (wm_target(w, rank)));                           \
     return PMPI_##fn(rank, win);                                                                     \
   }
 WM_WIN_TARGET(Win_unlock)
@@ -185,27 +187,27 @@ WM_WIN_TARGET(Win_flush_local)
 
 int MPI_Win_lock(int lock_type, int rank, int assert_, MPI_Win win) {
   const wm_comm_t *w = wm_win(win);
-  WAFFLE_SPAN("MPI_Win_lock", WAFFLE_KV_U64("window", w->key), WAFFLE_KV_I64("target", wm_target(w, rank)),
-              WAFFLE_KV_BOOL("exclusive", lock_type == MPI_LOCK_EXCLUSIVE));
+  WM_SPAN(MPI_Win_lock, 0, .comm = (w->key), .peer = (wm_target(w, rank)),
+              .exclusive = (lock_type == MPI_LOCK_EXCLUSIVE));
   return PMPI_Win_lock(lock_type, rank, assert_, win);
 }
 
 int MPI_Win_lock_all(int assert_, MPI_Win win) {
-  WAFFLE_SPAN("MPI_Win_lock_all", WAFFLE_KV_U64("window", wm_win(win)->key));
+  WM_SPAN(MPI_Win_lock_all, 0, .comm = (wm_win(win)->key));
   return PMPI_Win_lock_all(assert_, win);
 }
 
 int MPI_Win_start(MPI_Group group, int assert_, MPI_Win win) {
-  WAFFLE_SPAN("MPI_Win_start", WAFFLE_KV_U64("window", wm_win(win)->key));
+  WM_SPAN(MPI_Win_start, 0, .comm = (wm_win(win)->key));
   return PMPI_Win_start(group, assert_, win);
 }
 
 int MPI_Win_post(MPI_Group group, int assert_, MPI_Win win) {
-  WAFFLE_SPAN("MPI_Win_post", WAFFLE_KV_U64("window", wm_win(win)->key));
+  WM_SPAN(MPI_Win_post, 0, .comm = (wm_win(win)->key));
   return PMPI_Win_post(group, assert_, win);
 }
 
 int MPI_Win_test(MPI_Win win, int *flag) {
-  WAFFLE_SPAN("MPI_Win_test", WAFFLE_KV_U64("window", wm_win(win)->key));
+  WM_SPAN(MPI_Win_test, 0, .comm = (wm_win(win)->key));
   return PMPI_Win_test(win, flag);
 }

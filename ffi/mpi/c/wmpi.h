@@ -4,10 +4,9 @@
  * Every wrapper `MPI_X` looks up its communicator (wm_comm: one probe of a lock-free table kept
  * by the Rust side, src/comms.rs), turns ranks into world ranks, counts messages and
  * collectives (waffle_mpi_next, src/keys.rs), opens a span, calls `PMPI_X`, and ends the span
- * when its block exits. The point-to-point, completion and collective wrappers open their span
- * with WM_SPAN: a static callsite compiled into the library (src/sites.rs), its values passed
- * as plain integers (wm_vals_t), written by src/record.rs with no key-value array and no
- * per-call check; the others through waffle's C ABI (WAFFLE_SPAN of waffle_macros.h). A wrapper
+ * when its block exits. Every wrapper opens its span with WM_SPAN: a static callsite compiled
+ * into the library (src/sites.rs), its values passed as plain integers (wm_vals_t), written by
+ * src/record.rs with no key-value array and no per-call check. A wrapper
  * that starts something does nothing but call `PMPI_X` while no session exists
  * (waffle_mpi_on); counting otherwise goes on while a session is paused, so that the ranks keep
  * numbering messages alike. No wrapper allocates or locks on its common path; the slow paths
@@ -21,7 +20,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "waffle_macros.h"
 
 /* A communicator or window as src/comms.rs keeps it (`Comm`). */
 typedef struct wm_comm_t {
@@ -63,8 +61,8 @@ bool waffle_mpi_req_get(uint64_t handle, bool take, uint64_t thread, wm_req_t *o
 /* ---- the Rust side's recording (src/record.rs, src/sites.rs) ----------------------------- */
 /* The values a span can carry, one slot per field name (`Vals`): each site writes its own. */
 typedef struct wm_vals_t {
-  uint64_t comm; /* or the window's key */
-  int64_t peer;  /* or a one-sided call's target */
+  uint64_t comm; /* also `window`, the window's key */
+  int64_t peer;  /* also `target`, a one-sided call's target */
   int64_t tag;
   uint64_t bytes;
   int64_t root;
@@ -77,6 +75,8 @@ typedef struct wm_vals_t {
   uint64_t requests_len;
   int64_t count;
   int64_t size;
+  int64_t required;
+  bool exclusive;
 } wm_vals_t;
 /* A recorded function's callsites and fields (`Site`), waffle_mpi_site_MPI_X. */
 typedef struct wm_site_t wm_site_t;
@@ -218,15 +218,6 @@ const char *wm_op(MPI_Op op);
 #define WM_COLL(fn, c, call, ...)                                                                \
   do {                                                                                           \
     WM_SPAN(fn, wm_coll(c), .comm = (c)->key, __VA_ARGS__);                                      \
-    rc = (call);                                                                                 \
-  } while (0)
-
-/* The same through waffle's C ABI, for the wrappers not yet on static sites (comm.c, rma.c). */
-#define WM_COLL_SPAN(name, c, call, ...)                                                         \
-  do {                                                                                           \
-    uint64_t wm_group_ = wm_coll(c);                                                             \
-    WAFFLE_SPAN(name, WAFFLE_KV_U64("comm", (c)->key), __VA_ARGS__,                              \
-                WAFFLE_KV_CORRELATE("mpi.collective", wm_group_));                               \
     rc = (call);                                                                                 \
   } while (0)
 

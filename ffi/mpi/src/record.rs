@@ -25,7 +25,7 @@ use waffle::{
     encode::{FieldValue, Writer},
     local::{thread_handle, with_local, with_local_at, Local, ThreadLocal},
     runtime,
-    wire::tag,
+    wire::{tag, MAX_STR_LEN},
 };
 
 /// The values a wrapper's span can carry, one slot per field name; a [`Site`] says which it
@@ -33,9 +33,9 @@ use waffle::{
 #[repr(C)]
 #[derive(Debug)]
 pub struct Vals {
-    /// `comm`, or `window` for one-sided calls (the site's schema names it).
+    /// `comm`; also `window` (a window's key).
     pub comm: u64,
-    /// `peer`, or `target` for one-sided calls.
+    /// `peer`; also `target` (a one-sided call's target).
     pub peer: i64,
     /// `tag`.
     pub tag: i64,
@@ -61,6 +61,10 @@ pub struct Vals {
     pub count: i64,
     /// `size`.
     pub size: i64,
+    /// `required` (`MPI_Init_thread`).
+    pub required: i64,
+    /// `exclusive` (`MPI_Win_lock`).
+    pub exclusive: bool,
 }
 
 /// A slot of [`Vals`]: its field name and type.
@@ -80,6 +84,10 @@ pub enum Slot {
     Requests,
     Count,
     Size,
+    Window,
+    Target,
+    Required,
+    Exclusive,
 }
 
 impl Slot {
@@ -99,14 +107,19 @@ impl Slot {
             Slot::Requests => "requests",
             Slot::Count => "count",
             Slot::Size => "size",
+            Slot::Window => "window",
+            Slot::Target => "target",
+            Slot::Required => "required",
+            Slot::Exclusive => "exclusive",
         }
     }
 
     /// The field's type in the schema.
     pub const fn ty(self) -> FieldType {
         match self {
-            Slot::Comm | Slot::Bytes | Slot::Request | Slot::SendBytes => FieldType::U64,
+            Slot::Comm | Slot::Bytes | Slot::Request | Slot::SendBytes | Slot::Window => FieldType::U64,
             Slot::Op | Slot::Requests => FieldType::Str,
+            Slot::Exclusive => FieldType::Bool,
             _ => FieldType::I64,
         }
     }
@@ -121,15 +134,19 @@ impl Slot {
             Slot::Bytes => v.bytes.encode(w),
             Slot::Root => v.root.encode(w),
             // SAFETY: `op` is NULL or a NUL-terminated string (the C side's promise).
-            Slot::Op => text(unsafe { c_str(v.op) }).encode(w),
+            Slot::Op => ascii(unsafe { c_str(v.op) }, w),
             Slot::Request => v.request.encode(w),
             Slot::Dest => v.dest.encode(w),
             Slot::SendTag => v.send_tag.encode(w),
             Slot::SendBytes => v.send_bytes.encode(w),
             // SAFETY: `requests` is NULL or readable for `requests_len` bytes (as above).
-            Slot::Requests => text(unsafe { bytes(v.requests, v.requests_len) }).encode(w),
+            Slot::Requests => ascii(unsafe { bytes(v.requests, v.requests_len) }, w),
             Slot::Count => v.count.encode(w),
             Slot::Size => v.size.encode(w),
+            Slot::Window => v.comm.encode(w),
+            Slot::Target => v.peer.encode(w),
+            Slot::Required => v.required.encode(w),
+            Slot::Exclusive => v.exclusive.encode(w),
         }
     }
 }
@@ -158,9 +175,14 @@ unsafe fn bytes<'a>(p: *const c_char, len: u64) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len as usize) }
 }
 
-/// Bytes as a field's text (the wrappers pass ASCII: op names, request numbers).
-fn text(b: &[u8]) -> &str {
-    std::str::from_utf8(b).unwrap_or("?")
+/// Writes `b` as a string field, as `str`'s [`FieldValue`] does, without validating it: the
+/// wrappers pass ASCII of their own (an op's name, request numbers), where any cut at the length
+/// limit is valid UTF-8 too.
+#[inline(always)]
+fn ascii(b: &[u8], w: &mut Writer<'_>) {
+    let b = &b[..b.len().min(MAX_STR_LEN)];
+    w.varint(b.len() as u64);
+    w.bytes(b);
 }
 
 /// One recorded MPI function: its callsite with its correlation key, the same without (for a

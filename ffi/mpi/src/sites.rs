@@ -1,6 +1,6 @@
-//! The static sites of the wrappers that record through [`crate::record`]: one line per MPI
-//! function, naming its span, the [`Vals`](crate::record::Vals) slots of its fields in schema
-//! order, and its correlation key. The C wrapper of `MPI_X` refers to `waffle_mpi_site_MPI_X`
+//! The static sites of the wrappers ([`crate::record`]): one line per MPI function, naming its
+//! span, the [`Vals`](crate::record::Vals) slots of its fields in schema order, and its
+//! correlation key. The C wrapper of `MPI_X` refers to `waffle_mpi_site_MPI_X`
 //! (`WM_SPAN` in `c/wmpi.h`) and fills the same slots; a wrapper without a site here does not
 //! link. `docs/mpi.md` is the schema these lines must keep.
 
@@ -97,4 +97,57 @@ sites! {
     MPI_Ineighbor_alltoallv [Comm, Size, Request] correlate "mpi.collective";
     MPI_Neighbor_alltoallw [Comm, Size] correlate "mpi.collective";
     MPI_Ineighbor_alltoallw [Comm, Size, Request] correlate "mpi.collective";
+
+    // c/comm.c: the calls that make a communicator are collective over their parent.
+    MPI_Init [];
+    MPI_Init_thread [Required];
+    MPI_Finalize [];
+    MPI_Comm_dup [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_dup_with_info [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_split [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_split_type [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_create [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_create_group [Comm, Tag];
+    MPI_Cart_create [Comm, Size] correlate "mpi.collective";
+    MPI_Cart_sub [Comm, Size] correlate "mpi.collective";
+    MPI_Graph_create [Comm, Size] correlate "mpi.collective";
+    MPI_Dist_graph_create [Comm, Size] correlate "mpi.collective";
+    MPI_Dist_graph_create_adjacent [Comm, Size] correlate "mpi.collective";
+    MPI_Intercomm_create [Comm, Size] correlate "mpi.collective";
+    MPI_Intercomm_merge [Comm, Size] correlate "mpi.collective";
+    MPI_Comm_free [Comm];
+    MPI_Comm_disconnect [Comm];
+
+    // c/rma.c: making a window is collective over its communicator, freeing it and fences
+    // over the window (whose key is both `comm` and `window`).
+    MPI_Win_create [Comm, Size] correlate "mpi.collective";
+    MPI_Win_allocate [Comm, Size] correlate "mpi.collective";
+    MPI_Win_allocate_shared [Comm, Size] correlate "mpi.collective";
+    MPI_Win_create_dynamic [Comm, Size] correlate "mpi.collective";
+    MPI_Win_free [Comm, Window] correlate "mpi.collective";
+    MPI_Win_fence [Comm, Window] correlate "mpi.collective";
+    MPI_Put [Window, Target, Bytes];
+    MPI_Get [Window, Target, Bytes];
+    MPI_Rput [Window, Target, Bytes, Request];
+    MPI_Rget [Window, Target, Bytes, Request];
+    MPI_Accumulate [Window, Target, Bytes, Op];
+    MPI_Raccumulate [Window, Target, Bytes, Op, Request];
+    MPI_Get_accumulate [Window, Target, Bytes, Op];
+    MPI_Rget_accumulate [Window, Target, Bytes, Op, Request];
+    MPI_Fetch_and_op [Window, Target, Bytes, Op];
+    MPI_Compare_and_swap [Window, Target, Bytes];
+    MPI_Win_complete [Window];
+    MPI_Win_wait [Window];
+    MPI_Win_unlock_all [Window];
+    MPI_Win_flush_all [Window];
+    MPI_Win_flush_local_all [Window];
+    MPI_Win_sync [Window];
+    MPI_Win_unlock [Window, Target];
+    MPI_Win_flush [Window, Target];
+    MPI_Win_flush_local [Window, Target];
+    MPI_Win_lock [Window, Target, Exclusive];
+    MPI_Win_lock_all [Window];
+    MPI_Win_start [Window];
+    MPI_Win_post [Window];
+    MPI_Win_test [Window];
 }

@@ -215,6 +215,29 @@ mod tests {
     }
 
     #[test]
+    fn varints_are_the_same_with_or_without_room_for_the_longest() {
+        // Values at every length boundary, written with room to spare (the one-check path) and
+        // into buffers that end just after, or inside, the varint (the byte-by-byte path).
+        let values = (0..64).flat_map(|b| [(1u64 << b) - 1, 1u64 << b]).chain([u64::MAX]);
+        for v in values {
+            let mut roomy = [0u8; MAX_VARINT + 4];
+            let mut w = Writer::new(&mut roomy, 2);
+            w.varint(v);
+            let len = w.pos() - 2;
+            assert!(!w.overflowed());
+            for size in [2 + len, 2 + len - 1] {
+                let mut tight = [0u8; MAX_VARINT + 4];
+                let mut t = Writer::new(&mut tight[..size], 2);
+                t.varint(v);
+                assert_eq!(t.pos(), 2 + len, "{v}: the position counts every byte");
+                assert_eq!(t.overflowed(), size < 2 + len, "{v} in {size} bytes");
+                let kept = size.min(2 + len);
+                assert_eq!(&tight[2..kept], &roomy[2..kept], "{v}");
+            }
+        }
+    }
+
+    #[test]
     fn field_encodings_are_byte_exact() {
         let (b, n) = enc(&300u64);
         assert_eq!(&b[..n], &[0xac, 0x02]); // 300 = 0b10_0101100: low 7 bits + continuation, then 2

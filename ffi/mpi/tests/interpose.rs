@@ -99,7 +99,8 @@ fn each_message_is_one_send_span_and_one_receive_event_with_equal_values() {
         assert_eq!(event_int(event, "comm"), span_int(send, "comm"));
     }
     // Completed in MPI_Waitall, the nonblocking receives' events are inside it and name their
-    // requests; blocking receives say 0.
+    // requests; blocking receives say 0. The span in which a receive completed ends at the time
+    // of its (last) receive event, which is read once MPI has returned.
     for (rank, event) in &received {
         let parent =
             all.iter().find(|(r, s)| r == rank && Some(s.id) == event.parent).expect("a parent span").1;
@@ -113,6 +114,14 @@ fn each_message_is_one_send_span_and_one_receive_event_with_equal_values() {
             "MPI_Recv" => assert_eq!(request, 0),
             other => panic!("a receive completed in {other}"),
         }
+        let last = received
+            .iter()
+            .filter(|(r, e)| r == rank && e.parent == event.parent)
+            .map(|(_, e)| e.ts_ns)
+            .max()
+            .unwrap();
+        assert!(parent.start_ns <= event.ts_ns, "{} began after its receive event", parent.name());
+        assert_eq!(parent.end_ns, last, "{} ends at its last receive event", parent.name());
     }
 }
 

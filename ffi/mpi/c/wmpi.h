@@ -4,13 +4,13 @@
  * Every wrapper `MPI_X` looks up its communicator (wm_comm: one probe of a lock-free table kept
  * by the Rust side, src/comms.rs), turns ranks into world ranks, counts messages and
  * collectives (waffle_mpi_next, src/keys.rs), opens a span, calls `PMPI_X`, and ends the span
- * when its block exits. Every wrapper opens its span with WM_SPAN: a static callsite compiled
- * into the library (src/sites.rs), its values passed as plain integers (wm_vals_t), written by
- * src/record.rs with no key-value array and no per-call check. A wrapper
- * that starts something does nothing but call `PMPI_X` while no session exists
- * (waffle_mpi_on); counting otherwise goes on while a session is paused, so that the ranks keep
- * numbering messages alike. No wrapper allocates or locks on its common path; the slow paths
- * (a communicator met for the first time, more requests than fit on the stack) are outside it.
+ * when its block exits. The span is opened with WM_SPAN: the wrapper's static site
+ * (src/sites.rs), its values passed as plain integers in a wm_vals_t, written by src/record.rs
+ * with no key-value array and no per-call check. A wrapper that starts something does nothing
+ * but call `PMPI_X` while no session exists (waffle_mpi_on); counting otherwise goes on while
+ * a session is paused, so that the ranks keep numbering messages alike. No wrapper allocates or
+ * locks on its common path; the slow paths (a communicator met for the first time, more
+ * requests than fit on the stack) are outside it.
  */
 #ifndef WMPI_H
 #define WMPI_H

@@ -1,11 +1,11 @@
 //! How the wrappers record: static callsites compiled into the library, values passed as plain
 //! integers.
 //!
-//! Every recorded MPI function has a [`Site`] here (`waffle_mpi_site_MPI_Send`, ...), made by
-//! [`sites!`](crate::sites) from one line naming its span, its fields in schema order and its
-//! correlation key: a static [`Callsite`] in the image's callsite slice, as `waffle::span!`
-//! makes one, so its id is known at compile time and nothing is registered, hashed or checked
-//! per call. A wrapper fills a [`Vals`] (one slot per field name, `wm_vals_t` in `c/wmpi.h`)
+//! Every recorded MPI function has a [`Site`] (`waffle_mpi_site_MPI_Send`, ...), made in
+//! [`crate::sites`] from one line naming its span, its fields in schema order and its
+//! correlation key: static [`Callsite`]s in the image's callsite slice, as `waffle::span!`
+//! makes them, so their ids are known at compile time and nothing is registered, hashed or
+//! checked per call. A wrapper fills a [`Vals`] (one slot per field name, `wm_vals_t` in `c/wmpi.h`)
 //! and calls [`waffle_mpi_begin`], which writes the site's slots straight into the thread's
 //! staging area. The receive event has a function of its own ([`waffle_mpi_received`]) that
 //! also counts the message, and a span whose last record is that event ends at its timestamp
@@ -198,56 +198,6 @@ pub struct Site {
     /// Writes the fields' values from their slots, in the callsites' schema order.
     pub write: fn(&Vals, &mut Writer<'_>),
 }
-
-/// Defines the [`Site`] `waffle_mpi_site_IDENT` (a static named `IDENT`) for each line
-/// `IDENT [slots];` or `IDENT [slots] correlate "key";`, whose span is named `IDENT`, or the
-/// name given as `IDENT as "name" [slots]`: the site the C wrapper passes to
-/// [`waffle_mpi_begin`], with its static callsites in the image's callsite slice.
-macro_rules! sites {
-    ($($ident:ident $(as $name:literal)? [$($slot:ident),*] $(correlate $key:literal)?;)*) => {$(
-        #[export_name = concat!("waffle_mpi_site_", stringify!($ident))]
-        #[doc = concat!("The site of `", stringify!($ident), "`.")]
-        pub static $ident: $crate::record::Site = $crate::record::Site {
-            plain: $crate::record::callsite!(
-                $crate::record::sites!(@name $ident $($name)?), [$($slot),*] ""
-            ),
-            correlated: $crate::record::sites!(
-                @correlated $crate::record::sites!(@name $ident $($name)?), [$($slot),*] $($key)?
-            ),
-            write: |_v, _w| { $($crate::record::Slot::$slot.write(_v, _w);)* },
-        };
-    )*};
-    (@name $ident:ident) => { stringify!($ident) };
-    (@name $ident:ident $name:literal) => { $name };
-    (@correlated $name:expr, [$($slot:ident),*]) => { $crate::record::callsite!($name, [$($slot),*] "") };
-    (@correlated $name:expr, [$($slot:ident),*] $key:literal) => {
-        $crate::record::callsite!($name, [$($slot),*] $key)
-    };
-}
-pub(crate) use sites;
-
-/// A static span callsite named `$name` with the fields of `slots` and the correlation key
-/// `$key` ("" for none), in the image's callsite slice; evaluates to a reference to it.
-macro_rules! callsite {
-    ($name:expr, [$($slot:ident),*] $key:expr) => {{
-        #[::waffle::__private::linkme::distributed_slice(::waffle::__private::CALLSITES)]
-        #[linkme(crate = ::waffle::__private::linkme)]
-        static CALLSITE: ::waffle::__private::Callsite = ::waffle::__private::Callsite::new(
-            ::waffle::__private::Kind::Span,
-            $name,
-            module_path!(),
-            file!(),
-            line!(),
-            &[$(::waffle::__private::Field::new(
-                $crate::record::Slot::$slot.name(),
-                $crate::record::Slot::$slot.ty(),
-            )),*],
-            $key,
-        );
-        &CALLSITE
-    }};
-}
-pub(crate) use callsite;
 
 /// A thread's recording state, through the handle cached at `thread` (see the module docs).
 ///

@@ -6,7 +6,50 @@
 
 #![allow(non_upper_case_globals)]
 
-use crate::record::sites;
+/// Defines the [`Site`](crate::record::Site) `waffle_mpi_site_IDENT` (a static named `IDENT`)
+/// for each line `IDENT [slots];` or `IDENT [slots] correlate "key";`, whose span is named
+/// `IDENT`, or the name given as `IDENT as "name" [slots]`: the site the C wrapper passes to
+/// [`waffle_mpi_begin`](crate::record::waffle_mpi_begin), with its static callsites in the
+/// image's callsite slice.
+macro_rules! sites {
+    ($($ident:ident $(as $name:literal)? [$($slot:ident),*] $(correlate $key:literal)?;)*) => {$(
+        #[export_name = concat!("waffle_mpi_site_", stringify!($ident))]
+        #[doc = concat!("The site of `", stringify!($ident), "`.")]
+        pub static $ident: $crate::record::Site = $crate::record::Site {
+            plain: callsite!(sites!(@name $ident $($name)?), [$($slot),*] ""),
+            correlated: sites!(@correlated sites!(@name $ident $($name)?), [$($slot),*] $($key)?),
+            write: |_v, _w| { $($crate::record::Slot::$slot.write(_v, _w);)* },
+        };
+    )*};
+    (@name $ident:ident) => { stringify!($ident) };
+    (@name $ident:ident $name:literal) => { $name };
+    (@correlated $name:expr, [$($slot:ident),*]) => { callsite!($name, [$($slot),*] "") };
+    (@correlated $name:expr, [$($slot:ident),*] $key:literal) => {
+        callsite!($name, [$($slot),*] $key)
+    };
+}
+
+/// A static span callsite named `$name` with the fields of `slots` and the correlation key
+/// `$key` ("" for none), in the image's callsite slice; evaluates to a reference to it.
+macro_rules! callsite {
+    ($name:expr, [$($slot:ident),*] $key:expr) => {{
+        #[::waffle::__private::linkme::distributed_slice(::waffle::__private::CALLSITES)]
+        #[linkme(crate = ::waffle::__private::linkme)]
+        static CALLSITE: ::waffle::__private::Callsite = ::waffle::__private::Callsite::new(
+            ::waffle::__private::Kind::Span,
+            $name,
+            module_path!(),
+            file!(),
+            line!(),
+            &[$(::waffle::__private::Field::new(
+                $crate::record::Slot::$slot.name(),
+                $crate::record::Slot::$slot.ty(),
+            )),*],
+            $key,
+        );
+        &CALLSITE
+    }};
+}
 
 sites! {
     // c/p2p.c: a send's span carries its message's `mpi.message>`; a receive's event is

@@ -8,11 +8,17 @@
 //! queue with a header that makes it decodable on its own (base timestamp, first id, open-span
 //! depth, records dropped before it). If the queue is full the chunk is dropped and counted.
 //!
+//! So that a thread which blocks right after a record does not keep it from the file, each
+//! record also publishes how far the area is filled (one `Release` store of a word into the
+//! slot), and each chunk its head (a seqlock, in `queue/staged.rs`): the runtime's collector
+//! copies what an idle thread has staged without the thread's help.
+//!
 //! Nothing here allocates, locks or calls the system once a thread has its slot.
 
 use crate::{
     clock,
     encode::Writer,
+    queue::staged::pack,
     queue::StreamSlot,
     runtime,
     wire::{
@@ -35,6 +41,9 @@ pub fn set_flush_ticks(ticks: u64) {
     FLUSH_TICKS.store(ticks, core::sync::atomic::Ordering::Relaxed);
 }
 
+/// Where a context without a slot publishes its fill: nobody reads it.
+static NO_FILL: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
 /// An empty staging area, for contexts without a slot.
 const fn no_staging() -> &'static mut [u8] {
     // SAFETY: a zero-length slice over a dangling, aligned, non-null pointer is valid and
@@ -46,6 +55,8 @@ const fn no_staging() -> &'static mut [u8] {
 pub struct Local {
     slot: Option<&'static StreamSlot>,
     staging: &'static mut [u8],
+    /// The slot's published fill (`len | records << half a word`), stored after each record.
+    fill: &'static core::sync::atomic::AtomicUsize,
     /// Staged bytes.
     len: usize,
     /// Staged records.
@@ -78,6 +89,7 @@ impl Local {
     pub const EMPTY: Local = Local {
         slot: None,
         staging: no_staging(),
+        fill: &NO_FILL,
         len: 0,
         records: 0,
         last_ts: 0,
@@ -122,6 +134,7 @@ impl Local {
         // SAFETY: `acquire` hands out slots already claimed for this context, and this
         // context gives the reference up in `detach` before it unclaims the slot.
         self.staging = unsafe { slot.staging() };
+        self.fill = slot.fill_word();
         self.slot = Some(slot);
         self.generation = slot.generation();
         self.len = 0;
@@ -141,6 +154,7 @@ impl Local {
         let Some(slot) = self.slot.take() else { return };
         self.flush_to(slot);
         self.staging = no_staging();
+        self.fill = &NO_FILL;
         slot.unclaim(self.next_id);
         if let Some(hooks) = runtime::hooks() {
             (hooks.release)(slot);
@@ -153,6 +167,21 @@ impl Local {
         self.chunk_ts = self.last_ts;
         self.chunk_id = self.next_id;
         self.chunk_depth = self.depth;
+        self.publish_head();
+    }
+
+    /// Publishes the staged chunk's head for the collector's snapshots (once per chunk).
+    fn publish_head(&self) {
+        if let Some(slot) = self.slot {
+            slot.chunk_started(&ChunkHead {
+                generation: self.generation,
+                base_ts: self.chunk_ts,
+                first_id: self.chunk_id,
+                depth: self.chunk_depth,
+                dropped: self.dropped,
+                records: 0,
+            });
+        }
     }
 
     /// Pushes the staged records as one chunk now (if any).
@@ -177,6 +206,8 @@ impl Local {
         };
         let mut prefix = [0u8; MAX_CHUNK_PREFIX_LEN];
         let prefix = head.encode(self.len, &mut prefix);
+        // Before the push: a snapshot that raced with it is then seen as torn.
+        slot.chunk_changing();
         if slot.push(prefix, &self.staging[..self.len]) {
             self.dropped = 0;
         } else {
@@ -276,6 +307,8 @@ impl Local {
         self.len = pos;
         self.records += 1;
         self.last_ts = ts;
+        // One plain store (x86: `mov`): the record's bytes are visible to whoever acquires it.
+        self.fill.store(pack(pos, self.records), core::sync::atomic::Ordering::Release);
         if ts.wrapping_sub(self.chunk_ts) > self.flush_ticks {
             self.flush();
         }
@@ -309,6 +342,7 @@ impl Local {
             self.chunk_id = self.next_id - u64::from(takes_id);
             self.chunk_depth = self.depth - u64::from(record_tag == tag::SPAN_BEGIN)
                 + u64::from(record_tag == tag::SPAN_END);
+            self.publish_head();
             self.commit(pos, ts);
         }
     }

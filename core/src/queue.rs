@@ -7,7 +7,16 @@
 //!
 //! Memory comes from whoever makes the slot: `waffle-std` leaks one boxed slice per stream and
 //! recycles slots of finished threads; a bare-metal user hands in a `static mut` array.
+//!
+//! The slot also carries what its owner publishes about the records it has staged and not yet
+//! pushed (`staged.rs`), so that a collector can copy them from a thread that blocks:
+//! [`StreamSlot::mark`] and [`StreamSlot::snapshot`].
 
+pub(crate) mod staged;
+
+pub use staged::{Mark, Snapshot, MAX_STAGING};
+
+use crate::wire::ChunkHead;
 use bbqueue::{
     traits::{coordination::cas::AtomicCoord, notifier::polling::Polling, storage::Storage},
     BBQueue,
@@ -17,6 +26,7 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
 };
+use staged::Staged;
 
 /// Byte storage owned elsewhere, valid for the life of the program.
 struct RawStorage {
@@ -48,10 +58,14 @@ pub struct StreamSlot {
     owned: AtomicBool,
     /// Counts claims, so that chunks name the owner that wrote them.
     generation: AtomicU32,
+    /// What the owner publishes about its staging area for [`StreamSlot::snapshot`].
+    staged: Staged,
 }
 
 // SAFETY: the storage is used only through `bbqueue`'s atomic coordination, which hands each
-// byte range to exactly one side at a time; the other fields are atomics.
+// byte range to exactly one side at a time; the staging area is written by its owner alone and
+// read by others only through the seqlock of `staged.rs`, which discards a read that raced with
+// a write; the other fields are atomics.
 unsafe impl Sync for StreamSlot {}
 // SAFETY: as above; nothing in the slot is tied to the thread that made it.
 unsafe impl Send for StreamSlot {}
@@ -62,9 +76,11 @@ impl StreamSlot {
     ///
     /// # Safety
     /// Both regions must stay valid, be disjoint, and be read or written by nothing but this
-    /// slot, for as long as the slot lives. Two `&'static mut [u8]` meet this.
+    /// slot, for as long as the slot lives. Two `&'static mut [u8]` meet this. A staging area
+    /// longer than [`MAX_STAGING`] is used up to that length.
     pub unsafe fn new(queue: NonNull<[u8]>, staging: NonNull<[u8]>, index: u32, first_id: u64) -> StreamSlot {
         let storage = RawStorage { ptr: queue.cast(), len: queue.len() };
+        let staging = NonNull::slice_from_raw_parts(staging.cast::<u8>(), staging.len().min(MAX_STAGING));
         StreamSlot {
             queue: Queue::new_with_storage(storage),
             staging,
@@ -73,6 +89,7 @@ impl StreamSlot {
             next_id: UnsafeCell::new(first_id),
             owned: AtomicBool::new(false),
             generation: AtomicU32::new(0),
+            staged: Staged::new(),
         }
     }
 
@@ -133,6 +150,40 @@ impl StreamSlot {
         // SAFETY: called by the owner after its claim (an acquire that follows the previous
         // owner's release in `unclaim`); no one writes `next_id` while it is owned.
         unsafe { *self.next_id.get() }
+    }
+
+    /// Bytes of the staging area.
+    pub fn staging_capacity(&self) -> usize {
+        self.staging.len()
+    }
+
+    /// The word the owner stores each record's fill in (see `staged.rs`).
+    pub(crate) fn fill_word(&self) -> &AtomicUsize {
+        self.staged.fill_word()
+    }
+
+    /// Owner: the staged chunk is about to be pushed or its head to change.
+    pub(crate) fn chunk_changing(&self) {
+        self.staged.changing();
+    }
+
+    /// Owner: a new chunk starts with `head`, nothing staged yet.
+    pub(crate) fn chunk_started(&self, head: &ChunkHead) {
+        self.staged.started(head);
+    }
+
+    /// How far the owner's current chunk is staged (any thread; two loads).
+    pub fn mark(&self) -> Mark {
+        self.staged.mark()
+    }
+
+    /// Copies the records the owner has staged and not pushed into `out`, with the head their
+    /// chunk will have, if it can be done without tearing (any thread, while the owner keeps
+    /// recording: a copy that raced with a push or a new chunk is thrown away and `None`
+    /// returned). `None` too when nothing is staged or `out` is shorter than the staged bytes
+    /// (`staging_capacity` bytes always suffice).
+    pub fn snapshot(&self, out: &mut [u8]) -> Option<Snapshot> {
+        self.staged.copy(self.staging.as_ptr().cast::<u8>(), self.staging.len(), out)
     }
 
     pub(crate) fn count_dropped(&self, records: u64) {

@@ -3,9 +3,16 @@
 //! to new ones. Every chunk arrives whole and in order, ids continue across owners, and every
 //! record is received or counted as dropped.
 //!
+//! Meanwhile the consumer also takes snapshots of what the producers have staged and not pushed
+//! (`StreamSlot::snapshot`, as the collector does for blocked threads): every snapshot that
+//! survives its seqlock check must be the head and a prefix of the records of the chunk later
+//! pushed, never a torn mix.
+//!
 //! `scripts/test.sh` also runs this test under ThreadSanitizer (nightly, `-Zbuild-std`), which
 //! checks the synchronisation itself: bbqueue's grants, the `owned` flag that hands the staging
-//! area and the id counter from one owner to the next, and the runtime's hooks.
+//! area and the id counter from one owner to the next, the runtime's hooks, and the seqlock's
+//! sequence, head and fill (the byte copy it validates is left unwatched, see
+//! `core/src/queue/staged.rs`).
 
 use std::{
     ptr::NonNull,
@@ -14,7 +21,11 @@ use std::{
         OnceLock,
     },
 };
-use waffle::{queue::StreamSlot, runtime::Hooks, wire};
+use waffle::{
+    queue::{Snapshot, StreamSlot},
+    runtime::Hooks,
+    wire,
+};
 
 const SLOTS: usize = 4;
 const WAVES: u64 = 3;
@@ -46,6 +57,11 @@ struct Seen {
     /// at if nothing is dropped.
     generation: u64,
     next_id: Option<u64>,
+    /// A snapshot taken before a drain that did not contain its chunk: the next chunk of the
+    /// slot must be that chunk (or, if it was dropped, a later one).
+    pending: Option<(Snapshot, Vec<u8>)>,
+    /// Snapshots checked against the chunk that later held their records.
+    matched: u64,
 }
 
 fn varint(buf: &[u8], at: &mut usize) -> u64 {
@@ -62,12 +78,28 @@ fn consume(bytes: &[u8], seen: &mut Seen) {
         let end = at + len;
         assert!(end <= bytes.len(), "a chunk split across reads");
         let generation = varint(bytes, &mut at);
-        let _base_ts = varint(bytes, &mut at);
+        let base_ts = varint(bytes, &mut at);
         let first_id = varint(bytes, &mut at);
         let depth = varint(bytes, &mut at);
         let dropped = varint(bytes, &mut at);
         let records = varint(bytes, &mut at);
         assert!(depth <= 1);
+        if let Some((snap, staged)) = seen.pending.take() {
+            let head = snap.head;
+            if (head.generation as u64, head.first_id) == (generation, first_id) {
+                assert_eq!(
+                    (head.base_ts, head.depth, head.dropped),
+                    (base_ts, depth, dropped),
+                    "snapshot head"
+                );
+                assert!(head.records <= records, "a snapshot holds a prefix of its chunk");
+                assert_eq!(&bytes[at..at + staged.len()], &staged[..], "a torn snapshot was kept");
+                seen.matched += 1;
+            } else {
+                // Its chunk was refused by the full queue; this one says so.
+                assert!(dropped > 0 || generation != head.generation as u64, "snapshot {head:?} lost");
+            }
+        }
         if let Some(expected) = seen.next_id {
             // Ids continue across chunks and owners; dropped records took theirs. (A new
             // owner's first chunk cannot say how many of its predecessor's last were dropped.)
@@ -125,11 +157,20 @@ fn chunks_cross_threads_whole_and_slots_change_owners() {
     let seen: Vec<Seen> = std::thread::scope(|s| {
         let consumer = s.spawn(|| {
             let mut seen: Vec<Seen> = (0..SLOTS).map(|_| Seen::default()).collect();
+            let mut buf = vec![0u8; 256];
             loop {
                 let finished = done.load(Ordering::Acquire);
                 let mut drained = 0;
                 for (slot, seen) in pool.iter().zip(&mut seen) {
-                    drained += slot.drain_with(|bytes| consume(bytes, seen));
+                    // Snapshot, then drain, then check the chunk was not pushed meanwhile: the
+                    // collector's order (the sequence turns odd before a push).
+                    let snap = if seen.pending.is_none() { slot.snapshot(&mut buf) } else { None };
+                    while slot.drain_with(|bytes| consume(bytes, seen)) > 0 {
+                        drained += 1;
+                    }
+                    if let Some(snap) = snap.filter(|s| slot.mark().seq == s.seq) {
+                        seen.pending = Some((snap, buf[..snap.len].to_vec()));
+                    }
                 }
                 if finished && drained == 0 {
                     return seen;
@@ -172,6 +213,8 @@ fn chunks_cross_threads_whole_and_slots_change_owners() {
     let generations: Vec<u32> = pool.iter().map(|s| s.generation()).collect();
     assert_eq!(generations.iter().sum::<u32>(), WAVES as u32 * SLOTS as u32, "one claim per thread");
     assert!(generations.iter().any(|&g| g > 1), "slots changed owners");
+    let matched: u64 = seen.iter().map(|s| s.matched).sum();
+    assert!(matched > 0, "no snapshot was checked against its chunk");
     if dropped == 0 {
         let sum: u64 = seen.iter().map(|s| s.sum_i).sum();
         assert_eq!(sum, WAVES * SLOTS as u64 * (SPANS * (SPANS - 1) / 2));

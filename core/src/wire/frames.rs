@@ -1,6 +1,6 @@
 //! The cold frames of `trace.bin` as typed values: [`Header`], [`Callsites`], [`Stream`],
-//! [`DataHead`], [`Clock`] and [`End`], each encoded and decoded by postcard from its serde
-//! derive, with the checks the format asks for beside it.
+//! [`DataHead`], [`TailHead`], [`Clock`] and [`End`], each encoded and decoded by postcard from
+//! its serde derive, with the checks the format asks for beside it.
 //!
 //! The types are chosen so that postcard writes exactly the bytes of format version 1
 //! (`docs/wire-format.md`): `u32`/`u64` are LEB128 varints, a `u8` one raw byte, a string its
@@ -269,6 +269,28 @@ impl DataHead {
 
 impl FramePayload<'_> for DataHead {
     const KIND: u8 = frame::DATA;
+}
+
+/// The head of a TAIL frame: the slot whose staged records follow, as exactly one chunk
+/// ([`super::chunk`]) to the end of the payload. A TAIL is a snapshot of records a thread
+/// staged and had not pushed (it was blocked, or the session stopped), with the head their
+/// chunk will have; a later DATA chunk of the slot with the same generation and first id holds
+/// the same records and more, and supersedes it (`docs/wire-format.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailHead {
+    /// The slot index.
+    pub stream: u32,
+}
+
+impl TailHead {
+    /// The head of a TAIL payload and the chunk after it.
+    pub fn split(payload: &[u8]) -> Result<(TailHead, &[u8]), FrameError> {
+        take::<TailHead>(frame::TAIL, payload, 0)
+    }
+}
+
+impl FramePayload<'_> for TailHead {
+    const KIND: u8 = frame::TAIL;
 }
 
 /// CLOCK: the calibration measured over the whole session, written at a clean stop.

@@ -2,8 +2,9 @@
 //!
 //! Everything both sides must agree on is defined here, once: the file magic and version, the
 //! frame envelope ([`envelope`]), every frame payload as a typed value with its encode and
-//! decode side by side ([`frames`]: HEADER, CALLSITES, STREAM, DATA's head, CLOCK, END), the
-//! head of a data chunk ([`chunk`]), record tags, field type codes and the varint codec.
+//! decode side by side ([`frames`]: HEADER, CALLSITES, STREAM, DATA's head, CLOCK, END,
+//! TAIL's head), the head of a data chunk ([`chunk`]), record tags, field type codes and the
+//! varint codec.
 //! `docs/wire-format.md` specifies the same bytes in prose; a change here changes that
 //! document, [`FORMAT_VERSION`] and the byte-level tests (`core/tests/frames.rs`,
 //! `core/tests/encode.rs`) together.
@@ -38,7 +39,7 @@ pub use envelope::{FrameCrc, FrameHead};
 pub use frame_error::{FrameError, Problem};
 #[cfg(feature = "frames")]
 pub use frames::{
-    CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, FramePayload, Header, Stream,
+    CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, FramePayload, Header, Stream, TailHead,
 };
 
 /// The first eight bytes of every `trace.bin`. The high byte and the CR/LF pair catch files
@@ -69,6 +70,9 @@ pub mod frame {
     pub const CLOCK: u8 = 0x05;
     /// Per-stream totals written at a clean shutdown.
     pub const END: u8 = 0x06;
+    /// A snapshot of a stream's staged, not yet pushed records, as one chunk with the head it
+    /// will have; superseded by the DATA chunk that later holds them.
+    pub const TAIL: u8 = 0x07;
 
     /// The kind's name, as the format names it ("unknown" for a kind it does not define).
     pub const fn name(kind: u8) -> &'static str {
@@ -79,6 +83,7 @@ pub mod frame {
             DATA => "DATA",
             CLOCK => "CLOCK",
             END => "END",
+            TAIL => "TAIL",
             _ => "unknown",
         }
     }

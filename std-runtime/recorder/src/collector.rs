@@ -1,17 +1,23 @@
 //! The collector thread: drains every stream's queue into `trace.bin`.
 //!
-//! One pass every drain interval (1 ms by default): write a STREAM frame for each new owner of
-//! a slot, then one DATA frame per read of each queue (reads hold whole chunks), then recycle
-//! slots whose threads exited. The file is flushed after each pass that wrote something, so a
-//! process killed outright loses at most what was staged or queued in the last interval (see
-//! `docs/reliability.md` for the measured window). At stop, a last pass runs, then the refined
-//! clock calibration and per-stream drop totals.
+//! One pass every drain interval (1 ms by default): copy what idle threads have staged
+//! (`tails.rs`), write a STREAM frame for each new owner of a slot, then one DATA frame per read
+//! of each queue (reads hold whole chunks), then the copies as TAIL frames, then recycle slots
+//! whose threads exited. The file is flushed (written to the OS) after each pass that wrote
+//! something, so a process killed outright loses at most what was staged or queued in the last
+//! interval or two, blocked threads included (see `docs/reliability.md` for the measured
+//! window). At stop, a last pass runs, copying what every thread still has staged, then the
+//! refined clock calibration and per-stream drop totals.
+//!
+//! A SIGTERM or SIGINT caught by `signals.rs` ends the session the same way from this thread:
+//! the loop notices the flag within a few milliseconds, closes the file and says so, and the
+//! signal handler then lets the signal kill the process.
 //!
 //! The collector sleeps on a condition variable rather than a channel, so that a thread that is
 //! about to die (a panic hook) can ask for a pass and a file flush right away, without a handle
 //! to the session: see [`request_flush`].
 
-use crate::{clock, frames::FrameWriter, registry};
+use crate::{clock, frames::FrameWriter, registry, signals, tails::Tails};
 use std::{
     cell::Cell,
     collections::{HashMap, HashSet},
@@ -39,6 +45,8 @@ pub struct Stats {
     pub slots: u64,
     /// Threads that recorded nothing because the process reached its stream limit.
     pub refused_threads: u64,
+    /// TAIL frames written: copies of records that idle (blocked) threads had staged.
+    pub tail_frames: u64,
 }
 
 /// What wakes the collector before its interval is up.
@@ -100,6 +108,7 @@ impl Drop for Running {
         g.running = false;
         g.served = g.requested;
         WAKE.notify_all();
+        signals::closed(); // a signal handler waiting for this thread need wait no more
     }
 }
 
@@ -122,15 +131,19 @@ impl Collector {
         // Drop counts of the slots earlier sessions made, so that this session reports its own.
         let baseline: HashMap<u32, u64> =
             registry::slots().iter().map(|s| (s.index(), s.dropped())).collect();
+        signals::arm();
         let spawned = thread::Builder::new().name("waffle-collector".into()).spawn(move || {
             let _running = Running;
             IS_COLLECTOR.with(|c| c.set(true));
+            // The signal handler waits for this thread: it must run on another.
+            signals::block_here();
             run(writer, &start, interval, baseline)
         });
         match spawned {
             Ok(handle) => Ok(Collector { handle }),
             Err(e) => {
                 signal().running = false;
+                signals::disarm();
                 Err(e)
             }
         }
@@ -139,7 +152,12 @@ impl Collector {
     pub(crate) fn finish(self) -> io::Result<Stats> {
         signal().stop = true;
         WAKE.notify_all();
-        self.handle.join().unwrap_or_else(|_| Err(io::Error::other("the waffle collector thread panicked")))
+        let stats = self
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the waffle collector thread panicked")));
+        signals::disarm();
+        stats
     }
 }
 
@@ -153,6 +171,8 @@ struct State {
     owned: HashSet<u32>,
     /// Run-time callsites already in the file.
     dynamic_written: usize,
+    /// Copies of what idle threads staged.
+    tails: Tails,
 }
 
 fn run(
@@ -161,17 +181,17 @@ fn run(
     interval: Duration,
     dropped_at_start: HashMap<u32, u64>,
 ) -> io::Result<Stats> {
-    let mut st =
-        State { out, stats: Stats::default(), dropped_at_start, owned: HashSet::new(), dynamic_written: 0 };
+    let mut st = State {
+        out,
+        stats: Stats::default(),
+        dropped_at_start,
+        owned: HashSet::new(),
+        dynamic_written: 0,
+        tails: Tails::default(),
+    };
     loop {
-        let (stopping, request) = {
-            let g = signal();
-            let (g, _) = WAKE
-                .wait_timeout_while(g, interval, |s| !s.stop && s.requested == s.served)
-                .unwrap_or_else(|e| e.into_inner());
-            (g.stop, g.requested)
-        };
-        if pass(&mut st)? {
+        let (stopping, request) = wait(interval);
+        if pass(&mut st, false)? {
             st.out.flush()?;
         }
         let mut g = signal();
@@ -184,7 +204,7 @@ fn run(
             break;
         }
     }
-    pass(&mut st)?;
+    pass(&mut st, true)?;
     st.out.write(&Clock { calibration: start.measure() })?;
     let mut totals: Vec<_> = st.dropped_at_start.iter().map(|(&s, &d0)| (s, d0)).collect();
     totals.sort_unstable();
@@ -202,17 +222,42 @@ fn run(
     st.stats.streams = st.owned.len() as u64;
     st.stats.slots = slots.len() as u64;
     st.stats.refused_threads = registry::refused();
+    st.stats.tail_frames = st.tails.frames;
+    signals::closed();
     Ok(st.stats)
 }
 
-/// One drain of everything; returns whether anything was written.
+/// Waits for the end of the interval, a stop, a flush request or a caught signal; returns
+/// whether to stop, and the requests made so far. A signal handler cannot use the condition
+/// variable, so the wait looks at its flag every [`signals::POLL`].
+fn wait(interval: Duration) -> (bool, u64) {
+    let deadline = Instant::now() + interval;
+    let mut g = signal();
+    loop {
+        if g.stop || g.requested != g.served || signals::caught() {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        g = WAKE.wait_timeout(g, left.min(signals::POLL)).unwrap_or_else(|e| e.into_inner()).0;
+    }
+    (g.stop || signals::caught(), g.requested)
+}
+
+/// One drain of everything; returns whether anything was written. `last`: the stop's pass,
+/// which copies what every thread still has staged.
 ///
 /// The queues are read first and written last, so that every callsite registered and every
-/// owner announced before a chunk was pushed is in the file before that chunk.
-fn pass(st: &mut State) -> io::Result<bool> {
+/// owner announced before a chunk was pushed is in the file before that chunk. Staged records
+/// are copied before the queues are read, and written after them (see `tails.rs`).
+fn pass(st: &mut State, last: bool) -> io::Result<bool> {
     let released = registry::take_released();
+    let slots = registry::slots();
+    st.tails.take(&slots, last);
     let mut drained: Vec<(u32, Vec<u8>)> = Vec::new();
-    for slot in registry::slots() {
+    for slot in slots {
         st.dropped_at_start.entry(slot.index()).or_insert(0);
         while slot.drain_with(|bytes| drained.push((slot.index(), bytes.to_vec()))) > 0 {}
     }
@@ -245,6 +290,7 @@ fn pass(st: &mut State) -> io::Result<bool> {
         st.stats.data_frames += 1;
         wrote = true;
     }
+    wrote |= st.tails.write(&mut st.out)?;
     registry::make_free(released);
     Ok(wrote)
 }

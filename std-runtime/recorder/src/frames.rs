@@ -4,8 +4,9 @@
 
 use std::io::{self, Write};
 use waffle::wire::{
+    chunk::MAX_CHUNK_PREFIX_LEN,
     envelope::{file_head, FrameCrc, FrameHead},
-    DataHead, FramePayload,
+    ChunkHead, DataHead, FramePayload, TailHead,
 };
 
 /// Writes frames to `out`, after the file's magic and version.
@@ -28,6 +29,13 @@ impl<W: Write> FrameWriter<W> {
     /// Writes one DATA frame: its head, then whole chunks as the queue held them.
     pub fn data(&mut self, head: DataHead, chunks: &[u8]) -> io::Result<()> {
         self.frame(DataHead::KIND, &[&head.encode(), chunks])
+    }
+
+    /// Writes one TAIL frame: the staged `records` of `stream`, as one chunk with `head`.
+    pub fn tail(&mut self, stream: u32, head: &ChunkHead, records: &[u8]) -> io::Result<()> {
+        let mut prefix = [0u8; MAX_CHUNK_PREFIX_LEN];
+        let prefix = head.encode(records.len(), &mut prefix);
+        self.frame(TailHead::KIND, &[&TailHead { stream }.encode(), prefix, records])
     }
 
     /// Writes one frame of `kind` around payload bytes, which may come in several pieces.

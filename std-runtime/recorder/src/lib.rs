@@ -48,6 +48,8 @@ mod header;
 pub mod launcher;
 mod registry;
 pub mod session;
+mod signals;
+mod tails;
 
 pub use collector::Stats;
 pub use error::Error;

@@ -5,6 +5,7 @@ use super::{
     fields::Fields,
     stream::{FileEnd, Hand, Sink},
     stream_state::{Open, StreamState},
+    tail::HeldTails,
 };
 use crate::{model::Callsite, reader::Warning};
 use std::{
@@ -117,6 +118,8 @@ pub(super) struct Decoder<T> {
     pub(super) early_ends: HashMap<u64, u64>,
     /// Whether the file was told that `early_ends` is full.
     pub(super) early_ends_warned: bool,
+    /// TAIL chunks not yet superseded or decoded, by stream (`tail.rs`).
+    pub(super) held: HeldTails,
     dropped_end: u64,
     complete: bool,
     /// Stand-ins the decoder may still make: a fixed allowance plus one per byte of DATA read,
@@ -154,6 +157,7 @@ impl<T: Copy + Default> Decoder<T> {
             detached: BTreeMap::new(),
             early_ends: HashMap::new(),
             early_ends_warned: false,
+            held: HeldTails::new(),
             dropped_end: 0,
             complete: false,
             standin_budget: STANDIN_ALLOWANCE,
@@ -195,6 +199,7 @@ impl<T: Copy + Default> Decoder<T> {
                             break;
                         }
                     };
+                    self.settle(stream, Some(body), sink);
                     if let Err(msg) = self.chunk(stream, body, body_at, sink) {
                         let message =
                             format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
@@ -208,7 +213,9 @@ impl<T: Copy + Default> Decoder<T> {
                 sink.calibration(clock.calibration);
                 Ok(())
             }
+            frame::TAIL => self.tail(offset, payload, sink),
             frame::END => {
+                self.settle_all(sink);
                 let end = End::decode(payload).map_err(skipped)?;
                 self.dropped_end = self.dropped_end.saturating_add(end.total());
                 self.complete = true;
@@ -255,6 +262,7 @@ impl<T: Copy + Default> Decoder<T> {
     /// Ends what is still open: pending items are handed over, spans left on the stacks end at
     /// their thread's last tick, and detached spans never ended end there too.
     pub(super) fn finish<S: Sink<Span = T>>(&mut self, sink: &mut S) {
+        self.settle_all(sink);
         for t in 0..self.threads.len() {
             self.threads[t].flush(t, &self.sites, sink);
         }

@@ -5,7 +5,9 @@
 //! one such sink (`build.rs`), for the exporters and analyses that need every span at once.
 //! The decoder's per-file state and frames are in `decoder.rs`, the chunk logic (ids, parents,
 //! depth reconciliation after drops, stand-ins, detached spans) in `chunk.rs` over the state
-//! each stream carries between chunks (`stream_state.rs`), shared by both.
+//! each stream carries between chunks (`stream_state.rs`), shared by both. TAIL frames (records a
+//! thread had staged and not pushed) are held until a later chunk supersedes them or decoded
+//! as chunks then (`tail.rs`), also for every sink alike.
 
 use crate::{
     error::Error,
@@ -20,6 +22,7 @@ mod decoder;
 mod fields;
 pub mod stream;
 mod stream_state;
+mod tail;
 
 pub use fields::{FieldValue, Fields};
 pub use stream::{Hand, Header, Item, Sink};

@@ -4,11 +4,12 @@
     cargo build -p waffle-std --examples
     d=$(mktemp -d); target/debug/examples/causal_pair $d; target/debug/examples/dispatch $d/dispatch.bin
     target/debug/examples/skeleton $d/skeleton.bin
+    target/debug/examples/blocked $d/blocked.bin > /dev/null & sleep 0.5; kill -TERM $!
     python3 fuzz/make_corpus.py $d fuzz/corpus
 
 trace_reader gets whole small traces, and larger ones cut at 16 KiB (as a process killed while
 writing would leave them); record_stream gets chunk bodies taken from DATA frames (a large one
-cut short); roundtrip gets a few of those bytes too (any bytes are valid input for
+cut short) and from TAIL frames; roundtrip gets a few of those bytes too (any bytes are valid input for
 `arbitrary`). Every file stays at or under 16 KiB so that fuzzing stays fast.
 """
 import os
@@ -74,7 +75,7 @@ def main():
             put("trace_reader", f"{name}-cut.bin", data[:LIMIT])
         big = None
         for kind, _, _, payload in frames(data):
-            if kind == 4:
+            if kind in (4, 7):  # DATA, TAIL
                 for b in chunks(payload):
                     if len(b) <= LIMIT // 4:
                         bodies.append((name, b))

@@ -10,7 +10,7 @@ use waffle::{
         chunk::{take_chunk, ChunkError, MAX_CHUNK_PREFIX_LEN},
         envelope::{check_file_head, encode_frame, file_head, FileHeadError, FrameHead},
         frame, Calibration, CallsiteDesc, Callsites, ChunkHead, Clock, DataHead, Drops, End, FieldDesc,
-        FieldType, FrameError, FramePayload, Header, Problem, Stream,
+        FieldType, FrameError, FramePayload, Header, Problem, Stream, TailHead,
     },
 };
 
@@ -260,4 +260,41 @@ fn envelope() {
     assert_eq!(check_file_head(b"\x89WFL\r\n\x1a\n\x02\x00"), Err(FileHeadError::UnknownVersion(2)));
     assert_eq!(check_file_head(b"\x89WFL\r\n\x1a\n\x00\x00"), Err(FileHeadError::UnknownVersion(0)));
     assert_eq!(check_file_head(b"PK\x03\x04"), Err(FileHeadError::NotATrace));
+}
+
+#[test]
+fn tail() {
+    // A TAIL of the example's stream: the thread began the span (n = 300) and blocked before
+    // its event, so one record is staged; the head is the one its chunk will have.
+    let head =
+        ChunkHead { generation: 1, base_ts: 1000, first_id: 0x1_0000_0001, depth: 0, dropped: 0, records: 1 };
+    let records = [0x01, 0x04, 0x14, 0xac, 0x02]; // SPAN_BEGIN callsite 4, delta +10, n = 300
+    let mut prefix = [0u8; MAX_CHUNK_PREFIX_LEN];
+    let payload =
+        [TailHead { stream: 1 }.encode().as_slice(), head.encode(records.len(), &mut prefix), &records]
+            .concat();
+    #[rustfmt::skip]
+    let frame_bytes = [
+        0x07,                         // kind TAIL
+        0x12, 0x00, 0x00, 0x00,       // payload length 18, u32 LE
+        0x01,                         // stream 1
+        0x10,                         // chunk body length 16
+        0x01,                         // generation 1
+        0xe8, 0x07,                   // base ts 1 000
+        0x81, 0x80, 0x80, 0x80, 0x10, // first id 0x0000_0001_0000_0001
+        0x00,                         // depth 0
+        0x00,                         // dropped 0
+        0x01,                         // 1 record
+        0x01, 0x04, 0x14, 0xac, 0x02, // SPAN_BEGIN callsite 4, delta +10, n = 300
+        0x83, 0x4b, 0xfa, 0xdd,       // CRC-32 0xddfa4b83 of the bytes before, u32 LE
+    ];
+    assert_eq!(encode_frame(frame::TAIL, &payload).unwrap(), frame_bytes);
+    assert_eq!(frame::name(frame::TAIL), "TAIL");
+    // Decoded back: the head, then exactly one chunk.
+    let (tail, chunks) = TailHead::split(&frame_bytes[5..5 + 18]).unwrap();
+    assert_eq!(tail, TailHead { stream: 1 });
+    let (body, rest) = take_chunk(chunks).unwrap();
+    assert!(rest.is_empty());
+    assert_eq!(ChunkHead::decode(body), Ok((head, 11)));
+    assert_eq!(&body[11..], &records);
 }

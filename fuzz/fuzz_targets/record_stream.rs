@@ -1,14 +1,19 @@
 //! Bytes as the records of one stream: a minimal valid file (header, a string table with
 //! callsites of every field type, a STREAM frame) around two DATA frames, one with the bytes as
-//! a single chunk's body and one with the bytes as the frame's chunk list, then END. Decoding
-//! never panics, and damage in the data costs only that data: the END frame is still read.
+//! a single chunk's body and one with the bytes as the frame's chunk list, each after a TAIL
+//! frame with the bytes as its chunk (the first superseded by the DATA chunk with the same head,
+//! the second decoded at END), then END. Decoding never panics, and damage in the data costs
+//! only that data: the END frame is still read.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 use waffle::{
     callsite::Kind,
-    wire::{Calibration, CallsiteDesc, Callsites, DataHead, End, FieldDesc, FieldType, Header, Stream},
+    wire::{
+        frame, Calibration, CallsiteDesc, Callsites, DataHead, End, FieldDesc, FieldType, FramePayload, Header,
+        Stream, TailHead,
+    },
 };
 use waffle_std::frames::FrameWriter;
 
@@ -66,8 +71,11 @@ fn file(body: &[u8]) -> Vec<u8> {
     // a body length, then the bytes.
     let mut len = [0u8; waffle::wire::MAX_VARINT_LEN];
     let n = waffle::wire::write_varint(&mut len, body.len() as u64);
+    let tail = TailHead { stream: 0 }.encode();
+    out.frame(frame::TAIL, &[&tail, &len[..n], body]).unwrap();
     out.data(DataHead { stream: 0 }, &[&len[..n], body].concat()).unwrap();
     // The bytes as a frame's chunk list (body length, body, body length, ...).
+    out.frame(frame::TAIL, &[&tail, &len[..n], body]).unwrap();
     out.data(DataHead { stream: 0 }, body).unwrap();
     out.write(&End::default()).unwrap();
     out.get_mut().clone()

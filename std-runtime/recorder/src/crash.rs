@@ -18,9 +18,13 @@
 //!   recording at once and never touches the stream-slot pool again, so it can neither
 //!   deadlock on it nor write into the parent's file.
 //!
+//! `SIGTERM` and `SIGINT` are handled per session, in `signals.rs`: the file is closed, then
+//! the process dies of the signal.
+//!
 //! Nothing can run when the process is killed (`SIGKILL`) or calls `abort()`: there, the
 //! periodic drain bounds the loss (the collector writes and flushes the file every drain
-//! interval, and a thread that keeps recording pushes its staged records at least that often).
+//! interval, a thread that keeps recording pushes its staged records at least that often, and
+//! the collector copies what an idle or blocked thread staged, `tails.rs`).
 //! `docs/reliability.md` gives the measured windows.
 
 use std::{sync::Once, time::Duration};

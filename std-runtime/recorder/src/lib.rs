@@ -29,6 +29,13 @@
 //! set: see [`autostart`] (a Rust program that uses only `waffle`'s macros names this crate
 //! once, `use waffle_std as _;`, so that it is linked).
 //!
+//! What a killed or blocked program keeps: a thread that blocks (in an MPI call, on a lock, in a
+//! sleep) right after beginning a span never records again, but the collector copies what it
+//! staged into the file within about two drain intervals (TAIL frames), so even a `SIGKILL`
+//! then keeps that span. While a session records, `SIGTERM` and `SIGINT` (unless the program or
+//! a runtime handles them) close the file — last records, END — before the process dies of
+//! the signal. `docs/reliability.md` lists what each kind of ending keeps.
+//!
 //! Modules: [`session`] starts and stops recording, the collector writes the file, [`clock`]
 //! calibrates ticks, [`dynamic`] holds run-time callsites, [`autostart`] and [`launcher`] start
 //! a recording from the environment.

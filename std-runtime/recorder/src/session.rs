@@ -183,9 +183,9 @@ impl Session {
     /// Stops recording and closes the file, returning the session's totals.
     ///
     /// Records staged by this thread are written. Threads that have exited are waited for
-    /// (their last records are pushed as they exit); threads still running and idle keep what
-    /// they staged since their last push — call [`waffle::flush`] in them before stopping to
-    /// keep it.
+    /// (their last records are pushed as they exit); what threads still running (idle or
+    /// blocked) staged since their last push is copied into the file by the collector's last
+    /// pass (a TAIL frame); what they record after the stop is not kept.
     pub fn stop(mut self) -> Result<Stats, Error> {
         self.finish()
     }

@@ -84,6 +84,7 @@ pub fn data(chunks: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// A SPAN_BEGIN of callsite 0 with a string, and a SPAN_END.
+#[allow(dead_code)] // not every test that includes this file uses it
 pub fn span_records(text: &str) -> Vec<u8> {
     let mut r = Bytes::default();
     r.bytes(&[0x01]).varint(0).varint(2).str(text).bytes(&[0x02]).varint(2);

@@ -363,7 +363,8 @@ pub use tls::{set_context_selector, with_local, BareContext};
 pub use tls::{thread_handle, with_local_at, ThreadLocal};
 
 /// Pushes this thread's staged records into its queue now. The runtime's collector picks them
-/// up on its next pass. Useful before a thread parks for a long time.
+/// up on its next pass. (A thread that parks need not call it: `waffle-std`'s collector copies
+/// what an idle thread staged within about two drain intervals.)
 pub fn flush() {
     with_local(Local::flush);
 }

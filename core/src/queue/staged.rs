@@ -26,7 +26,10 @@ pub(crate) const FILL_SHIFT: u32 = usize::BITS / 2;
 /// of a word (4 GiB on 64-bit targets, 64 KiB - 1 on 32-bit ones). Larger areas are cut to it.
 pub const MAX_STAGING: usize = (1 << FILL_SHIFT) - 1;
 
-/// The published state of one slot's staging area.
+/// The published state of one slot's staging area. On a cache line of its own: the owner
+/// stores the fill after every record, and that store should not pull in a line the collector
+/// writes while it drains (the queue's indices beside it in the slot).
+#[repr(align(64))]
 pub(crate) struct Staged {
     /// The seqlock's sequence: odd while the owner changes chunks.
     seq: AtomicU32,

@@ -135,7 +135,7 @@ fn consume(bytes: &[u8], seen: &mut Seen) {
                 seen.matched_taken += 1;
                 return false;
             }
-            key > (generation, first_id) || key == (generation, first_id)
+            key >= (generation, first_id)
         });
         if let Some(expected) = seen.next_id {
             // Ids continue across chunks and owners; dropped records took theirs. (A new

@@ -162,16 +162,16 @@ fn unpack(fill: usize) -> (usize, usize) {
 /// ThreadSanitizer, run on this crate's hand-off test by `scripts/test.sh`, is told to ignore
 /// races in this function (`scripts/tsan.supp`, which names it): a read that races with the
 /// owner's write is exactly the torn copy the seqlock throws away. Every other access of the
-/// seqlock (the sequence, the head, the fill) is still checked, and a race of these reads with
-/// a write the seqlock does not cover would still make the snapshot test fail.
+/// seqlock (the sequence, the head, the fill) is still checked; a copy the seqlock let through
+/// torn would show in that test's comparison of every snapshot with the chunk it copied.
 #[inline(never)]
 fn read_staged(staging: *const u8, out: &mut [u8]) {
     for (i, b) in out.iter_mut().enumerate() {
         // SAFETY: `staging` points to the slot's staging area, valid for the life of the slot
-        // (`StreamSlot::new`'s contract) and at least `out.len()` bytes long (checked against
-        // its capacity by the caller). The owner may be writing these bytes with plain stores
-        // right now: the read is volatile, so that the compiler neither merges nor elides it,
-        // and its value is used only if the sequence is unchanged afterwards (the fence and
+        // (`StreamSlot::new`'s contract) and at least `out.len()` bytes long (checked against the
+        // area's capacity in `Staged::copy`). The owner may be writing these bytes with plain
+        // stores right now: the read is volatile, so that the compiler neither merges nor elides
+        // it, and its value is used only if the sequence is unchanged afterwards (the fence and
         // second load in `Staged::copy`), which proves no byte was being rewritten: the owner
         // rewrites the area only after it made the sequence odd. A torn copy is discarded and
         // never decoded, as in crossbeam's `AtomicCell` fallback (its seqlock reads the value

@@ -116,9 +116,10 @@ fn set(sig: libc::c_int, handler: libc::sighandler_t) -> bool {
 /// The handler: ask the collector to close the file, wait for it (bounded), then die of `sig`.
 /// Only atomics, `getpid`, `nanosleep`, `sigaction` and `raise`: all async-signal-safe.
 extern "C" fn on_signal(sig: libc::c_int) {
-    // SAFETY: `__errno_location` returns this thread's errno; reading and restoring it keeps
-    // the interrupted code's value (nanosleep may change it).
-    let errno = unsafe { *libc::__errno_location() };
+    let errno_at = errno_location();
+    // SAFETY: `errno_location` gives this thread's errno (or null where unknown); reading it
+    // and restoring it below keeps the interrupted code's value (nanosleep may change it).
+    let errno = (!errno_at.is_null()).then(|| unsafe { *errno_at });
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     if pid == OWNER.load(Ordering::SeqCst) {
@@ -134,10 +135,23 @@ extern "C" fn on_signal(sig: libc::c_int) {
         }
     }
     set(sig, libc::SIG_DFL);
-    // SAFETY: restores the errno read above. The signal raised here is blocked while this
-    // handler runs, so it is delivered, with its default action, as the handler returns.
-    unsafe {
-        *libc::__errno_location() = errno;
-        libc::raise(sig);
+    if let Some(errno) = errno {
+        // SAFETY: the same valid pointer to this thread's errno as above.
+        unsafe { *errno_at = errno };
     }
+    // SAFETY: raise has no memory preconditions. The signal raised here is blocked while this
+    // handler runs, so it is delivered, with its default action, as the handler returns.
+    unsafe { libc::raise(sig) };
+}
+
+/// Where this thread's `errno` lives (null on a platform this file does not know).
+fn errno_location() -> *mut libc::c_int {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: no preconditions; returns the calling thread's errno address.
+    return unsafe { libc::__errno_location() };
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "dragonfly"))]
+    // SAFETY: as above.
+    return unsafe { libc::__error() };
+    #[allow(unreachable_code)]
+    std::ptr::null_mut()
 }

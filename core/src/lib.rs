@@ -24,7 +24,10 @@
 //! How it stays cheap: every `span!`, `event!` and `#[instrument]` defines a `static`
 //! [`Callsite`](callsite::Callsite) in a linker section at compile time, so a record is a tag,
 //! the callsite's index, a timestamp delta and the field values, varint-encoded into a staging
-//! area the thread owns. Whole chunks move to a lock-free SPSC queue that the runtime drains.
+//! area the thread owns. Whole chunks move to a lock-free SPSC queue that the runtime drains;
+//! what is staged and not yet pushed is published (a fill word and a seqlock over the chunk
+//! head, [`queue::StreamSlot::snapshot`]) so that the runtime can copy it from a thread that
+//! blocks.
 //!
 //! ## Features
 //! - `std` (default): thread-local buffers and the platform clock. Without it the recording
@@ -33,7 +36,7 @@
 //!   timestamps.
 //! - `compile-out`: every span and event compiles to nothing that runs.
 //! - `frames`: the frame grammar of `trace.bin` in [`wire`] (typed HEADER, CALLSITES, STREAM,
-//!   DATA head, CLOCK and END payloads encoded with postcard, and the frame envelope), shared
+//!   DATA and TAIL heads, CLOCK and END payloads encoded with postcard, and the frame envelope), shared
 //!   by the recorder and the decoder. It needs `alloc`, not `std`, so a bare-metal recorder can
 //!   write the same files; without it the crate never allocates.
 

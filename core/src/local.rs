@@ -8,17 +8,16 @@
 //! queue with a header that makes it decodable on its own (base timestamp, first id, open-span
 //! depth, records dropped before it). If the queue is full the chunk is dropped and counted.
 //!
-//! So that a thread which blocks right after a record does not keep it from the file, each
-//! record also publishes how far the area is filled (one `Release` store of a word into the
-//! slot), and each chunk its head (a seqlock, in `queue/staged.rs`): the runtime's collector
-//! copies what an idle thread has staged without the thread's help.
+//! So that a thread which blocks right after a record does not keep it from the file, with
+//! `std` each record also publishes how far the area is filled (one `Release` store of a word
+//! into the slot), and each chunk its head (a seqlock, in `queue/staged.rs`): the runtime's
+//! collector copies what an idle thread has staged without the thread's help.
 //!
 //! Nothing here allocates, locks or calls the system once a thread has its slot.
 
 use crate::{
     clock,
     encode::Writer,
-    queue::staged::pack,
     queue::StreamSlot,
     runtime,
     wire::{
@@ -308,7 +307,10 @@ impl Local {
         self.records += 1;
         self.last_ts = ts;
         // One plain store (x86: `mov`): the record's bytes are visible to whoever acquires it.
-        self.fill.store(pack(pos, self.records), core::sync::atomic::Ordering::Release);
+        // Only with `std`, whose collector copies what blocked threads staged; a bare-metal
+        // context drains its own queue and would pay a barrier per record (`dmb` on Arm).
+        #[cfg(feature = "std")]
+        self.fill.store(crate::queue::staged::pack(pos, self.records), core::sync::atomic::Ordering::Release);
         if ts.wrapping_sub(self.chunk_ts) > self.flush_ticks {
             self.flush();
         }

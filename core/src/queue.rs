@@ -181,7 +181,8 @@ impl StreamSlot {
     /// chunk will have, if it can be done without tearing (any thread, while the owner keeps
     /// recording: a copy that raced with a push or a new chunk is thrown away and `None`
     /// returned). `None` too when nothing is staged or `out` is shorter than the staged bytes
-    /// (`staging_capacity` bytes always suffice).
+    /// (`staging_capacity` bytes always suffice), and always without `std`, where owners do not
+    /// publish their fill.
     pub fn snapshot(&self, out: &mut [u8]) -> Option<Snapshot> {
         self.staged.copy(self.staging.as_ptr().cast::<u8>(), self.staging.len(), out)
     }

@@ -5,8 +5,9 @@
 //! not record again, so its staged records would reach the queue only when it wakes or exits.
 //! The collector cannot take them from the owner (the owner never locks), but it can copy them:
 //!
-//! - per record, the owner stores how far its staging area is filled, `len | records << HALF`,
-//!   with `Release` ordering: one plain store of a word on x86, no read-modify-write;
+//! - per record (with `std`), the owner stores how far its staging area is filled,
+//!   `len | records << HALF`, with `Release` ordering: one plain store of a word on x86, no
+//!   read-modify-write;
 //! - per chunk (rarely), the owner publishes the chunk's head fields between two increments of
 //!   a sequence number, seqlock-style: odd while the head and the area change (from just before
 //!   a chunk is pushed to when the next chunk's head is set), even when they are stable.
@@ -29,7 +30,9 @@ pub const MAX_STAGING: usize = (1 << FILL_SHIFT) - 1;
 /// The published state of one slot's staging area. On a cache line of its own: the owner
 /// stores the fill after every record, and that store should not pull in a line the collector
 /// writes while it drains (the queue's indices beside it in the slot).
-#[repr(align(64))]
+/// (Not on bare metal, without `std`: there the fill is not published, see `local.rs`, and a
+/// 64-byte alignment would only cost RAM.)
+#[cfg_attr(feature = "std", repr(align(64)))]
 pub(crate) struct Staged {
     /// The seqlock's sequence: odd while the owner changes chunks.
     seq: AtomicU32,
@@ -148,6 +151,7 @@ impl Staged {
 }
 
 /// The owner's fill word for `len` bytes and `records` records.
+#[cfg(feature = "std")]
 #[inline(always)]
 pub(crate) fn pack(len: usize, records: u64) -> usize {
     len | (records as usize) << FILL_SHIFT

@@ -303,17 +303,25 @@ impl Local {
 
     #[inline(always)]
     fn commit(&mut self, pos: usize, ts: u64) {
+        self.staged(pos);
+        self.last_ts = ts;
+        if ts.wrapping_sub(self.chunk_ts) > self.flush_ticks {
+            self.flush();
+        }
+    }
+
+    /// Counts one more staged record ending at `pos` and publishes the fill. Every record goes
+    /// through here, timed or not (a link or correlation right before a thread blocks must be in
+    /// the collector's copy too).
+    #[inline(always)]
+    fn staged(&mut self, pos: usize) {
         self.len = pos;
         self.records += 1;
-        self.last_ts = ts;
         // One plain store (x86: `mov`): the record's bytes are visible to whoever acquires it.
         // Only with `std`, whose collector copies what blocked threads staged; a bare-metal
         // context drains its own queue and would pay a barrier per record (`dmb` on Arm).
         #[cfg(feature = "std")]
         self.fill.store(crate::queue::staged::pack(pos, self.records), core::sync::atomic::Ordering::Release);
-        if ts.wrapping_sub(self.chunk_ts) > self.flush_ticks {
-            self.flush();
-        }
     }
 
     /// The record did not fit: push what is staged and write it into the empty area, or, if it

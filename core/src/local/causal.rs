@@ -32,8 +32,7 @@ impl Local {
             _ => {}
         }
         if !overflowed {
-            self.len = pos;
-            self.records += 1;
+            self.staged(pos);
             return true;
         }
         // Start a new chunk whose header reflects the state before this record, then retry.
@@ -51,8 +50,8 @@ impl Local {
             }
             return false;
         }
-        self.len = w.pos();
-        self.records += 1;
+        let pos = w.pos();
+        self.staged(pos);
         true
     }
 
@@ -80,8 +79,8 @@ impl Local {
             w.byte(tag::CORRELATE);
             w.varint(value);
             if !w.overflowed() {
-                self.len = w.pos();
-                self.records += 1;
+                let pos = w.pos();
+                self.staged(pos);
                 return;
             }
         }

@@ -164,3 +164,34 @@ fn wildcard_receives_are_resolved_from_their_status() {
     sources.sort();
     assert_eq!(sources, [1, 2]);
 }
+
+/// `why` follows messages: from every receive event it reaches, by the relation of messages,
+/// the send span on the rank the message came from (and never walks from a send forward).
+#[test]
+fn why_walks_from_each_receive_to_its_send_on_the_other_rank() {
+    use waffle_decode::analysis::{why, Relation, Selector};
+    let Some(trace) = ring() else { return };
+    let all = spans(trace);
+    let received = events(trace);
+    for (receiver, event) in received.iter().filter(|(_, e)| e.callsite.correlate == "mpi.message<") {
+        let explained = why(trace, &Selector::Id(event.id)).expect("why");
+        let messages: Vec<_> = explained
+            .steps
+            .iter()
+            .filter(|s| s.relation == Relation::Message && s.from == event.id)
+            .filter_map(|s| s.item())
+            .collect();
+        assert_eq!(messages.len(), 1, "rank {receiver}: one message reached, {:#?}", explained.steps);
+        let send = all.iter().find(|(_, s)| s.id == messages[0].id).expect("the send span");
+        assert_eq!(send.0, event_int(event, "peer"), "the send is on the rank the message came from");
+        assert_eq!(send.1.correlation, event.correlation);
+    }
+    for (_, send) in all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>") {
+        let explained = why(trace, &Selector::Id(send.id)).expect("why");
+        assert!(
+            explained.steps.iter().all(|s| s.relation != Relation::Message),
+            "a send was walked forward to its receive: {:#?}",
+            explained.steps
+        );
+    }
+}

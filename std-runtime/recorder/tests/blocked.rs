@@ -41,7 +41,10 @@ fn blocked_threads_spans_reach_the_file_while_recording() {
     let held = lock.lock().unwrap();
     let running = std::thread::scope(|s| {
         s.spawn(move || {
-            let _span = waffle::span!("on_channel");
+            // The span's last records are timeless ones (a link, a correlation): the copy has
+            // them too.
+            let cause = waffle::event!("before_channel");
+            let _span = waffle::span!("on_channel", caused_by = [cause], correlate = ("channel", 42u64));
             rx.recv().unwrap();
         });
         s.spawn(|| {
@@ -74,6 +77,9 @@ fn blocked_threads_spans_reach_the_file_while_recording() {
         assert_eq!(found.len(), 1, "{name} on disk while its thread was blocked");
         assert!(!found[0].ended, "{name} was still open");
     }
+    let on_channel = spans(&running, "on_channel")[0];
+    assert_eq!(on_channel.links.len(), 1, "the blocked span's link was copied: {:?}", on_channel.links);
+    assert_eq!(on_channel.correlation, Some(42), "the blocked span's correlation was copied");
     session.stop().unwrap();
     let p = on_disk(&path);
     assert!(p.complete);

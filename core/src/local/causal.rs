@@ -69,6 +69,13 @@ impl Local {
         }
     }
 
+    /// The id of the latest span or event of this context: what [`Local::link`] and
+    /// [`Local::correlate`] attach to (0 before the first).
+    #[inline]
+    pub fn latest(&self) -> u64 {
+        self.next_id.saturating_sub(1)
+    }
+
     /// Records the latest span or event's correlation value (its key is in its callsite).
     /// Inlined up to the write into the staging area: it follows a record of the same session,
     /// so the slot is there; the rest (no slot, the area full) is `timeless`'s.

@@ -5,7 +5,8 @@
 //! Order matters because each tracer is global state: the bytes measurement runs first (its own
 //! file sessions), then the group runs the raw baseline, the waffle benches under one session
 //! recording to `/dev/null` (stopped, and its totals printed, before the peers run), fastrace
-//! with a reporter that discards, and tracing with scoped subscribers (`with_default`).
+//! with a reporter that discards, and tracing with scoped subscribers (`with_default`): a no-op
+//! layer, waffle's layer (`waffle-tracing`, with its own session) and a Chrome file layer.
 //!
 //! `cargo bench -p waffle-benches --bench overhead`; see README.md for how to read the output.
 
@@ -193,6 +194,17 @@ fn bytes_per_pair(_: &mut Criterion) {
         let s = waffle::span!("linked_far", caused_by = [FAR_CAUSE]);
         black_box(&s);
     });
+    // A `tracing` span through `waffle-tracing`: begin, detach, enter, exit, end by id.
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(waffle_tracing::layer());
+        tracing::subscriber::with_default(subscriber, || {
+            bytes_of("tracing_span", PAIRS / 10, |_| {
+                let s = tracing::info_span!("pair").entered();
+                black_box(&s);
+            });
+        });
+    }
     // Back-to-back spans have deltas of a few dozen ticks; real spans are further apart.
     bytes_of("pair_1000_ticks_inside", PAIRS / 10, |_| {
         let s = waffle::span!("pair_gap");
@@ -293,6 +305,48 @@ fn overhead(c: &mut Criterion) {
         let subscriber = tracing_subscriber::registry().with(NoopLayer);
         tracing::subscriber::with_default(subscriber, || {
             group.bench_function("tracing_noop_layer", |b| {
+                b.iter(|| {
+                    let s = tracing::info_span!("bench").entered();
+                    black_box(&s);
+                })
+            });
+            group.bench_function("tracing_noop_layer_2_fields", |b| {
+                let mut i = 0u64;
+                b.iter(|| {
+                    i += 1;
+                    let s = tracing::info_span!("bench2", n = i, x = 1.5f64).entered();
+                    black_box(&s);
+                })
+            });
+        });
+
+        // The same spans recorded by waffle through `waffle-tracing` (one session to
+        // /dev/null, as for the waffle benches above, with room for the ~35 bytes such a span
+        // takes), then with the layer and no session.
+        let subscriber = tracing_subscriber::registry().with(waffle_tracing::layer());
+        tracing::subscriber::with_default(subscriber, || {
+            let session =
+                waffle_std::Config::new("/dev/null").queue_bytes(64 << 20).start().expect("start a session");
+            group.bench_function("tracing_waffle_layer", |b| {
+                b.iter(|| {
+                    let s = tracing::info_span!("bench").entered();
+                    black_box(&s);
+                })
+            });
+            group.bench_function("tracing_waffle_layer_2_fields", |b| {
+                let mut i = 0u64;
+                b.iter(|| {
+                    i += 1;
+                    let s = tracing::info_span!("bench2", n = i, x = 1.5f64).entered();
+                    black_box(&s);
+                })
+            });
+            let stats = session.stop().expect("stop the session");
+            println!(
+                "waffle-tracing session totals: {} data bytes, {} records dropped",
+                stats.data_bytes, stats.dropped
+            );
+            group.bench_function("tracing_waffle_layer_no_session", |b| {
                 b.iter(|| {
                     let s = tracing::info_span!("bench").entered();
                     black_box(&s);

@@ -40,6 +40,11 @@ pub(crate) fn enter(span: u64, id: u64, state: u32) {
     let Some(prev) = with_local(|l| l.enter(state, id)).flatten() else { return };
     let _ = ENTERED.try_with(|e| {
         if let Ok(mut e) = e.try_borrow_mut() {
+            // Entries of an earlier session whose spans were never exited (the thread's
+            // stream was started afresh since) are at the bottom: they go.
+            if e.first().is_some_and(|x| x.epoch != state) {
+                e.retain(|x| x.epoch == state);
+            }
             e.push(Entry { span, id, prev, epoch: state });
         }
     });
@@ -50,6 +55,12 @@ pub(crate) fn enter(span: u64, id: u64, state: u32) {
 pub(crate) fn exit(span: u64) {
     let _ = ENTERED.try_with(|e| {
         let Ok(mut stack) = e.try_borrow_mut() else { return };
+        if stack.last().is_some_and(|x| x.span == span) {
+            if let Some(x) = stack.pop() {
+                leave(&x);
+            }
+            return;
+        }
         let Some(at) = stack.iter().rposition(|x| x.span == span) else { return };
         // Entries above `at` leave first (innermost first), then `at`, then they come back.
         let above: Vec<Entry> = stack.drain(at + 1..).collect();

@@ -4,6 +4,7 @@ use crate::{
     callsites::{self, Role},
     entered,
     fields::{with_values, Values},
+    spans::{self, Recorded},
 };
 use tracing_core::{
     span::{Attributes, Id, Record},
@@ -30,18 +31,23 @@ impl WaffleLayer {
     }
 }
 
-/// What a recorded `tracing` span keeps in the registry's extensions: its waffle id and the
-/// session that recorded it.
-#[derive(Clone, Copy)]
-struct Recorded {
-    id: u64,
-    epoch: u32,
-}
-
+/// The waffle span `span` was recorded as, if it was: from the table of `spans`, or from
+/// the registry's extensions for a span that did not fit there.
 fn recorded<S>(ctx: &Context<'_, S>, span: &Id) -> Option<Recorded>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    spans::get(span.into_u64()).or_else(|| in_extensions(ctx, span))
+}
+
+#[cold]
+fn in_extensions<S>(ctx: &Context<'_, S>, span: &Id) -> Option<Recorded>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    if !spans::overflowed() {
+        return None;
+    }
     ctx.span(span)?.extensions().get::<Recorded>().copied()
 }
 
@@ -127,8 +133,11 @@ where
         if wid == 0 {
             return;
         }
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(Recorded { id: wid, epoch: state });
+        let r = Recorded { id: wid, epoch: state };
+        if !spans::insert(id.into_u64(), r) {
+            if let Some(span) = ctx.span(id) {
+                span.extensions_mut().insert(r);
+            }
         }
     }
 
@@ -203,7 +212,7 @@ where
 
     /// `ASYNC_END` of the span by id, from the thread that drops its last handle.
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let Some(r) = recorded(&ctx, &id) else { return };
+        let Some(r) = spans::remove(id.into_u64()).or_else(|| in_extensions(&ctx, &id)) else { return };
         if let Some(state) = entered::state_for(r.epoch) {
             with_local(|l| l.async_end(state, r.id));
         }

@@ -63,6 +63,7 @@ mod callsites;
 mod entered;
 mod fields;
 mod layer;
+mod spans;
 
 pub use layer::WaffleLayer;
 

@@ -6,6 +6,7 @@ use crate::{
     fields::{with_values, Values},
     spans::{self, Recorded},
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_core::{
     span::{Attributes, Id, Record},
     Event, Level, Metadata, Subscriber,
@@ -19,25 +20,42 @@ use waffle::{
 
 /// A `tracing_subscriber` layer that records spans and events through waffle; made by
 /// [`layer`](crate::layer).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct WaffleLayer {
-    _private: (),
+    /// Mixed into `tracing` span ids: two subscribers alive at once (a scoped one beside the
+    /// global one) number their spans independently, and the table of live spans is shared.
+    /// The first layer's is 0.
+    salt: u64,
 }
 
 impl WaffleLayer {
-    /// The layer.
-    pub const fn new() -> WaffleLayer {
-        WaffleLayer { _private: () }
+    /// A layer.
+    pub fn new() -> WaffleLayer {
+        static LAYERS: AtomicU64 = AtomicU64::new(0);
+        let n = LAYERS.fetch_add(1, Ordering::Relaxed);
+        WaffleLayer { salt: n.wrapping_mul(0x9E37_79B9_7F4A_7C15) }
+    }
+
+    /// The key of span `id` in the table of live spans and the thread's entered spans.
+    #[inline(always)]
+    fn key(&self, id: &Id) -> u64 {
+        id.into_u64() ^ self.salt
+    }
+}
+
+impl Default for WaffleLayer {
+    fn default() -> WaffleLayer {
+        WaffleLayer::new()
     }
 }
 
 /// The waffle span `span` was recorded as, if it was: from the table of `spans`, or from
 /// the registry's extensions for a span that did not fit there.
-fn recorded<S>(ctx: &Context<'_, S>, span: &Id) -> Option<Recorded>
+fn recorded<S>(key: u64, ctx: &Context<'_, S>, span: &Id) -> Option<Recorded>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    spans::get(span.into_u64()).or_else(|| in_extensions(ctx, span))
+    spans::get(key).or_else(|| in_extensions(ctx, span))
 }
 
 #[cold]
@@ -52,11 +70,11 @@ where
 }
 
 /// The waffle id of `span` if it was recorded in session `state`.
-fn recorded_in<S>(ctx: &Context<'_, S>, span: &Id, state: u32) -> Option<u64>
+fn recorded_in<S>(layer: &WaffleLayer, ctx: &Context<'_, S>, span: &Id, state: u32) -> Option<u64>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    recorded(ctx, span).filter(|r| r.epoch == state).map(|r| r.id)
+    recorded(layer.key(span), ctx, span).filter(|r| r.epoch == state).map(|r| r.id)
 }
 
 /// Runs `f` with `parent` (a waffle span id) entered on this thread, if there is one.
@@ -113,7 +131,7 @@ where
         if state == 0 {
             return;
         }
-        let parent = attrs.parent().and_then(|p| recorded_in(&ctx, p, state));
+        let parent = attrs.parent().and_then(|p| recorded_in(self, &ctx, p, state));
         let meta = attrs.metadata();
         let wid = with_values(|values| {
             attrs.record(values);
@@ -134,7 +152,7 @@ where
             return;
         }
         let r = Recorded { id: wid, epoch: state };
-        if !spans::insert(id.into_u64(), r) {
+        if !spans::insert(self.key(id), r) {
             if let Some(span) = ctx.span(id) {
                 span.extensions_mut().insert(r);
             }
@@ -147,7 +165,7 @@ where
         if state == 0 {
             return;
         }
-        let Some(wid) = recorded_in(&ctx, span, state) else { return };
+        let Some(wid) = recorded_in(self, &ctx, span, state) else { return };
         let Some(meta) = ctx.metadata(span) else { return };
         with_values(|v| {
             values.record(v);
@@ -164,7 +182,9 @@ where
         if state == 0 {
             return;
         }
-        let (Some(a), Some(b)) = (recorded_in(&ctx, span, state), recorded_in(&ctx, follows, state)) else {
+        let (Some(a), Some(b)) =
+            (recorded_in(self, &ctx, span, state), recorded_in(self, &ctx, follows, state))
+        else {
             return;
         };
         let carrier = callsites::follows_from_event();
@@ -187,7 +207,7 @@ where
         if state == 0 {
             return;
         }
-        let parent = event.parent().and_then(|p| recorded_in(&ctx, p, state));
+        let parent = event.parent().and_then(|p| recorded_in(self, &ctx, p, state));
         with_values(|v| {
             event.record(v);
             record_event(state, event.metadata(), Role::Event, v, parent);
@@ -200,19 +220,19 @@ where
         if state == 0 {
             return;
         }
-        if let Some(wid) = recorded_in(&ctx, id, state) {
-            entered::enter(id.into_u64(), wid, state);
+        if let Some(wid) = recorded_in(self, &ctx, id, state) {
+            entered::enter(self.key(id), wid, state);
         }
     }
 
     /// `EXIT`, restoring what was current before the enter.
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        entered::exit(id.into_u64());
+        entered::exit(self.key(id));
     }
 
     /// `ASYNC_END` of the span by id, from the thread that drops its last handle.
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let Some(r) = spans::remove(id.into_u64()).or_else(|| in_extensions(&ctx, &id)) else { return };
+        let Some(r) = spans::remove(self.key(&id)).or_else(|| in_extensions(&ctx, &id)) else { return };
         if let Some(state) = entered::state_for(r.epoch) {
             with_local(|l| l.async_end(state, r.id));
         }

@@ -69,6 +69,6 @@ pub use layer::WaffleLayer;
 
 /// The layer that records `tracing` spans and events through waffle:
 /// `tracing_subscriber::registry().with(waffle_tracing::layer()).init()`.
-pub const fn layer() -> WaffleLayer {
+pub fn layer() -> WaffleLayer {
     WaffleLayer::new()
 }

@@ -195,3 +195,17 @@ fn explicit_parents_win_over_the_current_span() {
          \x20 span inside_other @main\n"
     );
 }
+
+#[test]
+fn two_subscribers_alive_at_once_keep_their_spans_apart() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let (t, _) = record("two_subscribers", || {
+        let scoped = || tracing_subscriber::registry().with(waffle_tracing::layer());
+        // Each registry numbers its spans from the start: the two ids are equal.
+        let a = tracing::subscriber::with_default(scoped(), || tracing::info_span!("in_a"));
+        let b = tracing::subscriber::with_default(scoped(), || tracing::info_span!("in_b"));
+        assert_eq!(a.id(), b.id());
+        a.in_scope(|| b.in_scope(|| tracing::info_span!("inner").in_scope(|| {})));
+    });
+    assert_eq!(tree(&t), "span in_a @main\nspan in_b @main\n  span inner @main\n");
+}

@@ -1,5 +1,5 @@
-//! What a traced program links: the recorder and the C libraries (libwaffle, libwaffle_mpi) pull
-//! in none of the decoder's dependencies (command line, progress bars, HTTP, JSON, protobuf), and
+//! What a traced program links: the recorder, the `tracing` layer and the C libraries
+//! (libwaffle, libwaffle_mpi) pull in none of the decoder's dependencies (command line, progress bars, HTTP, JSON, protobuf), and
 //! not the decoder itself; the Python module links the decoder without its command line.
 //! Read from `cargo tree`, as a user checking their build would.
 
@@ -25,7 +25,7 @@ fn linked(package: &str) -> Vec<String> {
 
 #[test]
 fn the_recorder_and_the_c_libraries_link_nothing_of_the_decoder() {
-    for package in ["waffle-std", "waffle-ffi", "waffle-mpi"] {
+    for package in ["waffle-std", "waffle-tracing", "waffle-ffi", "waffle-mpi"] {
         let names = linked(package);
         let found: Vec<&str> =
             DECODER_ONLY.iter().copied().filter(|d| names.iter().any(|n| n == d)).collect();

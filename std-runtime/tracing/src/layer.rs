@@ -9,7 +9,7 @@ use crate::{
 use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_core::{
     span::{Attributes, Id, Record},
-    Event, Level, Metadata, Subscriber,
+    Event, Metadata, Subscriber,
 };
 use tracing_subscriber::{layer::Context, registry::LookupSpan, Layer};
 use waffle::{
@@ -87,16 +87,6 @@ fn under<R>(l: &mut Local, state: u32, parent: Option<u64>, f: impl FnOnce(&mut 
     r
 }
 
-fn level_name(level: &Level) -> &'static str {
-    match *level {
-        Level::ERROR => "ERROR",
-        Level::WARN => "WARN",
-        Level::INFO => "INFO",
-        Level::DEBUG => "DEBUG",
-        Level::TRACE => "TRACE",
-    }
-}
-
 /// Records an event of `meta` with the collected `values` under `parent` (or the thread's
 /// current span); its level leads the fields of a [`Role::Event`].
 fn record_event(
@@ -107,7 +97,7 @@ fn record_event(
     parent: Option<u64>,
 ) {
     let Some(cs) = callsites::id(meta, values.present(), role) else { return };
-    let level = level_name(meta.level());
+    let level = meta.level().as_str();
     let lead = role == Role::Event;
     with_local(|l| {
         under(l, state, parent, |l| {

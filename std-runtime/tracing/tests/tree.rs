@@ -209,3 +209,25 @@ fn two_subscribers_alive_at_once_keep_their_spans_apart() {
     });
     assert_eq!(tree(&t), "span in_a @main\nspan in_b @main\n  span inner @main\n");
 }
+
+#[test]
+fn an_exit_out_of_order_keeps_the_spans_still_entered() {
+    let (t, _) = record("out_of_order", || {
+        let (a, b) = (tracing::info_span!("a"), tracing::info_span!("b"));
+        let entered_a = a.enter();
+        let entered_b = b.enter();
+        tracing::info_span!("both").in_scope(|| {});
+        drop(entered_a); // `b` stays entered
+        tracing::info_span!("after_a_exit").in_scope(|| {});
+        drop(entered_b);
+        tracing::info_span!("top").in_scope(|| {});
+    });
+    assert_eq!(
+        tree(&t),
+        "span a @main\n\
+         span b @main\n\
+         \x20 span both @main\n\
+         \x20 span after_a_exit @main\n\
+         span top @main\n"
+    );
+}

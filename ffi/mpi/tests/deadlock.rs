@@ -49,9 +49,8 @@ fn deadlocked() -> Option<std::path::PathBuf> {
 }
 
 /// The deadlock, stopped by `timeout`'s SIGTERM (which mpirun passes on to the ranks): every
-/// rank's file is closed (the signal handler's last pass, END written) and holds the receive its
-/// thread was blocked in (the collector's copy of what it had staged), and `hang` names the
-/// cycle, in its report and on the command line.
+/// rank's file holds the receive its thread was blocked in (the collector's copy of what it had
+/// staged), and `hang` names the cycle, in its report and on the command line.
 #[test]
 fn each_rank_of_a_deadlock_ends_inside_its_open_receive() {
     let Some(out) = deadlocked() else { return };
@@ -59,7 +58,9 @@ fn each_rank_of_a_deadlock_ends_inside_its_open_receive() {
     let decoded = waffle_decode::decode::decode_files(&files).expect("decode");
     for p in &decoded.trace.processes {
         let rank: i64 = p.header.label("rank").unwrap().parse().unwrap();
-        assert!(p.complete, "rank {rank}: SIGTERM closed the trace");
+        // Whether END made it depends on mpirun: it follows the SIGTERM it passes on with a
+        // SIGKILL after a delay, which a loaded machine can beat (recorder/tests/signals.rs proves
+        // the SIGTERM path on a child of its own). What the collector had copied is there anyway.
         let open: Vec<_> = p.threads.iter().flat_map(|t| &t.spans).filter(|s| !s.ended).collect();
         let recv =
             open.iter().find(|s| s.name() == "MPI_Recv").unwrap_or_else(|| panic!("rank {rank}: {open:?}"));

@@ -13,7 +13,10 @@
 //! would delete.
 
 use crate::{comms::Comm, table::Table};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Mutex, MutexGuard,
+};
 
 /// A request as the C wrappers read and write it (`wm_req_t` in `c/wmpi.h`).
 #[repr(C)]
@@ -40,6 +43,18 @@ pub struct Req {
 
 /// Live requests: handle → the six words of a [`Req`].
 static LIVE: Table<{ 1 << 16 }, 6> = Table::new();
+
+/// Serialises the table's requests. Open MPI hands every thread the same handle for a send that
+/// completed at once, so one key holds requests of several threads, and "the calling thread's
+/// oldest" must be chosen and removed in one step: the lock-free take chooses by a score read
+/// while other threads push and take the same key, and under `MPI_THREAD_MULTIPLE` a thread was
+/// seen to take another's request (`families.rs`, the threads test). Only nonblocking starts
+/// and their completions come here, never the blocking point-to-point path.
+static GATE: Mutex<()> = Mutex::new(());
+
+fn gate() -> MutexGuard<'static, ()> {
+    GATE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The last number given.
 static LAST_ID: AtomicU64 = AtomicU64::new(0);
@@ -80,11 +95,13 @@ impl Req {
 /// started, on any thread; each is entered and taken once, and [`take`] prefers the calling
 /// thread's.
 pub fn put(handle: u64, req: &Req) {
+    let _gate = gate();
     LIVE.push(handle, req.words());
 }
 
 /// The request `handle`, if it is one of ours.
 pub fn get(handle: u64) -> Option<Req> {
+    let _gate = gate();
     LIVE.get(handle).map(Req::from_words)
 }
 
@@ -92,6 +109,7 @@ pub fn get(handle: u64) -> Option<Req> {
 /// handle, the oldest that `thread` started if there is one (a thread completes its own
 /// requests, and usually in the order it started them), else the oldest.
 pub fn take(handle: u64, thread: u64) -> Option<Req> {
+    let _gate = gate();
     LIVE.take_least(handle, |w| (u64::from(w[5] != thread) << 63) | w[0]).map(Req::from_words)
 }
 
@@ -123,5 +141,37 @@ mod tests {
         assert!(get(99).is_none() && take(99, 6).is_none());
         let (a, b) = (next_id(), next_id());
         assert!(a >= 1 && b > a);
+    }
+
+    /// Threads starting and completing requests under one handle at once (Open MPI's shared
+    /// handle of sends that completed at once): each takes back exactly its own, oldest first.
+    #[test]
+    fn threads_sharing_one_handle_take_back_their_own() {
+        std::thread::scope(|s| {
+            for thread in 1..=6u64 {
+                s.spawn(move || {
+                    let base = Req {
+                        id: 0,
+                        comm: std::ptr::null(),
+                        kind: 0,
+                        flags: 0,
+                        tag: 0,
+                        peer: 0,
+                        bytes: 0,
+                        thread: 0,
+                    };
+                    for round in 0..20_000u64 {
+                        let id = thread << 32 | round << 1;
+                        put(0x5eed, &Req { id, thread, ..base });
+                        put(0x5eed, &Req { id: id | 1, thread, ..base });
+                        for want in [id, id | 1] {
+                            let got = take(0x5eed, thread).map(|r| (r.id, r.thread));
+                            assert_eq!(got, Some((want, thread)), "thread {thread} round {round}");
+                        }
+                    }
+                });
+            }
+        });
+        assert!(take(0x5eed, 1).is_none());
     }
 }

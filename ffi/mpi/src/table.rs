@@ -32,6 +32,9 @@ use std::{
 const EMPTY: u64 = 0;
 /// A removed key: probes continue past it, inserts reuse it.
 const TOMB: u64 = u64::MAX;
+/// A slot [`Table::push`] claimed and is still filling: probes pass it, as a key of another
+/// value, until its words are stored and its key published after them.
+const BUSY: u64 = u64::MAX - 1;
 /// The longest probe before the overflow map takes a key.
 pub const MAX_PROBE: usize = 64;
 
@@ -94,6 +97,7 @@ fn storable(key: u64) -> u64 {
     match key {
         EMPTY => 1 << 63,
         TOMB => (1 << 63) | 1,
+        BUSY => (1 << 63) | 2,
         k => k,
     }
 }
@@ -148,7 +152,9 @@ impl<const N: usize, const W: usize> Table<N, W> {
                 }
             }
             let (slot, was) = free?;
-            match slot.key.compare_exchange(was, key, Ordering::AcqRel, Ordering::Acquire) {
+            // A slot for one more holder of a key is claimed busy: its words are not yet there.
+            let claimed = if another { BUSY } else { key };
+            match slot.key.compare_exchange(was, claimed, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(slot),
                 Err(_) => continue 'again, // another thread took it: look again
             }
@@ -183,7 +189,12 @@ impl<const N: usize, const W: usize> Table<N, W> {
     /// a later one in ahead).
     pub fn push(&self, key: u64, words: [u64; W]) {
         match self.claim(key, true) {
-            Some(slot) => slot.store(&words),
+            Some(slot) => {
+                // The key last: a reader that finds it finds these words, not a previous
+                // holder's (the slot may be a tombstone reused).
+                slot.store(&words);
+                slot.key.store(storable(key), Ordering::Release);
+            }
             None => {
                 self.overflow().get_or_insert_with(HashMap::new).entry(key).or_default().push(words);
                 self.overflowed.store(true, Ordering::Release);
@@ -199,10 +210,11 @@ impl<const N: usize, const W: usize> Table<N, W> {
     /// Removes one of the slots holding `key`, the one whose words `score` lowest (the first
     /// found among equals), returning its words. Threads taking one key at once each get another slot:
     /// the slot is released by a compare-and-swap of its key, and a thread that loses it looks
-    /// again. (A slot taken, reused for the same key and given other words between this
-    /// thread's read of the words and its swap would hand it the newer words: that needs two
-    /// other threads to act on the same handle within a few instructions, and costs an
-    /// attribution, never memory.)
+    /// again. A slot taken and pushed again for the same key between this thread's read of its
+    /// words and its swap is noticed (the words differ) and given back. The choice by score is
+    /// not atomic with other threads' pushes and takes of the same key: a user that needs
+    /// "each thread gets its own" under concurrent holders of one key serialises them
+    /// ([`crate::requests`] does).
     pub fn take_least(&self, key: u64, score: impl Fn(&[u64; W]) -> u64) -> Option<[u64; W]> {
         let stored = storable(key);
         let start = home(stored, N);
@@ -224,6 +236,13 @@ impl<const N: usize, const W: usize> Table<N, W> {
             }
             if let Some((slot, words, _)) = best {
                 if slot.key.compare_exchange(stored, TOMB, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    continue 'again;
+                }
+                // Ours now. Taken and pushed again for the same key since the read above, it
+                // holds another holder's words: hand those back and choose again.
+                let now = slot.load();
+                if now != words {
+                    self.push(key, now);
                     continue 'again;
                 }
                 return Some(words);

@@ -25,7 +25,8 @@
 //!
 //! This crate's Rust part is what the C wrappers share: the tables of communicators
 //! ([`comms`]) and requests ([`requests`]), the counters and hash behind every correlation value
-//! ([`keys`]), all lock-free on the path of a call ([`table`]), and the recording of the hot
+//! ([`keys`]), lock-free on the path of a call ([`table`]; requests behind a lock, as one handle
+//! can stand for several threads' requests), and the recording of the hot
 //! wrappers' spans and of the receive event through static callsites ([`record`], one line per
 //! function in [`sites`]). The functions below and there are the C wrappers' interface
 //! (declared in `c/wmpi.h`), not an API for programs.

@@ -3,7 +3,8 @@
 //! ```text
 //! waffle-decode rank0.bin rank1.bin -o run.pftrace
 //! waffle-decode rank0.bin rank1.bin -o run.jaeger.json     # .zipkin.json, .otlp.json, .otlp.pb,
-//!                                                          # .chrome.json, or --format NAME
+//!                                                          # .chrome.json, .xplane.pb, or --format NAME
+//! waffle-decode rank0.bin rank1.bin -o logdir/ --step-span train_step   # TensorBoard's layout
 //! waffle-decode rank0.bin rank1.bin --send zipkin=http://127.0.0.1:9411 \
 //!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
@@ -60,16 +61,28 @@ struct Cli {
     inputs: Vec<PathBuf>,
 
     /// Output file; its extension picks the format unless --format is given (.pftrace,
-    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json). Every format, and
+    /// .jaeger.json, .zipkin.json, .otlp.json, .otlp.pb, .chrome.json, .xplane.pb). A
+    /// directory (one that exists, or a path ending in `/`) gets TensorBoard's profile layout,
+    /// LOGDIR/plugins/profile/RUN/HOST.xplane.pb, one XSpace per host. Every format, and
     /// --send, is streamed in two passes over the inputs: memory stays bounded however large
     /// they are (it grows with the spans open at once and with cross-references, not with the
     /// records).
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
 
-    /// Output format: perfetto, jaeger, zipkin, otlp-json, otlp, chrome.
+    /// Output format: perfetto, jaeger, zipkin, otlp-json, otlp, chrome, xspace.
     #[arg(short, long, value_name = "FORMAT", requires = "output")]
     format: Option<String>,
+
+    /// (xspace) Spans of this name are steps, for the profile plugin's step times (so are
+    /// spans with a `step` field). May be given several times.
+    #[arg(long, value_name = "NAME", requires = "output")]
+    step_span: Vec<String>,
+
+    /// (xspace, to a directory) The run's directory name under plugins/profile; by default the
+    /// time of the earliest record, YYYY_MM_DD_HH_MM_SS (UTC).
+    #[arg(long, value_name = "NAME", requires = "output")]
+    run: Option<String>,
 
     /// Send the spans to a running backend: zipkin=URL (Zipkin v2 JSON to URL/api/v2/spans) or
     /// otlp=URL (OTLP/HTTP protobuf to URL/v1/traces). May be given several times, with or
@@ -165,17 +178,35 @@ fn run(cli: &Cli) -> Result<(), String> {
         Some(path) => Some((path, output_format(path, cli.format.as_deref())?)),
         None => None,
     };
+    if let Some(run) = &cli.run {
+        if run.is_empty() || run.contains(['/', '\\']) || run == "." || run == ".." {
+            return Err(format!("--run {run:?}: a run is one directory name"));
+        }
+    }
     let options = Options { batch_spans: cli.batch_spans as usize, policy: policy_from_env()? };
     // The first read of the files tells their warnings and numbers; later reads repeat them.
     let mut told = false;
     if let Some((path, format)) = output {
         let mut progress = Progress::new(cli);
-        let files = scan(cli, format, &mut progress, &mut told)?;
-        let written = waffle_decode::export::write_file(path, |out| files.write(out, &mut progress.inc()));
-        progress.done();
-        written.map_err(|e| format!("{}: {e}", path.display()))?;
-        if !cli.quiet {
-            eprintln!("wrote {} ({})", path.display(), format.name());
+        let mut files = scan(cli, format, &mut progress, &mut told)?;
+        files.step_spans(&cli.step_span);
+        if is_dir(path) {
+            let written = files.write_xspace_dir(path, cli.run.as_deref(), &mut progress.inc());
+            progress.done();
+            let written = written.map_err(|e| format!("{}: {e}", path.display()))?;
+            if !cli.quiet {
+                for file in written {
+                    eprintln!("wrote {} ({})", file.display(), format.name());
+                }
+            }
+        } else {
+            let written =
+                waffle_decode::export::write_file(path, |out| files.write(out, &mut progress.inc()));
+            progress.done();
+            written.map_err(|e| format!("{}: {e}", path.display()))?;
+            if !cli.quiet {
+                eprintln!("wrote {} ({})", path.display(), format.name());
+            }
         }
     }
     // Every backend is tried, whatever became of the others.
@@ -278,11 +309,29 @@ fn progress_bar(cli: &Cli) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// The format of `-o path`: `--format`'s, else the one its extension names.
+/// Whether `-o path` is a directory: one that exists, or a path ending in a separator.
+fn is_dir(path: &Path) -> bool {
+    path.is_dir() || path.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR)
+}
+
+/// The format of `-o path`: `--format`'s, else the one its extension names; a directory is
+/// written in TensorBoard's profile layout, XSpace only.
 fn output_format(path: &Path, format: Option<&str>) -> Result<Format, String> {
-    match format {
-        Some(name) => Format::from_name(name)
-            .ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats())),
+    let named = format.map(|name| {
+        Format::from_name(name).ok_or_else(|| format!("unknown format `{name}`; known: {}", known_formats()))
+    });
+    if is_dir(path) {
+        return match named.unwrap_or(Ok(Format::Xspace))? {
+            Format::Xspace => Ok(Format::Xspace),
+            other => Err(format!(
+                "{}: a directory takes the xspace format (TensorBoard's profile layout), not {}",
+                path.display(),
+                other.name()
+            )),
+        };
+    }
+    match named {
+        Some(format) => format,
         None => Format::from_path(path).ok_or_else(|| {
             format!(
                 "cannot tell the format from `{}`; use an extension such as .pftrace or .jaeger.json, or --format",

@@ -29,6 +29,7 @@ pub mod chrome;
 pub mod jaeger;
 pub mod otlp;
 pub mod perfetto;
+pub mod xspace;
 pub mod zipkin;
 
 /// What a recorder's stop hook runs (`waffle_std::Config::at_stop`): it writes the closed
@@ -83,12 +84,22 @@ pub enum Format {
     OtlpJson,
     /// Chrome trace-event JSON (`.chrome.json`), for chrome://tracing and Perfetto UI.
     Chrome,
+    /// TensorBoard's profile format, an `XSpace` (`.xplane.pb`), for the profile plugin
+    /// (xprof).
+    Xspace,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: &'static [Format] =
-        &[Format::Perfetto, Format::Jaeger, Format::Zipkin, Format::Otlp, Format::OtlpJson, Format::Chrome];
+    pub const ALL: &'static [Format] = &[
+        Format::Perfetto,
+        Format::Jaeger,
+        Format::Zipkin,
+        Format::Otlp,
+        Format::OtlpJson,
+        Format::Chrome,
+        Format::Xspace,
+    ];
 
     /// The format an output file's extension asks for, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
@@ -99,6 +110,7 @@ impl Format {
             ("otlp.pb", Format::Otlp),
             ("otlp.json", Format::OtlpJson),
             ("chrome.json", Format::Chrome),
+            ("xplane.pb", Format::Xspace),
         ] {
             if file.strip_suffix(suffix).is_some_and(|stem| stem.is_empty() || stem.ends_with('.')) {
                 return Some(format);
@@ -125,6 +137,7 @@ impl Format {
             Format::Otlp => "otlp",
             Format::OtlpJson => "otlp-json",
             Format::Chrome => "chrome",
+            Format::Xspace => "xspace",
         }
     }
 }
@@ -145,6 +158,7 @@ impl Format {
 pub struct Files {
     format: Format,
     scanned: Scanned<Plans>,
+    xspace: xspace::Options,
 }
 
 /// The plans of the formats' first passes: Perfetto's own, or the span formats' shared one.
@@ -189,9 +203,12 @@ impl Files {
             Format::Chrome => {
                 Scanned::scan(paths, |_| spans::first_pass(chrome::LOGS), progress)?.map(Plans::Spans)
             }
+            Format::Xspace => {
+                Scanned::scan(paths, |_| spans::first_pass(xspace::LOGS), progress)?.map(Plans::Spans)
+            }
             _ => Scanned::scan(paths, |_| spans::first_pass(spans::LOGS), progress)?.map(Plans::Spans),
         };
-        Ok(Files { format, scanned })
+        Ok(Files { format, scanned, xspace: xspace::Options::default() })
     }
 
     /// The format it was scanned for.
@@ -218,6 +235,11 @@ impl Files {
         self.scanned.plan.unmatch();
     }
 
+    /// Takes the spans named `names` for steps, in the XSpace format (see [`xspace`]).
+    pub fn step_spans(&mut self, names: &[String]) {
+        self.xspace.step_spans = names.to_vec();
+    }
+
     /// Each file's process, in numbers.
     pub fn processes(&self) -> Vec<ProcessStats> {
         self.scanned.stats()
@@ -239,7 +261,30 @@ impl Files {
             Format::Otlp => otlp::write_protobuf_from(spans, out),
             Format::OtlpJson => otlp::write_json_from(spans, out),
             Format::Chrome => chrome::write_from(spans, out),
+            Format::Xspace => xspace::write_from(spans, &self.xspace, out),
             Format::Perfetto => unreachable!("Perfetto is scanned as such"),
+        }
+    }
+
+    /// (Scanned for [`Format::Xspace`].) Reads the files again and writes them under `dir` as
+    /// TensorBoard's profile plugin lays a run out, `dir/plugins/profile/<run>/<host>.xplane.pb`,
+    /// one file per host; `run` defaults to the time of the earliest record
+    /// ([`xspace::run_name`]). The files written.
+    pub fn write_xspace_dir(
+        self,
+        dir: &Path,
+        run: Option<&str>,
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<Vec<std::path::PathBuf>> {
+        let options = self.xspace;
+        match self.scanned.take_plan() {
+            (Plans::Spans(s), files) if self.format == Format::Xspace => {
+                xspace::write_dir_from(Source::Files(Box::new(files.with(s)), progress), &options, dir, run)
+            }
+            _ => Err(io::Error::other(format!(
+                "a profile directory is written in the xspace format, not {}",
+                self.format.name()
+            ))),
         }
     }
 
@@ -261,6 +306,7 @@ pub fn export(trace: &Trace, format: Format, out: &mut dyn Write) -> io::Result<
         Format::Otlp => otlp::write_protobuf(trace, out),
         Format::OtlpJson => otlp::write_json(trace, out),
         Format::Chrome => chrome::write(trace, out),
+        Format::Xspace => xspace::write(trace, &xspace::Options::default(), out),
     }
 }
 
@@ -293,6 +339,7 @@ mod tests {
             ("run.otlp.json", Format::OtlpJson),
             ("a/run.OTLP.pb", Format::Otlp),
             ("run.chrome.json", Format::Chrome),
+            ("host.xplane.pb", Format::Xspace),
         ] {
             assert_eq!(Format::from_path(Path::new(p)), Some(f), "{p}");
         }

@@ -1,0 +1,427 @@
+//! TensorBoard's profile format (`.xplane.pb`): an `XSpace` as the profile plugin (xprof) reads
+//! it, written from `trace.bin` files or a [`Trace`]. The rules every format shares (ids, which
+//! item a link resolves to, correlation groups, the order spans come in) are in
+//! [`super::spans`]; every event is an item of its own here, none is a log of its span.
+//!
+//! The mapping:
+//! - the host's threads are one plane named `/host:CPU`, the name xprof looks for. An XSpace
+//!   is what one host wrote: written to a file, the XSpace holds every process given, all on
+//!   that one plane (xprof reads only one host plane an XSpace), and lists every host in
+//!   `hostnames`; written to a directory (see [`write_dir`]), processes are grouped by host,
+//!   one file per host, `plugins/profile/<run>/<host>.xplane.pb`, which xprof shows as the
+//!   hosts of one run;
+//! - each thread is a line (`XLine`): its id the OS tid (a fresh one above every tid when two
+//!   processes of one plane share a tid), its name the thread's, prefixed with the process's
+//!   name and pid when the plane holds several processes. Its `timestamp_ns` is its process's
+//!   earliest record, Unix ns, and every event's `offset_ps` counts from there, in picoseconds;
+//! - a span is an event with its duration in picoseconds; a waffle event is an event of
+//!   duration 0. Names are event metadata, interned per plane;
+//! - fields are stats: unsigned and signed integers, doubles, strings; booleans as `uint64`
+//!   0 or 1. Causality is stats too, as Chrome's export names them: `waffle.id`,
+//!   `waffle.parent`, `waffle.caused_by` (ids in hex), `waffle.correlate` (`key=value`),
+//!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`. A field named like one of
+//!   these keeps its value;
+//! - steps: a span named as one of the step spans given ([`Options::step_spans`], the CLI's
+//!   `--step-span NAME`) or carrying a field named `step` is a step marker: it gets the stats
+//!   xprof groups steps by, `_r` = 1 (a root event, one step) and `step_num` (the `step`
+//!   field when it is an integer, else the marker's count on its process, from 0), so that the
+//!   Overview page shows step times.
+//!
+//! Memory: an XSpace is one protobuf message whose planes and lines are length-prefixed, so
+//! nothing can be written before the last span is known. The writer keeps each line's events
+//! encoded (tens of bytes an event), the names interned, and writes the file at the end: memory
+//! grows with the output's size, not with what the decoder holds. A plane past protobuf's
+//! 2 GiB message limit, which xprof could not read, is an error rather than a file.
+
+use std::{
+    collections::{HashMap, HashSet},
+    io::{self, Write},
+    path::{Path, PathBuf},
+};
+
+use prost::{
+    encoding::{encode_key, encode_varint, WireType},
+    Message,
+};
+
+use super::spans::{Context, OutSpan, Source, SpanWriter};
+use crate::model::{Trace, Value};
+
+mod proto;
+use proto::{StatValue, XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata};
+
+/// How many events a span shows as logs: none, every event is an event of its own.
+pub(crate) const LOGS: usize = 0;
+/// The name xprof gives the host's plane.
+pub const HOST_PLANE: &str = "/host:CPU";
+/// The field that makes a span a step marker, and gives its number.
+pub const STEP_FIELD: &str = "step";
+/// The largest message protobuf parsers take.
+const MAX_MESSAGE: usize = i32::MAX as usize;
+
+/// What the XSpace export is told besides the trace.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Names of the spans that are steps (besides spans with a `step` field).
+    pub step_spans: Vec<String>,
+}
+
+/// Writes `trace` as one XSpace.
+pub fn write(trace: &Trace, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    write_from(Source::Trace(trace), options, out)
+}
+
+/// Writes the spans of `source` (files scanned with [`LOGS`]) to `out` as one XSpace.
+pub(crate) fn write_from(source: Source<'_>, options: &Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut w = Writer::new(options, false);
+    source.write(&mut w)?;
+    let space = w.spaces.pop().unwrap_or_default();
+    space.write(out)
+}
+
+/// Writes the spans of `source` under `dir` as TensorBoard's profile plugin lays a run out:
+/// `dir/plugins/profile/<run>/<host>.xplane.pb`, one XSpace per host; the files written.
+/// Each file is written whole or not at all ([`super::write_file`]).
+pub(crate) fn write_dir_from(
+    source: Source<'_>,
+    options: &Options,
+    dir: &Path,
+    run: Option<&str>,
+) -> io::Result<Vec<PathBuf>> {
+    let mut w = Writer::new(options, true);
+    source.write(&mut w)?;
+    let run = run.map_or_else(|| run_name(w.origin), str::to_owned);
+    let run_dir = dir.join("plugins").join("profile").join(run);
+    std::fs::create_dir_all(&run_dir)?;
+    let mut written = Vec::new();
+    for space in &w.spaces {
+        let path = run_dir.join(format!("{}.xplane.pb", file_name(&space.hosts[0])));
+        super::write_file(&path, |out| space.write(out))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes `trace` under `dir` as [`write_dir_from`] does.
+pub fn write_dir(
+    trace: &Trace,
+    options: &Options,
+    dir: &Path,
+    run: Option<&str>,
+) -> io::Result<Vec<PathBuf>> {
+    write_dir_from(Source::Trace(trace), options, dir, run)
+}
+
+/// The run directory's name TensorBoard gives a profile taken at `unix_ns`:
+/// `YYYY_MM_DD_HH_MM_SS`, UTC.
+pub fn run_name(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    format!("{year:04}_{month:02}_{day:02}_{h:02}_{m:02}_{s:02}")
+}
+
+/// A host name as a file name: `localhost` when unknown, path separators replaced.
+fn file_name(host: &str) -> String {
+    match host {
+        "" => "localhost".to_owned(),
+        h => h.replace(['/', '\\'], "_"),
+    }
+}
+
+/// One XSpace being built: its one host plane.
+#[derive(Default)]
+struct Space {
+    /// Its hosts, the first one naming its file.
+    hosts: Vec<String>,
+    /// Processes on it (indices in the context), in input order.
+    processes: Vec<usize>,
+    events: Interned,
+    stats: Interned,
+    /// Its lines, in the order of their processes and threads.
+    lines: Vec<Line>,
+}
+
+/// Names and their ids (from 1), in the order first seen.
+#[derive(Default)]
+struct Interned {
+    ids: HashMap<String, i64>,
+    names: Vec<String>,
+}
+
+impl Interned {
+    fn id(&mut self, name: &str) -> i64 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        self.names.push(name.to_owned());
+        let id = self.names.len() as i64;
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, &str)> {
+        self.names.iter().enumerate().map(|(i, n)| (i as i64 + 1, n.as_str()))
+    }
+}
+
+/// A thread's line: everything but its events, its events encoded as `XLine.events` in the
+/// order they ended, and where each one is there.
+struct Line {
+    head: XLine,
+    events: Vec<u8>,
+    order: Vec<Placed>,
+}
+
+/// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`].
+#[derive(Clone, Copy)]
+struct Placed {
+    offset_ps: i64,
+    duration_ps: i64,
+    at: usize,
+    len: usize,
+}
+
+impl Line {
+    /// The events' bytes in the order xprof expects (it nests a line's events as a stack in
+    /// file order): by start, an enclosing event before the events it encloses.
+    fn sorted_events(&self) -> Vec<u8> {
+        let mut order = self.order.clone();
+        order.sort_by_key(|p| (p.offset_ps, std::cmp::Reverse(p.duration_ps), p.at));
+        let mut out = Vec::with_capacity(self.events.len());
+        for p in order {
+            out.extend_from_slice(&self.events[p.at..p.at + p.len]);
+        }
+        out
+    }
+}
+
+impl Space {
+    /// Writes the XSpace to `out`.
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut plane = XPlane { id: 0, name: HOST_PLANE.to_owned(), ..XPlane::default() };
+        for (id, name) in self.events.iter() {
+            plane
+                .event_metadata
+                .insert(id, XEventMetadata { id, name: name.to_owned(), ..Default::default() });
+        }
+        for (id, name) in self.stats.iter() {
+            plane.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), ..Default::default() });
+        }
+        let mut body = plane.encode_to_vec();
+        for line in &self.lines {
+            let mut head = line.head.encode_to_vec();
+            head.extend_from_slice(&line.sorted_events());
+            field(3, &head, &mut body);
+            if body.len() > MAX_MESSAGE {
+                return Err(io::Error::other(format!(
+                    "the {HOST_PLANE} plane of {} passes protobuf's 2 GiB limit; export fewer files at once",
+                    file_name(&self.hosts[0])
+                )));
+            }
+        }
+        let mut space = Vec::with_capacity(body.len() + 16);
+        field(1, &body, &mut space);
+        drop(body);
+        for host in self.hosts.iter().filter(|h| !h.is_empty()) {
+            field(4, host.as_bytes(), &mut space);
+        }
+        out.write_all(&space)?;
+        out.flush()
+    }
+}
+
+/// Appends `bytes` as the length-delimited field `tag`.
+fn field(tag: u32, bytes: &[u8], out: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, out);
+    encode_varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+/// The writer: each process's threads on its space's plane.
+struct Writer<'o> {
+    options: &'o Options,
+    /// One space per host, or one for everything.
+    by_host: bool,
+    spaces: Vec<Space>,
+    /// Per process: its space, its lines' first index there, its steps counted.
+    at: Vec<(usize, usize, i64)>,
+    started: bool,
+    /// The earliest record, Unix ns.
+    origin: u64,
+}
+
+impl<'o> Writer<'o> {
+    fn new(options: &'o Options, by_host: bool) -> Self {
+        Writer { options, by_host, spaces: Vec::new(), at: Vec::new(), started: false, origin: 0 }
+    }
+
+    /// Lays out every space and line, once the first pass has found them all.
+    fn start(&mut self, ctx: &Context) {
+        self.started = true;
+        self.origin = ctx.first_ns.iter().flatten().min().copied().unwrap_or(0);
+        for (p, process) in ctx.processes.iter().enumerate() {
+            let host = &process.header.host;
+            let s = match self.spaces.iter().position(|s| !self.by_host || s.hosts[0] == *host) {
+                Some(s) => s,
+                None => {
+                    self.spaces.push(Space { hosts: vec![host.clone()], ..Space::default() });
+                    self.spaces.len() - 1
+                }
+            };
+            let space = &mut self.spaces[s];
+            if !space.hosts.contains(host) {
+                space.hosts.push(host.clone());
+            }
+            space.processes.push(p);
+            self.at.push((s, 0, 0));
+        }
+        for (s, space) in self.spaces.iter_mut().enumerate() {
+            let several = space.processes.len() > 1;
+            let mut tids = HashSet::new();
+            let mut fresh = space
+                .processes
+                .iter()
+                .flat_map(|p| ctx.processes[*p].threads.iter().map(|t| t.tid))
+                .max()
+                .unwrap_or(0);
+            for &p in &space.processes {
+                let process = &ctx.processes[p];
+                self.at[p] = (s, space.lines.len(), 0);
+                let timestamp_ns = ctx.first_ns[p].unwrap_or(0) as i64;
+                for thread in &process.threads {
+                    let id = if tids.insert(thread.tid) {
+                        thread.tid
+                    } else {
+                        fresh += 1;
+                        fresh
+                    };
+                    let mut name = match thread.name.as_str() {
+                        "" => format!("thread {}", thread.tid),
+                        name => name.to_owned(),
+                    };
+                    if several {
+                        name = format!("{} (pid {}): {name}", process.header.name, process.header.pid);
+                    }
+                    let head = XLine {
+                        id: id as i64,
+                        display_id: id as i64,
+                        name: name.clone(),
+                        display_name: name,
+                        timestamp_ns,
+                        ..XLine::default()
+                    };
+                    space.lines.push(Line { head, events: Vec::new(), order: Vec::new() });
+                }
+            }
+        }
+    }
+}
+
+impl SpanWriter for Writer<'_> {
+    const LOGS: usize = LOGS;
+
+    fn begin_process(&mut self, ctx: &Context, _process: usize) -> io::Result<()> {
+        if !self.started {
+            self.start(ctx);
+        }
+        Ok(())
+    }
+
+    fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+        let (space, first_line, steps) = &mut self.at[s.process];
+        let space = &mut self.spaces[*space];
+        let line = &mut space.lines[*first_line + s.thread];
+        let mut stats = Vec::with_capacity(s.fields.len() + 4);
+        let mut named = HashSet::new();
+        let mut step = None;
+        for (name, v) in s.fields() {
+            if !named.insert(name) {
+                continue;
+            }
+            if name == STEP_FIELD && !s.event {
+                step = Some(match v {
+                    Value::U64(n) => i64::try_from(*n).ok(),
+                    Value::I64(n) => Some(*n),
+                    _ => None,
+                });
+            }
+            stats.push(XStat { metadata_id: space.stats.id(name), value: Some(stat_value(v)) });
+        }
+        let mut put = |name: &'static str, value: StatValue, stats: &mut Vec<XStat>| {
+            if named.insert(name) {
+                stats.push(XStat { metadata_id: space.stats.id(name), value: Some(value) });
+            }
+        };
+        put("waffle.id", StatValue::Str(format!("{:016x}", s.id)), &mut stats);
+        if let Some(parent) = s.parent.or(s.unresolved_parent) {
+            put("waffle.parent", StatValue::Str(format!("{parent:016x}")), &mut stats);
+        }
+        if !s.caused_by.is_empty() {
+            let ids: Vec<String> = s.caused_by.iter().map(|id| format!("{id:016x}")).collect();
+            put("waffle.caused_by", StatValue::Str(ids.join(", ")), &mut stats);
+        }
+        if let (Some(value), false) = (s.correlation, s.callsite.correlate.is_empty()) {
+            put("waffle.correlate", StatValue::Str(format!("{}={value}", s.callsite.correlate)), &mut stats);
+        }
+        for (name, on) in [
+            ("waffle.unfinished", !s.ended),
+            ("waffle.detached", s.detached),
+            ("waffle.stand_in", s.stand_in),
+        ] {
+            if on {
+                put(name, StatValue::Uint64(1), &mut stats);
+            }
+        }
+        let is_step =
+            !s.event && (step.is_some() || self.options.step_spans.iter().any(|n| *n == s.callsite.name));
+        if is_step {
+            let num = step.flatten().unwrap_or(*steps);
+            *steps += 1;
+            put("_r", StatValue::Int64(1), &mut stats);
+            put("step_num", StatValue::Int64(num), &mut stats);
+        }
+        let offset_ns = s.start_ns.saturating_sub(line.head.timestamp_ns as u64);
+        let event = XEvent {
+            metadata_id: space.events.id(&s.callsite.name),
+            offset_ps: ps(offset_ns),
+            duration_ps: ps(s.end_ns - s.start_ns),
+            stats,
+        };
+        let end_ps = event.offset_ps.saturating_add(event.duration_ps);
+        line.head.duration_ps = line.head.duration_ps.max(end_ps);
+        let at = line.events.len();
+        prost::encoding::message::encode(4, &event, &mut line.events);
+        let len = line.events.len() - at;
+        line.order.push(Placed { offset_ps: event.offset_ps, duration_ps: event.duration_ps, at, len });
+        Ok(())
+    }
+}
+
+/// Nanoseconds as picoseconds, saturating (an `i64` of picoseconds spans 106 days).
+fn ps(ns: u64) -> i64 {
+    i64::try_from(ns.saturating_mul(1000)).unwrap_or(i64::MAX)
+}
+
+fn stat_value(v: &Value) -> StatValue {
+    match v {
+        Value::U64(v) => StatValue::Uint64(*v),
+        Value::I64(v) => StatValue::Int64(*v),
+        Value::F64(v) => StatValue::Double(*v),
+        Value::Bool(v) => StatValue::Uint64(u64::from(*v)),
+        Value::Str(v) => StatValue::Str(v.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+//! TensorBoard's profiler messages (`tensorflow.profiler.XSpace` and what it holds), with only
+//! the fields waffle writes. Field numbers are those of `xplane.proto` (tsl/profiler/protobuf),
+//! as xprof reads them. All are proto3: a field at its default value is not written.
+//!
+//! Lines and planes are written by hand around these (see `super`): an XLine's events are
+//! kept encoded until the line is written, so their structs here are for the tests reading a
+//! file back as much as for the writer.
+
+use std::collections::HashMap;
+
+/// `XSpace`: what one profiled host wrote, one `.xplane.pb` file. (The writer writes it by
+/// hand; the tests read it back with this.)
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XSpace {
+    #[prost(message, repeated, tag = "1")]
+    pub planes: Vec<XPlane>,
+    #[prost(string, repeated, tag = "2")]
+    pub errors: Vec<String>,
+    #[prost(string, repeated, tag = "3")]
+    pub warnings: Vec<String>,
+    #[prost(string, repeated, tag = "4")]
+    pub hostnames: Vec<String>,
+}
+
+/// `XPlane`: one device or the host's threads (`/host:CPU`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XPlane {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(message, repeated, tag = "3")]
+    pub lines: Vec<XLine>,
+    #[prost(map = "int64, message", tag = "4")]
+    pub event_metadata: HashMap<i64, XEventMetadata>,
+    #[prost(map = "int64, message", tag = "5")]
+    pub stat_metadata: HashMap<i64, XStatMetadata>,
+    #[prost(message, repeated, tag = "6")]
+    pub stats: Vec<XStat>,
+}
+
+/// `XLine`: one thread's timeline. Its events' offsets count from `timestamp_ns`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XLine {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(int64, tag = "3")]
+    pub timestamp_ns: i64,
+    #[prost(message, repeated, tag = "4")]
+    pub events: Vec<XEvent>,
+    #[prost(int64, tag = "9")]
+    pub duration_ps: i64,
+    #[prost(int64, tag = "10")]
+    pub display_id: i64,
+    #[prost(string, tag = "11")]
+    pub display_name: String,
+}
+
+/// `XEvent`: a slice (or an instant, of duration 0) on a line. `offset_ps` is one arm of the
+/// `data` oneof; waffle never writes the other (`num_occurrences`, 5).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XEvent {
+    #[prost(int64, tag = "1")]
+    pub metadata_id: i64,
+    #[prost(int64, tag = "2")]
+    pub offset_ps: i64,
+    #[prost(int64, tag = "3")]
+    pub duration_ps: i64,
+    #[prost(message, repeated, tag = "4")]
+    pub stats: Vec<XStat>,
+}
+
+/// `XEventMetadata`: what the events with its id are called.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XEventMetadata {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(string, tag = "4")]
+    pub display_name: String,
+}
+
+/// `XStatMetadata`: the name of the stats with its id.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XStatMetadata {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+    #[prost(string, tag = "2")]
+    pub name: String,
+    #[prost(string, tag = "3")]
+    pub description: String,
+}
+
+/// `XStat`: one named value of an event (or a plane).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct XStat {
+    #[prost(int64, tag = "1")]
+    pub metadata_id: i64,
+    #[prost(oneof = "StatValue", tags = "2, 3, 4, 5, 6, 7")]
+    pub value: Option<StatValue>,
+}
+
+/// `XStat.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum StatValue {
+    #[prost(double, tag = "2")]
+    Double(f64),
+    #[prost(uint64, tag = "3")]
+    Uint64(u64),
+    #[prost(int64, tag = "4")]
+    Int64(i64),
+    #[prost(string, tag = "5")]
+    Str(String),
+    #[prost(bytes = "vec", tag = "6")]
+    Bytes(Vec<u8>),
+    /// The id of a stat metadata whose name is the value (a string written once).
+    #[prost(uint64, tag = "7")]
+    Ref(u64),
+}

@@ -74,12 +74,13 @@ RUSTFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/s
 step "fuzz: trace_reader, record_stream, roundtrip, 20 s each from fuzz/corpus"
 ./scripts/fuzz.sh
 
-step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, Jaeger UI rules"
+step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, Jaeger UI rules, xprof"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/consumers/requirements.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r tests/consumers/requirements-nodeps.txt
 WAFFLE_BIN_DIR="$PWD/target/debug" .venv/bin/python -m pytest -q tests/consumers
 
 step "Python package: waffle._native built into .venv by maturin, pytest python/tests (JAX example included)"

@@ -47,7 +47,7 @@ use prost::{
 use super::spans::{Context, OutSpan, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
-mod proto;
+pub mod proto;
 use proto::{StatValue, XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata};
 
 /// How many events a span shows as logs: none, every event is an event of its own.

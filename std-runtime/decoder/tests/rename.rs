@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::OnceLock};
 
 use prost::Message;
 use serde_json::Value as Json;
-use waffle_decode::export::{otlp, Files, Format};
+use waffle_decode::export::{otlp, xspace::proto::XSpace, Files, Format};
 
 #[path = "common/perfetto_pb.rs"]
 mod pb;
@@ -95,6 +95,13 @@ fn names(format: Format, out: &[u8]) -> Vec<String> {
             .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
             .map(|e| text(&e["args"]["name"]))
             .collect(),
+        // Processes sharing the host plane name its lines, `NAME (pid PID): THREAD`; each
+        // process here has one thread.
+        Format::Xspace => XSpace::decode(out).unwrap().planes[0]
+            .lines
+            .iter()
+            .map(|l| l.name.split_once(" (pid ").expect("a process's name").0.to_owned())
+            .collect(),
     };
     names.sort();
     names
@@ -148,4 +155,9 @@ fn otlp_service_name() {
 #[test]
 fn chrome_process_name() {
     check(Format::Chrome);
+}
+
+#[test]
+fn xspace_line_names() {
+    check(Format::Xspace);
 }

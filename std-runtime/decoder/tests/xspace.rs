@@ -41,7 +41,8 @@ fn steps(space: &XSpace, name: &str) -> Vec<i64> {
         if plane.event_metadata[&e.metadata_id].name != name {
             continue;
         }
-        let is_root = e.stats.iter().any(|s| Some(s.metadata_id) == root && s.value == Some(StatValue::Int64(1)));
+        let is_root =
+            e.stats.iter().any(|s| Some(s.metadata_id) == root && s.value == Some(StatValue::Int64(1)));
         if let (true, Some(n)) = (is_root, e.stats.iter().find(|s| Some(s.metadata_id) == num)) {
             let Some(StatValue::Int64(n)) = n.value else { panic!("step_num {n:?}") };
             found.push(n);
@@ -59,7 +60,13 @@ fn files_and_directories_with_steps() {
     record(&trace);
 
     let out = d.join("run.xplane.pb");
-    let (code, err) = decode(&[trace.as_os_str(), "-o".as_ref(), out.as_os_str(), "--step-span".as_ref(), "round".as_ref()]);
+    let (code, err) = decode(&[
+        trace.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--step-span".as_ref(),
+        "round".as_ref(),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("(xspace)"), "{err}");
     let space = read(&out);
@@ -73,7 +80,14 @@ fn files_and_directories_with_steps() {
 
     // --format without the extension; no --step-span: only the step field makes a step.
     let plain = d.join("plain.pb");
-    let (code, err) = decode(&[trace.as_os_str(), "-q".as_ref(), "--format".as_ref(), "xspace".as_ref(), "-o".as_ref(), plain.as_os_str()]);
+    let (code, err) = decode(&[
+        trace.as_os_str(),
+        "-q".as_ref(),
+        "--format".as_ref(),
+        "xspace".as_ref(),
+        "-o".as_ref(),
+        plain.as_os_str(),
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(steps(&read(&plain), "round").is_empty());
     assert_eq!(steps(&read(&plain), "batch"), [7]);
@@ -96,10 +110,17 @@ fn files_and_directories_with_steps() {
     let runs = std::fs::read_dir(logdir.join("plugins/profile")).unwrap().count();
     assert_eq!(runs, 2);
 
-    let (code, err) = decode(&[trace.as_os_str(), "-o".as_ref(), logdir.as_os_str(), "--format".as_ref(), "chrome".as_ref()]);
+    let (code, err) = decode(&[
+        trace.as_os_str(),
+        "-o".as_ref(),
+        logdir.as_os_str(),
+        "--format".as_ref(),
+        "chrome".as_ref(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("a directory takes the xspace format") && err.contains("not chrome"), "{err}");
-    let (code, err) = decode(&[trace.as_os_str(), "-o".as_ref(), logdir.as_os_str(), "--run".as_ref(), "../up".as_ref()]);
+    let (code, err) =
+        decode(&[trace.as_os_str(), "-o".as_ref(), logdir.as_os_str(), "--run".as_ref(), "../up".as_ref()]);
     assert_eq!(code, 1);
     assert!(err.contains("--run \"../up\": a run is one directory name"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();

@@ -23,13 +23,15 @@
 #![forbid(unsafe_code)]
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::{
-    io::{IsTerminal, Write},
+    io::Write,
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
 };
+#[path = "waffle-decode/progress.rs"]
+mod progress;
+use progress::Progress;
 use waffle_decode::{
     analysis::{self, Selector, WhyError},
     decode::{self, ProcessStats},
@@ -187,7 +189,7 @@ fn run(cli: &Cli) -> Result<(), String> {
     // The first read of the files tells their warnings and numbers; later reads repeat them.
     let mut told = false;
     if let Some((path, format)) = output {
-        let mut progress = Progress::new(cli);
+        let mut progress = Progress::new(cli.quiet, &cli.inputs);
         let mut files = scan(cli, format, &mut progress, &mut told)?;
         files.step_spans(&cli.step_span);
         if is_dir(path) {
@@ -212,7 +214,7 @@ fn run(cli: &Cli) -> Result<(), String> {
     // Every backend is tried, whatever became of the others.
     let mut failures = Vec::new();
     for target in &cli.send {
-        let mut progress = Progress::new(cli);
+        let mut progress = Progress::new(cli.quiet, &cli.inputs);
         let files = scan(cli, target.format(), &mut progress, &mut told)?;
         let sent = send::send_files(files, target, &options, &mut progress.inc());
         progress.done();
@@ -256,57 +258,6 @@ fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> 
         }
     }
     Ok(files)
-}
-
-/// A progress bar over the bytes of both reads of the files, when stderr is a terminal.
-struct Progress(Option<ProgressBar>);
-
-impl Progress {
-    fn new(cli: &Cli) -> Progress {
-        Progress(progress_bar(cli))
-    }
-
-    /// What a read tells as it goes.
-    fn inc(&self) -> impl FnMut(u64) + '_ {
-        move |n| {
-            if let Some(bar) = &self.0 {
-                bar.inc(n);
-            }
-        }
-    }
-
-    /// Prints a line above the bar.
-    fn say(&self, line: String) {
-        self.suspend(|| eprintln!("{line}"));
-    }
-
-    fn suspend(&self, f: impl FnOnce()) {
-        match &self.0 {
-            Some(bar) => bar.suspend(f),
-            None => f(),
-        }
-    }
-
-    fn done(&self) {
-        if let Some(bar) = &self.0 {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn progress_bar(cli: &Cli) -> Option<ProgressBar> {
-    if cli.quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let size: u64 = cli.inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
-    let bar = ProgressBar::with_draw_target(Some(2 * size), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta} left)",
-    );
-    if let Ok(style) = style {
-        bar.set_style(style);
-    }
-    Some(bar)
 }
 
 /// Whether `-o path` is a directory: one that exists, or a path ending in a separator.

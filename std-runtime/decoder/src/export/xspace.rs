@@ -34,21 +34,18 @@
 //! 2 GiB message limit, which xprof could not read, is an error rather than a file.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashSet,
     io::{self, Write},
     path::{Path, PathBuf},
-};
-
-use prost::{
-    encoding::{encode_key, encode_varint, WireType},
-    Message,
 };
 
 use super::spans::{Context, OutSpan, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
 pub mod proto;
-use proto::{StatValue, XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata};
+mod space;
+use proto::{StatValue, XEvent, XLine, XStat};
+use space::{Line, Placed, Space};
 
 /// How many events a span shows as logs: none, every event is an event of its own.
 pub(crate) const LOGS: usize = 0;
@@ -137,115 +134,6 @@ fn file_name(host: &str) -> String {
         "" => "localhost".to_owned(),
         h => h.replace(['/', '\\'], "_"),
     }
-}
-
-/// One XSpace being built: its one host plane.
-#[derive(Default)]
-struct Space {
-    /// Its hosts, the first one naming its file.
-    hosts: Vec<String>,
-    /// Processes on it (indices in the context), in input order.
-    processes: Vec<usize>,
-    events: Interned,
-    stats: Interned,
-    /// Its lines, in the order of their processes and threads.
-    lines: Vec<Line>,
-}
-
-/// Names and their ids (from 1), in the order first seen.
-#[derive(Default)]
-struct Interned {
-    ids: HashMap<String, i64>,
-    names: Vec<String>,
-}
-
-impl Interned {
-    fn id(&mut self, name: &str) -> i64 {
-        if let Some(id) = self.ids.get(name) {
-            return *id;
-        }
-        self.names.push(name.to_owned());
-        let id = self.names.len() as i64;
-        self.ids.insert(name.to_owned(), id);
-        id
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (i64, &str)> {
-        self.names.iter().enumerate().map(|(i, n)| (i as i64 + 1, n.as_str()))
-    }
-}
-
-/// A thread's line: everything but its events, its events encoded as `XLine.events` in the
-/// order they ended, and where each one is there.
-struct Line {
-    head: XLine,
-    events: Vec<u8>,
-    order: Vec<Placed>,
-}
-
-/// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`].
-#[derive(Clone, Copy)]
-struct Placed {
-    offset_ps: i64,
-    duration_ps: i64,
-    at: usize,
-    len: usize,
-}
-
-impl Line {
-    /// The events' bytes in the order xprof expects (it nests a line's events as a stack in
-    /// file order): by start, an enclosing event before the events it encloses.
-    fn sorted_events(&self) -> Vec<u8> {
-        let mut order = self.order.clone();
-        order.sort_by_key(|p| (p.offset_ps, std::cmp::Reverse(p.duration_ps), p.at));
-        let mut out = Vec::with_capacity(self.events.len());
-        for p in order {
-            out.extend_from_slice(&self.events[p.at..p.at + p.len]);
-        }
-        out
-    }
-}
-
-impl Space {
-    /// Writes the XSpace to `out`.
-    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
-        let mut plane = XPlane { id: 0, name: HOST_PLANE.to_owned(), ..XPlane::default() };
-        for (id, name) in self.events.iter() {
-            plane
-                .event_metadata
-                .insert(id, XEventMetadata { id, name: name.to_owned(), ..Default::default() });
-        }
-        for (id, name) in self.stats.iter() {
-            plane.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), ..Default::default() });
-        }
-        let mut body = plane.encode_to_vec();
-        for line in &self.lines {
-            let mut head = line.head.encode_to_vec();
-            head.extend_from_slice(&line.sorted_events());
-            field(3, &head, &mut body);
-            if body.len() > MAX_MESSAGE {
-                return Err(io::Error::other(format!(
-                    "the {HOST_PLANE} plane of {} passes protobuf's 2 GiB limit; export fewer files at once",
-                    file_name(&self.hosts[0])
-                )));
-            }
-        }
-        let mut space = Vec::with_capacity(body.len() + 16);
-        field(1, &body, &mut space);
-        drop(body);
-        for host in self.hosts.iter().filter(|h| !h.is_empty()) {
-            field(4, host.as_bytes(), &mut space);
-        }
-        out.write_all(&space)?;
-        out.flush()
-    }
-}
-
-/// Appends `bytes` as the length-delimited field `tag`.
-fn field(tag: u32, bytes: &[u8], out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(bytes.len() as u64, out);
-    out.extend_from_slice(bytes);
 }
 
 /// The writer: each process's threads on its space's plane.
@@ -383,8 +271,7 @@ impl SpanWriter for Writer<'_> {
                 put(name, StatValue::Uint64(1), &mut stats);
             }
         }
-        let is_step =
-            !s.event && (step.is_some() || self.options.step_spans.iter().any(|n| *n == s.callsite.name));
+        let is_step = !s.event && (step.is_some() || self.options.step_spans.contains(&s.callsite.name));
         if is_step {
             let num = step.flatten().unwrap_or(*steps);
             *steps += 1;

@@ -16,7 +16,13 @@ use crate::{
 
 const T0: u64 = 1_700_000_000_000_000_000;
 
-fn span(cs: &Arc<Callsite>, id: u64, parent: Option<u64>, [start, end]: [u64; 2], fields: Vec<Value>) -> Span {
+fn span(
+    cs: &Arc<Callsite>,
+    id: u64,
+    parent: Option<u64>,
+    [start, end]: [u64; 2],
+    fields: Vec<Value>,
+) -> Span {
     Span {
         id,
         parent,
@@ -175,7 +181,8 @@ fn steps_are_named_spans_and_spans_with_a_step_field() {
 fn two_hosts() -> Trace {
     let cs = fixtures::callsite("work", Kind::Span, &[]);
     let process = |pid: u32, host: &str, start: u64| {
-        let t: Thread = thread(1, vec![span(&cs, u64::from(pid) << 8, None, [start, start + 10], vec![])], vec![]);
+        let t: Thread =
+            thread(1, vec![span(&cs, u64::from(pid) << 8, None, [start, start + 10], vec![])], vec![]);
         let mut p = fixtures::process(pid, "rank", vec![t]);
         p.header.host = host.into();
         p

@@ -29,9 +29,10 @@
 //!
 //! Memory: an XSpace is one protobuf message whose planes and lines are length-prefixed, so
 //! nothing can be written before the last span is known. The writer keeps each line's events
-//! encoded (tens of bytes an event), the names interned, and writes the file at the end: memory
-//! grows with the output's size, not with what the decoder holds. A plane past protobuf's
-//! 2 GiB message limit, which xprof could not read, is an error rather than a file.
+//! encoded (tens of bytes an event, and 24 to sort them by start), the names interned, and
+//! writes each file straight from them at the end: memory grows with the output's size, not
+//! with what the decoder holds. A plane whose events pass protobuf's 2 GiB message limit, which
+//! xprof could not read, stops the export with an error there, which bounds the memory too.
 
 use std::{
     collections::HashSet,
@@ -72,7 +73,7 @@ pub fn write(trace: &Trace, options: &Options, out: &mut dyn Write) -> io::Resul
 pub(crate) fn write_from(source: Source<'_>, options: &Options, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer::new(options, false);
     source.write(&mut w)?;
-    let space = w.spaces.pop().unwrap_or_default();
+    let mut space = w.spaces.pop().unwrap_or_default();
     space.write(out)
 }
 
@@ -91,7 +92,7 @@ pub(crate) fn write_dir_from(
     let run_dir = dir.join("plugins").join("profile").join(run);
     std::fs::create_dir_all(&run_dir)?;
     let mut written = Vec::new();
-    for space in &w.spaces {
+    for space in &mut w.spaces {
         let path = run_dir.join(format!("{}.xplane.pb", file_name(&space.hosts[0])));
         super::write_file(&path, |out| space.write(out))?;
         written.push(path);
@@ -290,6 +291,12 @@ impl SpanWriter for Writer<'_> {
         let at = line.events.len();
         prost::encoding::message::encode(4, &event, &mut line.events);
         let len = line.events.len() - at;
+        // The plane's events so far bound the writer's memory: past protobuf's limit, stop.
+        space.bytes += len;
+        if space.bytes > MAX_MESSAGE {
+            return Err(space::too_large(&space.hosts[0]));
+        }
+        let (at, len) = (at as u32, len as u32);
         line.order.push(Placed { offset_ps: event.offset_ps, duration_ps: event.duration_ps, at, len });
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! Lines and planes are written by hand around these (see `super`): an XLine's events are
 //! kept encoded until the line is written. Decoding a file with [`XSpace`] reads it back.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// `XSpace`: what one profiled host wrote, one `.xplane.pb` file. The writer writes it by
 /// hand (see `super`); this reads it back.
@@ -38,11 +38,11 @@ pub struct XPlane {
     #[prost(message, repeated, tag = "3")]
     pub lines: Vec<XLine>,
     /// Event names by metadata id.
-    #[prost(map = "int64, message", tag = "4")]
-    pub event_metadata: HashMap<i64, XEventMetadata>,
+    #[prost(btree_map = "int64, message", tag = "4")]
+    pub event_metadata: BTreeMap<i64, XEventMetadata>,
     /// Stat names by metadata id.
-    #[prost(map = "int64, message", tag = "5")]
-    pub stat_metadata: HashMap<i64, XStatMetadata>,
+    #[prost(btree_map = "int64, message", tag = "5")]
+    pub stat_metadata: BTreeMap<i64, XStatMetadata>,
     /// Its stats.
     #[prost(message, repeated, tag = "6")]
     pub stats: Vec<XStat>,

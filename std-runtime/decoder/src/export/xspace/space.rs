@@ -26,6 +26,8 @@ pub(super) struct Space {
     pub(super) stats: Interned,
     /// Its lines, in the order of their processes and threads.
     pub(super) lines: Vec<Line>,
+    /// The bytes of its lines' events.
+    pub(super) bytes: usize,
 }
 
 /// Names and their ids (from 1), in the order first seen.
@@ -59,32 +61,45 @@ pub(super) struct Line {
     pub(super) order: Vec<Placed>,
 }
 
-/// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`].
+/// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`]
+/// (a plane is below 2 GiB, so `u32` holds them).
 #[derive(Clone, Copy)]
 pub(super) struct Placed {
     pub(super) offset_ps: i64,
     pub(super) duration_ps: i64,
-    pub(super) at: usize,
-    pub(super) len: usize,
+    pub(super) at: u32,
+    pub(super) len: u32,
 }
 
 impl Line {
-    /// The events' bytes in the order xprof expects (it nests a line's events as a stack in
-    /// file order): by start, an enclosing event before the events it encloses.
-    fn sorted_events(&self) -> Vec<u8> {
-        let mut order = self.order.clone();
-        order.sort_by_key(|p| (p.offset_ps, std::cmp::Reverse(p.duration_ps), p.at));
-        let mut out = Vec::with_capacity(self.events.len());
-        for p in order {
-            out.extend_from_slice(&self.events[p.at..p.at + p.len]);
+    /// Puts the events in the order xprof expects (it nests a line's events as a stack in file
+    /// order): by start, an enclosing event before the events it encloses.
+    fn sort(&mut self) {
+        self.order.sort_by_key(|p| (p.offset_ps, std::cmp::Reverse(p.duration_ps), p.at));
+    }
+
+    /// The line as the field `XPlane.lines`: its head, its length, its events in order.
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let head = self.head.encode_to_vec();
+        out.write_all(&key_and_length(3, head.len() + self.events.len()))?;
+        out.write_all(&head)?;
+        for p in &self.order {
+            let at = p.at as usize;
+            out.write_all(&self.events[at..at + p.len as usize])?;
         }
-        out
+        Ok(())
+    }
+
+    /// The bytes of [`Line::write`].
+    fn encoded_len(&self) -> usize {
+        let len = self.head.encoded_len() + self.events.len();
+        key_and_length(3, len).len() + len
     }
 }
 
 impl Space {
-    /// Writes the XSpace to `out`.
-    pub(super) fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+    /// Writes the XSpace to `out`, streaming its lines (their lengths are known).
+    pub(super) fn write(&mut self, out: &mut dyn Write) -> io::Result<()> {
         let mut plane = XPlane { id: 0, name: HOST_PLANE.to_owned(), ..XPlane::default() };
         for (id, name) in self.events.iter() {
             plane
@@ -94,32 +109,37 @@ impl Space {
         for (id, name) in self.stats.iter() {
             plane.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), ..Default::default() });
         }
-        let mut body = plane.encode_to_vec();
-        for line in &self.lines {
-            let mut head = line.head.encode_to_vec();
-            head.extend_from_slice(&line.sorted_events());
-            field(3, &head, &mut body);
-            if body.len() > MAX_MESSAGE {
-                return Err(io::Error::other(format!(
-                    "the {HOST_PLANE} plane of {} passes protobuf's 2 GiB limit; export fewer files at once",
-                    file_name(&self.hosts[0])
-                )));
-            }
+        let head = plane.encode_to_vec();
+        let len = head.len() + self.lines.iter().map(Line::encoded_len).sum::<usize>();
+        if len > MAX_MESSAGE {
+            return Err(too_large(&self.hosts[0]));
         }
-        let mut space = Vec::with_capacity(body.len() + 16);
-        field(1, &body, &mut space);
-        drop(body);
+        out.write_all(&key_and_length(1, len))?;
+        out.write_all(&head)?;
+        for line in &mut self.lines {
+            line.sort();
+            line.write(out)?;
+        }
         for host in self.hosts.iter().filter(|h| !h.is_empty()) {
-            field(4, host.as_bytes(), &mut space);
+            out.write_all(&key_and_length(4, host.len()))?;
+            out.write_all(host.as_bytes())?;
         }
-        out.write_all(&space)?;
         out.flush()
     }
 }
 
-/// Appends `bytes` as the length-delimited field `tag`.
-fn field(tag: u32, bytes: &[u8], out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(bytes.len() as u64, out);
-    out.extend_from_slice(bytes);
+/// The error of a plane past protobuf's limit.
+pub(super) fn too_large(host: &str) -> io::Error {
+    io::Error::other(format!(
+        "the {HOST_PLANE} plane of {} passes protobuf's 2 GiB message limit; export fewer files at once",
+        file_name(host)
+    ))
+}
+
+/// The key of the length-delimited field `tag` and the length `len`.
+fn key_and_length(tag: u32, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8);
+    encode_key(tag, WireType::LengthDelimited, &mut out);
+    encode_varint(len as u64, &mut out);
+    out
 }

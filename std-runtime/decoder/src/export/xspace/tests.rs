@@ -234,6 +234,19 @@ fn run_names_are_utc_times() {
 }
 
 #[test]
+fn the_same_trace_gives_the_same_bytes() {
+    let bytes = || {
+        let mut out = Vec::new();
+        write(&sample(), &Options { step_spans: vec!["iteration".into()] }, &mut out).unwrap();
+        out
+    };
+    let first = bytes();
+    for _ in 0..8 {
+        assert_eq!(bytes(), first, "metadata maps are written in id order");
+    }
+}
+
+#[test]
 fn an_empty_trace_is_an_empty_plane() {
     let space = export(&Trace { processes: vec![] }, &Options::default());
     assert_eq!(space.planes.len(), 1);

@@ -14,6 +14,9 @@
 //!   processes of one plane share a tid), its name the thread's, prefixed with the process's
 //!   name and pid when the plane holds several processes. Its `timestamp_ns` is its process's
 //!   earliest record, Unix ns, and every event's `offset_ps` counts from there, in picoseconds;
+//! - a detached span (an async span, which may end on another thread) goes to its process's
+//!   lines of detached spans, `detached spans`, `detached spans 2`..., as many as overlapping
+//!   detached spans need (each on the first one free at its start), so that every line nests;
 //! - a span is an event with its duration in picoseconds; a waffle event is an event of
 //!   duration 0. Names are event metadata, interned per plane;
 //! - fields are stats: unsigned and signed integers, doubles, strings; booleans as `uint64`
@@ -45,7 +48,7 @@ use crate::model::{Trace, Value};
 
 pub mod proto;
 mod space;
-use proto::{StatValue, XEvent, XLine, XStat};
+use proto::{StatValue, XEvent, XStat};
 use space::{Line, Placed, Space};
 
 /// How many events a span shows as logs: none, every event is an event of its own.
@@ -143,11 +146,21 @@ struct Writer<'o> {
     /// One space per host, or one for everything.
     by_host: bool,
     spaces: Vec<Space>,
-    /// Per process: its space, its lines' first index there, its steps counted.
-    at: Vec<(usize, usize, i64)>,
+    /// Per process: where its lines are, its steps counted.
+    at: Vec<At>,
     started: bool,
     /// The earliest record, Unix ns.
     origin: u64,
+}
+
+/// Where a process's lines are: its space, its threads' lines from `first_line` on, then the
+/// line of its detached spans; and its steps counted.
+#[derive(Clone, Copy, Default)]
+struct At {
+    space: usize,
+    first_line: usize,
+    threads: usize,
+    steps: i64,
 }
 
 impl<'o> Writer<'o> {
@@ -173,7 +186,7 @@ impl<'o> Writer<'o> {
                 space.hosts.push(host.clone());
             }
             space.processes.push(p);
-            self.at.push((s, 0, 0));
+            self.at.push(At { space: s, ..At::default() });
         }
         for (s, space) in self.spaces.iter_mut().enumerate() {
             let several = space.processes.len() > 1;
@@ -186,8 +199,13 @@ impl<'o> Writer<'o> {
                 .unwrap_or(0);
             for &p in &space.processes {
                 let process = &ctx.processes[p];
-                self.at[p] = (s, space.lines.len(), 0);
+                let first_line = space.lines.len();
+                self.at[p] = At { space: s, first_line, threads: process.threads.len(), steps: 0 };
                 let timestamp_ns = ctx.first_ns[p].unwrap_or(0) as i64;
+                let prefix = match several {
+                    true => format!("{} (pid {}): ", process.header.name, process.header.pid),
+                    false => String::new(),
+                };
                 for thread in &process.threads {
                     let id = if tids.insert(thread.tid) {
                         thread.tid
@@ -195,23 +213,14 @@ impl<'o> Writer<'o> {
                         fresh += 1;
                         fresh
                     };
-                    let mut name = match thread.name.as_str() {
-                        "" => format!("thread {}", thread.tid),
-                        name => name.to_owned(),
+                    let name = match thread.name.as_str() {
+                        "" => format!("{prefix}thread {}", thread.tid),
+                        name => format!("{prefix}{name}"),
                     };
-                    if several {
-                        name = format!("{} (pid {}): {name}", process.header.name, process.header.pid);
-                    }
-                    let head = XLine {
-                        id: id as i64,
-                        display_id: id as i64,
-                        name: name.clone(),
-                        display_name: name,
-                        timestamp_ns,
-                        ..XLine::default()
-                    };
-                    space.lines.push(Line { head, events: Vec::new(), order: Vec::new() });
+                    space.lines.push(Line::new(id as i64, name, timestamp_ns, false));
                 }
+                // Its id is given when it is written, if it has events.
+                space.lines.push(Line::new(0, format!("{prefix}detached spans"), timestamp_ns, true));
             }
         }
     }
@@ -228,9 +237,15 @@ impl SpanWriter for Writer<'_> {
     }
 
     fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
-        let (space, first_line, steps) = &mut self.at[s.process];
-        let space = &mut self.spaces[*space];
-        let line = &mut space.lines[*first_line + s.thread];
+        let at = &mut self.at[s.process];
+        let (first_line, threads, steps) = (at.first_line, at.threads, &mut at.steps);
+        let space = &mut self.spaces[at.space];
+        // A detached span may end on another thread, after spans that began later on its own:
+        // it goes to the process's line of detached spans, so that thread lines nest.
+        let line = match s.detached && !s.event {
+            true => &mut space.lines[first_line + threads],
+            false => &mut space.lines[first_line + s.thread],
+        };
         let mut stats = Vec::with_capacity(s.fields.len() + 4);
         let mut named = HashSet::new();
         let mut step = None;

@@ -53,12 +53,14 @@ impl Interned {
     }
 }
 
-/// A thread's line: everything but its events, its events encoded as `XLine.events` in the
-/// order they ended, and where each one is there.
+/// A thread's line (or a process's detached spans): everything but its events, its events
+/// encoded as `XLine.events` in the order they ended, and where each one is there.
 pub(super) struct Line {
     pub(super) head: XLine,
     pub(super) events: Vec<u8>,
     pub(super) order: Vec<Placed>,
+    /// Whether it holds detached spans, which need not nest: written as rows that do.
+    detached: bool,
 }
 
 /// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`]
@@ -72,6 +74,47 @@ pub(super) struct Placed {
 }
 
 impl Line {
+    /// A line without events.
+    pub(super) fn new(id: i64, name: String, timestamp_ns: i64, detached: bool) -> Line {
+        let head = XLine {
+            id,
+            display_id: id,
+            name: name.clone(),
+            display_name: name,
+            timestamp_ns,
+            ..XLine::default()
+        };
+        Line { head, events: Vec::new(), order: Vec::new(), detached }
+    }
+
+    /// A detached line as rows whose events do not overlap, each event on the first row free at
+    /// its start; ids from `next_id` on, names numbered from the second row.
+    fn rows(mut self, next_id: &mut i64) -> Vec<Line> {
+        self.sort();
+        let mut rows: Vec<Line> = Vec::new();
+        for p in &self.order {
+            let free = rows.iter().position(|r| r.head.duration_ps <= p.offset_ps);
+            let row = match free {
+                Some(r) => &mut rows[r],
+                None => {
+                    let name = match rows.len() {
+                        0 => self.head.name.clone(),
+                        n => format!("{} {}", self.head.name, n + 1),
+                    };
+                    rows.push(Line::new(*next_id, name, self.head.timestamp_ns, false));
+                    *next_id += 1;
+                    rows.last_mut().expect("just pushed")
+                }
+            };
+            let (at, len) = (p.at as usize, p.len as usize);
+            let moved = Placed { at: row.events.len() as u32, ..*p };
+            row.events.extend_from_slice(&self.events[at..at + len]);
+            row.order.push(moved);
+            row.head.duration_ps = row.head.duration_ps.max(p.offset_ps.saturating_add(p.duration_ps));
+        }
+        rows
+    }
+
     /// Puts the events in the order xprof expects (it nests a line's events as a stack in file
     /// order): by start, an enclosing event before the events it encloses.
     fn sort(&mut self) {
@@ -109,6 +152,15 @@ impl Space {
         for (id, name) in self.stats.iter() {
             plane.stat_metadata.insert(id, XStatMetadata { id, name: name.to_owned(), ..Default::default() });
         }
+        let mut next_id = self.lines.iter().map(|l| l.head.id).max().unwrap_or(0) + 1;
+        let mut lines = Vec::with_capacity(self.lines.len());
+        for line in std::mem::take(&mut self.lines) {
+            match line.detached {
+                true => lines.extend(line.rows(&mut next_id)),
+                false => lines.push(line),
+            }
+        }
+        self.lines = lines;
         let head = plane.encode_to_vec();
         let len = head.len() + self.lines.iter().map(Line::encoded_len).sum::<usize>();
         if len > MAX_MESSAGE {

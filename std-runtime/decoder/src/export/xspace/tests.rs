@@ -234,6 +234,45 @@ fn run_names_are_utc_times() {
 }
 
 #[test]
+fn detached_spans_get_rows_of_their_own_that_nest() {
+    let cs = |name: &str| fixtures::callsite(name, Kind::Span, &[]);
+    let detached = |name: &str, id, [a, b]: [u64; 2]| {
+        let mut d = span(&cs(name), id, Some(1), [a, b], vec![]);
+        d.detached = true;
+        d
+    };
+    let t = thread(
+        7,
+        vec![
+            span(&cs("p"), 1, None, [0, 100], vec![]),
+            detached("d1", 2, [10, 500]),
+            detached("d2", 3, [20, 300]),
+            detached("d3", 4, [600, 700]),
+            span(&cs("after"), 5, None, [150, 250], vec![]),
+        ],
+        vec![],
+    );
+    let space = export(&Trace { processes: vec![fixtures::process(9, "p", vec![t])] }, &Options::default());
+    let plane = &space.planes[0];
+    let names = |l: &XLine| events(plane, l).into_iter().map(|e| e.name).collect::<Vec<_>>();
+    let lines: Vec<(i64, &str, Vec<String>)> =
+        plane.lines.iter().map(|l| (l.id, l.name.as_str(), names(l))).collect();
+    assert_eq!(
+        lines,
+        [
+            (7, "t7", vec!["p".to_owned(), "after".to_owned()]),
+            (8, "detached spans", vec!["d1".to_owned(), "d3".to_owned()]),
+            (9, "detached spans 2", vec!["d2".to_owned()]),
+        ],
+        "the thread's line nests; overlapping detached spans take separate rows, ids above the tids"
+    );
+    let d3 = &events(plane, &plane.lines[1])[1];
+    assert_eq!((d3.offset_ps, d3.duration_ps), (600_000, 100_000), "events keep their times on a row");
+    assert_eq!(plane.lines[1].duration_ps, 700_000);
+    assert_eq!(plane.lines[2].duration_ps, 300_000);
+}
+
+#[test]
 fn the_same_trace_gives_the_same_bytes() {
     let bytes = || {
         let mut out = Vec::new();

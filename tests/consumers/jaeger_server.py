@@ -1,0 +1,134 @@
+"""A real Jaeger v2 for the tests: the all-in-one `jaeger` binary with in-memory storage.
+
+The binary is `WAFFLE_JAEGER_BIN` when set (`scripts/test.sh` sets it), else what
+`scripts/build-jaeger.sh` prints: it builds `github.com/jaegertracing/jaeger/cmd/jaeger` from
+its Go module once and caches it under `${XDG_CACHE_HOME:-~/.cache}/waffle/`, so later runs
+start at once. `serve()` starts it with `jaeger.yaml` (OTLP/HTTP and Zipkin receivers, memory
+storage, the query API) on 127.0.0.1 and four free ports, waits until the query API answers and
+both receivers accept connections, and stops it at the end. If it cannot be built or started,
+the tests fail with its output: a skipped consumer check proves nothing.
+"""
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CONFIG = HERE / "jaeger.yaml"
+BUILD = REPO / "scripts" / "build-jaeger.sh"
+START_TIMEOUT_S = 60
+
+
+@dataclass
+class Jaeger:
+    """Where a running Jaeger listens."""
+
+    query: str  # the query API and UI base URL
+    otlp: str  # the OTLP/HTTP receiver's base URL (`/v1/traces` below it)
+    zipkin: str  # the Zipkin receiver's base URL (`/api/v2/spans` below it)
+
+
+def jaeger_binary():
+    given = os.environ.get("WAFFLE_JAEGER_BIN")
+    if given:
+        if not os.access(given, os.X_OK):
+            pytest.fail(f"WAFFLE_JAEGER_BIN={given} is not an executable file")
+        return Path(given)
+    proc = subprocess.run([str(BUILD)], capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        pytest.fail(f"{BUILD} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def free_ports(n):
+    """`n` distinct ports the system had free a moment ago."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def http(method, url, body=None, content_type="application/json", timeout=10):
+    """(status, body bytes); HTTP errors are answers too."""
+    req = urllib.request.Request(url, data=body, method=method,
+                                 headers={"Content-Type": content_type} if body else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def listening(port):
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def serve(log_dir):
+    """A running Jaeger (a `Jaeger` of its URLs) while the block runs; its log goes to `log_dir`."""
+    binary = jaeger_binary()
+    query, grpc, otlp, zipkin = free_ports(4)
+    env = {**os.environ, "WAFFLE_JAEGER_QUERY_PORT": str(query), "WAFFLE_JAEGER_QUERY_GRPC_PORT": str(grpc),
+           "WAFFLE_JAEGER_OTLP_HTTP_PORT": str(otlp), "WAFFLE_JAEGER_ZIPKIN_PORT": str(zipkin)}
+    log_path = Path(log_dir) / "jaeger.log"
+    log = open(log_path, "wb")
+    started = time.monotonic()
+    server = subprocess.Popen([str(binary), "--config", str(CONFIG)], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{query}"
+    try:
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"Jaeger ({binary}) exited with {server.returncode} "
+                            f"(a port taken meanwhile? ports {query}, {grpc}, {otlp}, {zipkin}):\n"
+                            f"{log_path.read_text(errors='replace')[-4000:]}")
+            try:
+                status, body = http("GET", f"{base}/api/services", timeout=2)
+                if status == 200 and "data" in json.loads(body) and listening(otlp) and listening(zipkin):
+                    break
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() - started > START_TIMEOUT_S:
+                pytest.fail(f"Jaeger was not ready after {START_TIMEOUT_S} s:\n"
+                            f"{log_path.read_text(errors='replace')[-4000:]}")
+            time.sleep(0.1)
+        print(f"\nJaeger {binary} up on {base} in {time.monotonic() - started:.1f} s")
+        yield Jaeger(query=base, otlp=f"http://127.0.0.1:{otlp}", zipkin=f"http://127.0.0.1:{zipkin}")
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def fetch_trace(query, trace_id, want, timeout_s=20):
+    """`GET /api/traces/{id}`'s trace once it holds `want` spans."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status, body = http("GET", f"{query}/api/traces/{trace_id}")
+        data = json.loads(body).get("data") if status == 200 else None
+        spans = data[0]["spans"] if data else []
+        if len(spans) >= want or time.monotonic() > deadline:
+            assert status == 200 and data, f"GET /api/traces/{trace_id}: {status} {body[:500]!r}"
+            assert len(data) == 1, f"{len(data)} traces for one id"
+            return data[0]
+        time.sleep(0.1)

@@ -18,7 +18,8 @@
 //!   written); receivers treat them as one;
 //! - a span is a `SPAN_KIND_INTERNAL` span with its id, parent (also one outside the trace, a
 //!   remote parent), times and fields as typed attributes (a `u64` above `i64::MAX` as a
-//!   decimal string), with `thread.id` and `thread.name`; `waffle.detached` marks an async
+//!   decimal string, a non-finite float as `NaN`, `inf` or `-inf`: Jaeger cannot show a trace
+//!   with a non-finite double), with `thread.id` and `thread.name`; `waffle.detached` marks an async
 //!   span, and a span that never ended has `waffle.unfinished = true` and its status left
 //!   unset. A stand-in for a span whose begin was lost gets `waffle.stand_in = true`;
 //! - an event shown on a span is a span event (its attributes: its fields, `waffle.id` (its id

@@ -60,14 +60,19 @@ impl Attributes {
 }
 
 /// A field value as an attribute value: OTLP's integers are signed 64-bit, so a `u64` above
-/// `i64::MAX` is written as its decimal string.
+/// `i64::MAX` is written as its decimal string. A non-finite float (`NaN`, `inf`, `-inf`) is
+/// written as that text too, as the Jaeger exporter writes it: OTLP could carry it as a double,
+/// but Jaeger stores it and then fails every read of the trace (its query API's JSON encoder
+/// refuses NaN and infinities: HTTP 500, no trace in its UI), and a non-finite value has no
+/// numeric use in a backend anyway.
 fn value(v: &Value) -> proto::Value {
     match v {
         Value::U64(v) => {
             i64::try_from(*v).map_or_else(|_| proto::Value::String(v.to_string()), proto::Value::Int)
         }
         Value::I64(v) => proto::Value::Int(*v),
-        Value::F64(v) => proto::Value::Double(*v),
+        Value::F64(v) if v.is_finite() => proto::Value::Double(*v),
+        Value::F64(v) => proto::Value::String(v.to_string()),
         Value::Bool(v) => proto::Value::Bool(*v),
         Value::Str(v) => proto::Value::String(v.clone()),
     }

@@ -12,7 +12,11 @@
 //! - `references`: `CHILD_OF` the parent first, then one `FOLLOWS_FROM` per span showing a
 //!   cause (`caused_by`), then one per span showing a cause of a message the span or one of its
 //!   events received (an effect of a directed correlation, see [`crate::correlation`]), then
-//!   `FOLLOWS_FROM` the first member of its correlation group. Jaeger's UI makes
+//!   `FOLLOWS_FROM` the first member of its correlation group. A span is referenced once: a
+//!   parent that is also one of those is `FOLLOWS_FROM`, first, as Jaeger itself makes it of
+//!   the same span sent by OTLP (a link to the parent turns its parent reference into
+//!   `FOLLOWS_FROM`); the UI's tree and Jaeger's parent rule (the first `CHILD_OF`, else the
+//!   first `FOLLOWS_FROM`) still find the parent. Jaeger's UI makes
 //!   the first reference a span's parent in the tree, so a span without a parent hangs under
 //!   its first cause that is earlier than it (by time, then id), and the causes before that
 //!   one come after it. A reference first in that way always points back in time, so no loop
@@ -167,8 +171,10 @@ fn references(span: &OutSpan<'_>) -> Vec<(&'static str, u64)> {
     let follows = follows(span.links);
     let mut refs = Vec::with_capacity(1 + follows.len());
     if let Some(parent) = span.parent.filter(|&p| p != span.id) {
-        refs.push(("CHILD_OF", parent));
-        refs.extend(follows.iter().map(|&id| ("FOLLOWS_FROM", id)));
+        // One reference per span: a parent that is also a cause is FOLLOWS_FROM, still first.
+        let kind = if follows.contains(&parent) { "FOLLOWS_FROM" } else { "CHILD_OF" };
+        refs.push((kind, parent));
+        refs.extend(follows.iter().filter(|&&id| id != parent).map(|&id| ("FOLLOWS_FROM", id)));
         return refs;
     }
     // The first cause earlier than the span leads; those before it follow it.

@@ -109,6 +109,22 @@ fn causes_that_loop_never_loop_the_ui_tree() {
 }
 
 #[test]
+fn a_parent_that_is_a_cause_is_referenced_once() {
+    // 5's parent 4 is also its cause, and 3 is a cause too: 4 once, as FOLLOWS_FROM, first (what
+    // Jaeger makes of the OTLP parent and link); 6 is a plain child.
+    let t = trace(
+        7,
+        vec![span(3, None, &[], 0), span(4, None, &[], 1), span(5, Some(4), &[4, 3], 2), span(6, Some(4), &[], 3)],
+        vec![],
+    );
+    let refs = jaeger_refs(&t);
+    let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
+    assert_eq!(refs[&id(5)], [ff(4), ff(3)]);
+    assert_eq!(refs[&id(6)], [("CHILD_OF".to_owned(), id(4))]);
+    assert_tree(&refs);
+}
+
+#[test]
 fn the_first_earlier_cause_leads() {
     // 2 names 3 (later) and then 1 (earlier): 1 leads, 3 comes after it.
     let t = trace(7, vec![span(1, None, &[], 0), span(2, None, &[3, 1], 1), span(3, None, &[], 2)], vec![]);

@@ -5,7 +5,8 @@
 # consumer tests. Installs what it needs (a rustup target, a nightly toolchain with rust-src,
 # cargo-fuzz, a local Python virtual environment) and nothing system-wide, except Open MPI
 # (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, and QEMU (apt-get, by
-# scripts/embedded-demo.sh) when qemu-system-arm is.
+# scripts/embedded-demo.sh) when qemu-system-arm is. Jaeger v2 is built once with Go (needed
+# then) into ~/.cache/waffle by scripts/build-jaeger.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
@@ -74,7 +75,12 @@ RUSTFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/s
 step "fuzz: trace_reader, record_stream, roundtrip, 20 s each from fuzz/corpus"
 ./scripts/fuzz.sh
 
-step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, Jaeger UI rules, xprof"
+step "Jaeger v2 for the consumer tests: built from its Go module once, then taken from the cache"
+# scripts/build-jaeger.sh prints the cached binary's path at once after the first build
+# (minutes, with Go and the Go module proxy); the tests start it with tests/consumers/jaeger.yaml.
+export WAFFLE_JAEGER_BIN="$(./scripts/build-jaeger.sh)"
+
+step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, a real Jaeger v2, Jaeger UI rules, xprof"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

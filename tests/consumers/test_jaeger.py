@@ -1,7 +1,8 @@
 """The Jaeger exporter, checked against the rules Jaeger's UI applies when it loads a trace.
 
-No Jaeger can run here, so this test re-implements what the UI does with an uploaded JSON file or
-an `/api/traces` answer (`transformTraceData` and `getTraceSpanIdsAsTree` in jaeger-ui's
+A real Jaeger v2 runs in `test_jaeger_server.py`, but without its UI (the Go module carries no
+UI assets), and a file opened in the UI never passes through Jaeger's server. So this test
+re-implements what the UI does with an uploaded JSON file or an `/api/traces` answer (`transformTraceData` and `getTraceSpanIdsAsTree` in jaeger-ui's
 `src/model/transform-trace-data.tsx` and `src/selectors/trace.tsx`), plus the JSON model of
 Jaeger's query service (`model/json`), and checks our output against it:
 - `{"data": [trace]}`; a trace is `{traceID, spans, processes, warnings}`, a span

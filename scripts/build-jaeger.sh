@@ -45,8 +45,9 @@ say "building Jaeger v2 ($module/cmd/jaeger@$version) with $("$go" version) into
 say "a wrapper module in $work repeats Jaeger's replace directive (go install refuses it); first run only, minutes"
 
 # The replace line is Jaeger's own, read from its go.mod, so a newer version brings its own.
+# (-json reports a failure in its "Error" field on stdout.)
 "$go" mod download -json "$module@$version" >"$work/download.json" 2>"$work/download.err" \
-    || fail "go mod download $module@$version failed: $(tail -5 "$work/download.err")"
+    || fail "go mod download $module@$version failed: $(sed -n 's/^[[:space:]]*"Error": //p' "$work/download.json") $(tail -5 "$work/download.err")"
 upstream_gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' "$work/download.json")
 [ -f "$upstream_gomod" ] || fail "go mod download did not say where $module@$version's go.mod is"
 replaces=$(grep -E '^replace[[:space:]]' "$upstream_gomod" || true)

@@ -27,7 +27,8 @@
 //!   write, go as `string`; `thread.id`, `thread.name`; and waffle's own:
 //!   `waffle.caused_by` (every linked id, comma-separated, events too), `waffle.unresolved_links`,
 //!   `waffle.unresolved_parent`, `waffle.correlate` (`key=value`), `waffle.unfinished`,
-//!   `waffle.event`;
+//!   `waffle.event`, `waffle.detached` (a span that followed a future across threads) and
+//!   `waffle.stand_in` (a span whose begin was lost), as the OTLP export says them;
 //! - an event shown on its span is a log: `event` (its name), its fields, then `waffle.id` when
 //!   a link names it, `waffle.caused_by` and `waffle.correlate`. An event that is a span of its
 //!   own is zero-length and tagged `waffle.event = true`, with its fields as tags.
@@ -142,6 +143,12 @@ fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
     }
     if span.event {
         tags.push(tag("waffle.event", &Value::Bool(true)));
+    }
+    if span.detached {
+        tags.push(tag("waffle.detached", &Value::Bool(true)));
+    }
+    if span.stand_in {
+        tags.push(tag("waffle.stand_in", &Value::Bool(true)));
     }
     let trace_id = format!("{:032x}", ctx.trace_id);
     let references: Vec<Json> = references(span)

@@ -114,7 +114,12 @@ fn a_parent_that_is_a_cause_is_referenced_once() {
     // Jaeger makes of the OTLP parent and link); 6 is a plain child.
     let t = trace(
         7,
-        vec![span(3, None, &[], 0), span(4, None, &[], 1), span(5, Some(4), &[4, 3], 2), span(6, Some(4), &[], 3)],
+        vec![
+            span(3, None, &[], 0),
+            span(4, None, &[], 1),
+            span(5, Some(4), &[4, 3], 2),
+            span(6, Some(4), &[], 3),
+        ],
         vec![],
     );
     let refs = jaeger_refs(&t);

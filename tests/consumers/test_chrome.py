@@ -21,15 +21,11 @@ Checked on the golden file of the Rust tests, the real two-process `nan_allreduc
 """
 
 import json
-import os
-import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
+from waffle_bins import REPO, BIN_DIR, binary, run
 
-REPO = Path(__file__).resolve().parents[2]
-BIN_DIR = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
 ROUNDS, BAD_ROUND = 4, 2
 
 
@@ -48,20 +44,6 @@ class Slice:
 def ns(ts, where):
     assert isinstance(ts, (int, float)) and not isinstance(ts, bool), f"{where}: ts {ts!r}"
     return round(ts * 1000)
-
-
-def run(*args):
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
-def binary(*parts):
-    path = BIN_DIR.joinpath(*parts)
-    if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
-                    "or set WAFFLE_BIN_DIR")
-    return path
 
 
 class Chrome:

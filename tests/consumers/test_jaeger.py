@@ -29,14 +29,11 @@ Environment: `WAFFLE_BIN_DIR`, where `waffle-decode` and `examples/nan_allreduce
 """
 
 import json
-import os
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
+from waffle_bins import REPO, BIN_DIR, run
 
-REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "std-runtime" / "decoder" / "tests" / "golden" / "jaeger.json"
 MAX_SAFE_INTEGER = 2**53 - 1
 # 2001-09-09 .. 2286-11-20 in µs: a time in ns or ms would fall outside.
@@ -175,14 +172,9 @@ def test_golden_trace_follows_the_ui_rules():
     assert {v["serviceName"] for v in p.values()} == {"Trainer"}
 
 
-def run(*args):
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-
-
 @pytest.fixture(scope="module")
 def nan_allreduce(tmp_path_factory):
-    bin_dir = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
+    bin_dir = BIN_DIR
     example, decode = bin_dir / "examples" / "nan_allreduce", bin_dir / "waffle-decode"
     for b in (example, decode):
         if not b.is_file():

@@ -20,16 +20,12 @@ Environment: `WAFFLE_BIN_DIR` (default `<repo>/target/debug`) holds `waffle-deco
 """
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from jaeger_server import fetch_trace
+from waffle_bins import REPO, BIN_DIR, binary, run
 
-REPO = Path(__file__).resolve().parents[2]
-BIN_DIR = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
 EXAMPLES = {"nan_allreduce": ["rank0.bin", "rank1.bin"], "causal_pair": ["a.bin", "b.bin"]}
 
 # Span tags Jaeger adds from OTLP fields that are not attributes: the instrumentation scope
@@ -48,21 +44,6 @@ OWN_PROCESS_TAGS = {"host.name", "process.pid", "waffle.dropped_records", "waffl
 # per service name and request from the first span it sees, so two ranks of one program (one
 # service) share one process there, with one pid; `rank` and the rest stay span tags.
 ZIPKIN_RESOURCE_TAGS = {"host.name", "process.pid"}
-
-
-def run(*args):
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300)
-    assert "panicked" not in proc.stderr, proc.stderr
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-def binary(*parts):
-    path = BIN_DIR.joinpath(*parts)
-    if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
-                    "or set WAFFLE_BIN_DIR")
-    return path
 
 
 def recorded(example, tmp_path):

@@ -17,34 +17,16 @@ Environment: `WAFFLE_BIN_DIR` (default `<repo>/target/debug`) holds `waffle-deco
 
 import base64
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
 from google.protobuf.unknown_fields import UnknownFieldSet
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from waffle_bins import REPO, BIN_DIR, binary, run
 
-REPO = Path(__file__).resolve().parents[2]
-BIN_DIR = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
 HEX_IDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
 ROUNDS, BAD_ROUND = 4, 2
-
-
-def run(*args):
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
-def binary(*parts):
-    path = BIN_DIR.joinpath(*parts)
-    if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
-                    "or set WAFFLE_BIN_DIR")
-    return path
 
 
 def assert_no_unknown_fields(msg, where):
@@ -163,7 +145,7 @@ def same_message(a, b):
 @pytest.fixture(scope="module")
 def nan_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("otlp-nan")
-    out = run(binary("examples", "nan_allreduce"), tmp)
+    out = run(binary("examples", "nan_allreduce"), tmp).stdout
     trace_id = out.split()[1].rstrip(":")
     assert out.startswith("trace ") and len(trace_id) == 32, out
     from_pb, from_json = decode_both([tmp / "rank0.bin", tmp / "rank1.bin"], tmp, "run")

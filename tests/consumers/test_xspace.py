@@ -17,31 +17,13 @@ directory of its own, with `use_saved_result` off. Environment: `WAFFLE_BIN_DIR`
 """
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from xprof.convert import raw_to_tool_data
+from waffle_bins import REPO, BIN_DIR, binary, run
 
-REPO = Path(__file__).resolve().parents[2]
-BIN_DIR = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
 HOST_PID = None  # xprof's pid for the host plane, read from its process_name metadata
-
-
-def run(*args):
-    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stderr
-
-
-def binary(*parts):
-    path = BIN_DIR.joinpath(*parts)
-    if not path.is_file():
-        pytest.fail(f"{path} not found: build with `cargo build -p waffle-std -p waffle-decode --examples --bins` "
-                    "or set WAFFLE_BIN_DIR")
-    return path
 
 
 def tool(path, name):
@@ -111,7 +93,7 @@ def test_without_step_spans_there_are_no_steps(recorded, tmp_path):
 
 def test_a_directory_gets_the_profile_layout_and_step_fields_number_steps(recorded, tmp_path):
     logdir = tmp_path / "logdir"
-    said = run(binary("waffle-decode"), recorded / "batches.bin", "--run", "run1", "-o", f"{logdir}/")
+    said = run(binary("waffle-decode"), recorded / "batches.bin", "--run", "run1", "-o", f"{logdir}/").stderr
     [path] = list((logdir / "plugins" / "profile" / "run1").glob("*.xplane.pb"))
     assert str(path) in said
     profile = Profile(path)

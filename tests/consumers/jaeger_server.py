@@ -12,15 +12,13 @@ the tests fail with its output: a skipped consumer check proves nothing.
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import free_ports, http, listening, stop
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -48,35 +46,6 @@ def jaeger_binary():
     if proc.returncode != 0:
         pytest.fail(f"{BUILD} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return Path(proc.stdout.strip().splitlines()[-1])
-
-
-def free_ports(n):
-    """`n` distinct ports the system had free a moment ago."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def http(method, url, body=None, content_type="application/json", timeout=10):
-    """(status, body bytes); HTTP errors are answers too."""
-    req = urllib.request.Request(url, data=body, method=method,
-                                 headers={"Content-Type": content_type} if body else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def listening(port):
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @contextlib.contextmanager
@@ -111,13 +80,7 @@ def serve(log_dir):
         print(f"\nJaeger {binary} up on {base} in {time.monotonic() - started:.1f} s")
         yield Jaeger(query=base, otlp=f"http://127.0.0.1:{otlp}", zipkin=f"http://127.0.0.1:{zipkin}")
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+        stop(server, log)
 
 
 def fetch_trace(query, trace_id, want, timeout_s=20):

@@ -12,18 +12,21 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+from servers import free_ports, http, stop
 
 ZIPKIN_VERSION = "3.6.1"
 ARTIFACT = f"io.zipkin:zipkin-server:{ZIPKIN_VERSION}:jar:exec"
 START_TIMEOUT_S = 120
+
+
+def free_port():
+    """A port the system had free a moment ago."""
+    return free_ports(1)[0]
 
 
 def zipkin_jar():
@@ -47,23 +50,6 @@ def zipkin_jar():
         pytest.fail(f"could not fetch {ARTIFACT} from Maven Central (mvn exited {proc.returncode}):\n"
                     f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return jar
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method, url, body=None, timeout=10):
-    """(status, body bytes); HTTP errors are answers too."""
-    req = urllib.request.Request(url, data=body, method=method,
-                                 headers={"Content-Type": "application/json"} if body else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 @contextlib.contextmanager
@@ -101,13 +87,7 @@ def serve(log_dir):
         print(f"\nZipkin server {ZIPKIN_VERSION} up on {base} in {time.monotonic() - started:.1f} s")
         yield base
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+        stop(server, log)
 
 
 def fetch_trace(base, trace_id, want, timeout_s=20):

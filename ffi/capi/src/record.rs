@@ -58,8 +58,11 @@ fn record_extras(l: &mut Local, state: u32, kvs: &[waffle_kv_t], extras: Extras)
 /// # Safety
 /// `thread` is NULL or points to a `void *` of the calling thread that only these functions
 /// write (NULL at first): so what it holds is NULL or a handle of this thread.
+///
+/// Public for `waffle-mpi`, whose wrappers cache the handle the same way.
+#[doc(hidden)]
 #[inline(always)]
-unsafe fn with_thread<R>(thread: *mut *mut c_void, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+pub unsafe fn with_thread<R>(thread: *mut *mut c_void, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
     if thread.is_null() || !thread.is_aligned() {
         return with_local(f);
     }

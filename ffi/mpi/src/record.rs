@@ -16,17 +16,15 @@
 //! which a shared library reaches with a call of `__tls_get_addr`.
 
 use crate::keys::{self, Counted};
-use std::{
-    ffi::{c_char, c_void, CStr},
-    ptr::NonNull,
-};
+use std::ffi::{c_char, c_void, CStr};
 use waffle::{
     __private::{Callsite, FieldType},
     encode::{FieldValue, Writer},
-    local::{thread_handle, with_local, with_local_at, Local, ThreadLocal},
     runtime,
     wire::{tag, MAX_STR_LEN},
 };
+// The thread's recording state through the handle a C thread-local caches, as the C ABI does.
+use waffle_capi::with_thread;
 
 /// The values a wrapper's span can carry, one slot per field name; a [`Site`] says which it
 /// writes. `c/wmpi.h`'s `wm_vals_t` is the same struct.
@@ -197,31 +195,6 @@ pub struct Site {
     pub plain: &'static Callsite,
     /// Writes the fields' values from their slots, in the callsites' schema order.
     pub write: fn(&Vals, &mut Writer<'_>),
-}
-
-/// A thread's recording state, through the handle cached at `thread` (see the module docs).
-///
-/// # Safety
-/// `thread` is NULL or points to a `void *` of the calling thread that only this module writes.
-#[inline(always)]
-unsafe fn with_thread<R>(thread: *mut *mut c_void, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
-    if thread.is_null() {
-        return with_local(f);
-    }
-    // SAFETY: the calling thread's own slot (the caller's promise).
-    let handle = match NonNull::new(unsafe { *thread }.cast::<ThreadLocal>()) {
-        Some(h) => h,
-        None => match thread_handle() {
-            Some(h) => {
-                // SAFETY: as above; the handle is this thread's.
-                unsafe { *thread = h.as_ptr().cast() };
-                h
-            }
-            None => return with_local(f),
-        },
-    };
-    // SAFETY: the slot holds only handles `thread_handle` gave on this thread.
-    unsafe { with_local_at(handle, f) }
 }
 
 /// An open span of a wrapper: its id (0: not recorded) and what was current before it.

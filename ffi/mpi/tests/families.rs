@@ -14,7 +14,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use support::{event_int, events, field, named, record, span_int, spans};
+use support::{event_int, events, field, messages, named, record, span_int, spans};
 use waffle_decode::model::Value;
 
 #[test]
@@ -24,12 +24,7 @@ fn every_family_pairs_its_messages_and_groups_its_collectives() {
     let received = events(&trace);
 
     // Messages: 6 persistent, 6 nonblocking, 3 matched, 3 Sendrecv.
-    let sends: Vec<_> = all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>").collect();
-    let receives: HashMap<u64, _> = received
-        .iter()
-        .filter(|(_, e)| e.callsite.correlate == "mpi.message<")
-        .map(|r| (r.1.correlation.unwrap(), r))
-        .collect();
+    let (sends, receives) = messages(&all, &received);
     assert_eq!((sends.len(), receives.len()), (18, 18));
     let mut by_kind: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (sender, send) in &sends {
@@ -125,12 +120,7 @@ fn threads_sharing_the_tables_keep_every_message_and_request_apart() {
     let Some(trace) = record("threads") else { return };
     let all = spans(&trace);
     let received = events(&trace);
-    let sends: Vec<_> = all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>").collect();
-    let receives: HashMap<u64, _> = received
-        .iter()
-        .filter(|(_, e)| e.callsite.correlate == "mpi.message<")
-        .map(|r| (r.1.correlation.unwrap(), r))
-        .collect();
+    let (sends, receives) = messages(&all, &received);
     // 3 ranks x 4 threads x 100 rounds x 3 messages (two Isends, the Sendrecv's send).
     assert_eq!((sends.len(), receives.len()), (3600, 3600), "a value shared by two messages would show here");
     for (sender, send) in &sends {

@@ -13,6 +13,7 @@ use common::{
     profile_dir, scratch, which, C_FLAGS,
 };
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
     process::Command,
     sync::OnceLock,
@@ -114,6 +115,21 @@ pub fn events(trace: &Trace) -> Vec<(i64, &Event)> {
         all.extend(p.threads.iter().flat_map(|t| &t.events).map(|e| (rank, e)));
     }
     all
+}
+
+/// The messages of a trace: every send span (`mpi.message>`), and every receive event
+/// (`mpi.message<`) by its correlation value (two receives sharing a value leave one here).
+pub fn messages<'a>(
+    all: &'a [(i64, &'a Span)],
+    received: &'a [(i64, &'a Event)],
+) -> (Vec<&'a (i64, &'a Span)>, HashMap<u64, &'a (i64, &'a Event)>) {
+    let sends = all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>").collect();
+    let receives = received
+        .iter()
+        .filter(|(_, e)| e.callsite.correlate == "mpi.message<")
+        .map(|r| (r.1.correlation.unwrap(), r))
+        .collect();
+    (sends, receives)
 }
 
 pub fn named<'a>(all: &[(i64, &'a Span)], rank: i64, name: &str) -> Vec<&'a Span> {

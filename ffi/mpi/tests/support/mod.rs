@@ -117,12 +117,12 @@ pub fn events(trace: &Trace) -> Vec<(i64, &Event)> {
     all
 }
 
+/// Send spans, and receive events by correlation value, each with its rank.
+pub type Messages<'a> = (Vec<&'a (i64, &'a Span)>, HashMap<u64, &'a (i64, &'a Event)>);
+
 /// The messages of a trace: every send span (`mpi.message>`), and every receive event
 /// (`mpi.message<`) by its correlation value (two receives sharing a value leave one here).
-pub fn messages<'a>(
-    all: &'a [(i64, &'a Span)],
-    received: &'a [(i64, &'a Event)],
-) -> (Vec<&'a (i64, &'a Span)>, HashMap<u64, &'a (i64, &'a Event)>) {
+pub fn messages<'a>(all: &'a [(i64, &'a Span)], received: &'a [(i64, &'a Event)]) -> Messages<'a> {
     let sends = all.iter().filter(|(_, s)| s.callsite.correlate == "mpi.message>").collect();
     let receives = received
         .iter()

@@ -39,6 +39,8 @@ impl Local {
         let depth_after = self.depth;
         self.flush();
         self.chunk_depth = (depth_after as i64 - i64::from(depth_change)) as u64;
+        // The head the collector copies staged records with must be the one this chunk will have.
+        self.publish_head();
         let mut w = Writer::new(self.staging, 0);
         w.byte(record_tag);
         body(&mut w);
@@ -48,6 +50,7 @@ impl Local {
             if let Some(slot) = self.slot {
                 slot.count_dropped(1);
             }
+            self.publish_head();
             return false;
         }
         let pos = w.pos();

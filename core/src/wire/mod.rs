@@ -28,6 +28,7 @@ pub mod envelope;
 mod frame_error;
 #[cfg(feature = "frames")]
 pub mod frames;
+pub mod reserved;
 #[cfg(feature = "frames")]
 mod text;
 

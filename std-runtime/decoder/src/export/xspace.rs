@@ -56,7 +56,7 @@ pub(crate) const LOGS: usize = 0;
 /// The name xprof gives the host's plane.
 pub const HOST_PLANE: &str = "/host:CPU";
 /// The field that makes a span a step marker, and gives its number.
-pub const STEP_FIELD: &str = "step";
+pub const STEP_FIELD: &str = waffle::wire::reserved::STEP;
 /// The largest message protobuf parsers take.
 const MAX_MESSAGE: usize = i32::MAX as usize;
 

@@ -1,0 +1,47 @@
+//! Field names with a meaning of their own: what makes an event a tensor fingerprint and a span
+//! a step.
+//!
+//! These change no byte of the format: a tensor is an ordinary EVENT and a step an ordinary
+//! SPAN_BEGIN, recognised by the keys of their callsite's schema. The recorder's APIs
+//! (`waffle::tensor!`, `waffle::step!`, the C and Python bindings) write them; the decoder's
+//! exporters and `diff` read them. `docs/wire-format.md` ("Reserved fields") gives the rules.
+
+/// The tensor fingerprint's fields, in the order they lead its event's schema. An event is a
+/// tensor when its schema holds [`TENSOR_HASH`]; fields a user adds come after these.
+pub mod tensor {
+    /// `str`: the tensor's name as the program gave it (`"blk0/attn_norm"`). The event's own
+    /// callsite name is the same when it was known at compile time, else `"tensor"`.
+    pub const NAME: &str = "tensor.name";
+    /// `str`: the element type: `f16`, `bf16`, `f32`, `f64`, `i8`, `i16`, `i32`, `i64`, `u8`,
+    /// `u16`, `u32`, `u64`.
+    pub const DTYPE: &str = "tensor.dtype";
+    /// `str`: the dimensions joined by `x` (`"1x2560"`); the element count alone when the
+    /// program gave no shape, `""` for a scalar.
+    pub const SHAPE: &str = "tensor.shape";
+    /// `u64`: the number of elements.
+    pub const COUNT: &str = "tensor.count";
+    /// `u64`: XXH3-64 (seed 0) of the elements' bytes in little-endian order.
+    pub const HASH: &str = "tensor.hash";
+    /// `f64`: the root mean square of the finite elements (NaN when none is finite).
+    pub const RMS: &str = "tensor.rms";
+    /// `f64`: the smallest finite element (NaN when none is finite).
+    pub const MIN: &str = "tensor.min";
+    /// `f64`: the largest finite element (NaN when none is finite).
+    pub const MAX: &str = "tensor.max";
+    /// `u64`: how many elements are NaN.
+    pub const NAN: &str = "tensor.nan";
+    /// `u64`: how many elements are +Inf.
+    pub const POS_INF: &str = "tensor.pinf";
+    /// `u64`: how many elements are -Inf.
+    pub const NEG_INF: &str = "tensor.ninf";
+
+    /// Every reserved key, in schema order.
+    pub const ALL: [&str; 11] = [NAME, DTYPE, SHAPE, COUNT, HASH, RMS, MIN, MAX, NAN, POS_INF, NEG_INF];
+}
+
+/// The field that makes a span a step marker and gives its number (`u64` or `i64`): the first
+/// field of the spans `waffle::step!` records, whose callsite name is [`STEP_SPAN`].
+pub const STEP: &str = "step";
+
+/// The name of the spans `waffle::step!`, `waffle.step` and `WAFFLE_STEP` record.
+pub const STEP_SPAN: &str = "step";

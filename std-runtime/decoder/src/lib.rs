@@ -36,6 +36,7 @@ pub mod correlation;
 pub mod decode;
 mod error;
 pub mod export;
+pub mod follow;
 pub mod matching;
 pub mod model;
 pub mod reader;

@@ -17,12 +17,11 @@
 //! about to die (a panic hook) can ask for a pass and a file flush right away, without a handle
 //! to the session: see [`request_flush`].
 
-use crate::{clock, frames::FrameWriter, registry, signals, tails::Tails};
+use crate::{clock, frames::FrameWriter, live::Output, registry, signals, tails::Tails};
 use std::{
     cell::Cell,
     collections::{HashMap, HashSet},
-    fs::File,
-    io::{self, BufWriter},
+    io,
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
     time::{Duration, Instant},
@@ -118,7 +117,7 @@ pub(crate) struct Collector {
 
 impl Collector {
     pub(crate) fn spawn(
-        writer: FrameWriter<BufWriter<File>>,
+        writer: FrameWriter<Output>,
         start: Arc<clock::Start>,
         interval: Duration,
     ) -> io::Result<Collector> {
@@ -162,7 +161,7 @@ impl Collector {
 }
 
 struct State {
-    out: FrameWriter<BufWriter<File>>,
+    out: FrameWriter<Output>,
     stats: Stats,
     /// Drop count of each slot when this session started (0 for slots made since), to report
     /// this session's share.
@@ -176,7 +175,7 @@ struct State {
 }
 
 fn run(
-    out: FrameWriter<BufWriter<File>>,
+    out: FrameWriter<Output>,
     start: &clock::Start,
     interval: Duration,
     dropped_at_start: HashMap<u32, u64>,
@@ -218,7 +217,7 @@ fn run(
     st.out.write(&end)?;
     st.out.flush()?;
     // Best effort: a device such as /dev/null cannot be synced, and the data is written.
-    let _ = st.out.get_mut().get_ref().sync_data();
+    let _ = st.out.get_mut().sync_data();
     st.stats.streams = st.owned.len() as u64;
     st.stats.slots = slots.len() as u64;
     st.stats.refused_threads = registry::refused();

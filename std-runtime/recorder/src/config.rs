@@ -2,7 +2,7 @@
 //! labels, trace id and parent, buffer sizes, drain interval, hooks run at stop), with its
 //! defaults read from the environment. [`crate::session`] does the starting and stopping.
 
-use crate::{error::Error, launcher, session::Session};
+use crate::{error::Error, launcher, live::LiveWriter, session::Session};
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
@@ -23,6 +23,7 @@ pub struct Config {
     pub(crate) drain_interval: Duration,
     pub(crate) exit_wait: Duration,
     pub(crate) at_stop: Vec<AtStop>,
+    pub(crate) live: Option<LiveWriter>,
 }
 
 /// The error an [`at_stop`](Config::at_stop) hook returns.
@@ -67,6 +68,7 @@ impl Config {
             drain_interval: Duration::from_millis(1),
             exit_wait: Duration::from_millis(250),
             at_stop: Vec::new(),
+            live: None,
         }
     }
 
@@ -141,6 +143,29 @@ impl Config {
         hook: impl Fn(&Path) -> Result<(), HookError> + Send + Sync + 'static,
     ) -> Config {
         self.at_stop.push(AtStop(Arc::new(hook)));
+        self
+    }
+
+    /// Also hands a copy of the trace, as it is written, to `writer`, from the collector
+    /// thread: after each drain pass that wrote something (and after the header, and after the
+    /// END frame at stop), one `write_all` of the whole frames written since the last one, the
+    /// first starting with the file head. This is how a program sends its spans to a backend
+    /// while it runs, without a second process: the decoder crate makes such a writer, which
+    /// decodes and sends on a thread of its own and links the HTTP code only into programs
+    /// that ask for it. The threads that record are not slowed: they never see the writer.
+    ///
+    /// The writer must not block the collector (hand the bytes off, bounded); one that returns
+    /// an error is dropped and the file goes on. At stop it is dropped on the collector
+    /// thread after the END frame, so a writer that finishes its work on drop (sending what it
+    /// holds) delays the stop by that long. It serves one session: a second session started
+    /// from a clone of this config has none.
+    ///
+    /// ```ignore
+    /// let live = waffle_decode::follow::live("otlp=http://127.0.0.1:4318")?;
+    /// let _session = waffle_std::Config::new("run.bin").live(live).start()?;
+    /// ```
+    pub fn live(mut self, writer: impl std::io::Write + Send + 'static) -> Config {
+        self.live = Some(LiveWriter::new(writer));
         self
     }
 

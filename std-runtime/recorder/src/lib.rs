@@ -53,6 +53,7 @@ mod error;
 pub mod frames;
 mod header;
 pub mod launcher;
+mod live;
 mod registry;
 pub mod session;
 mod signals;

@@ -8,6 +8,7 @@ use crate::{
     error::Error,
     frames::FrameWriter,
     header::Preamble,
+    live::{LiveWriter, Output},
     registry,
 };
 use std::{
@@ -82,7 +83,8 @@ impl Config {
             (None, None) => waffle::TraceId::from_u128(random_u128().max(1)),
         };
         waffle::runtime::set_trace_id(trace_id);
-        let mut out = FrameWriter::new(BufWriter::with_capacity(1 << 20, file))
+        let live = self.live.as_ref().and_then(LiveWriter::take);
+        let mut out = FrameWriter::new(Output::new(BufWriter::with_capacity(1 << 20, file), live))
             .map_err(|e| Error::io(&self.path, e))?;
         let preamble = Preamble {
             process_name: self.process_name.as_deref(),

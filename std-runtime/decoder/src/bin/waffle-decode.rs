@@ -9,6 +9,7 @@
 //!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
+//! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
 //! ```
 //!
 //! Every format, and `--send`, is written in two streaming passes over the files (memory grows
@@ -29,6 +30,8 @@ use std::{
     process::ExitCode,
     time::Duration,
 };
+#[path = "waffle-decode/follow.rs"]
+mod follow;
 #[path = "waffle-decode/progress.rs"]
 mod progress;
 use progress::Progress;
@@ -89,7 +92,7 @@ struct Cli {
     /// Send the spans to a running backend: zipkin=URL (Zipkin v2 JSON to URL/api/v2/spans) or
     /// otlp=URL (OTLP/HTTP protobuf to URL/v1/traces). May be given several times, with or
     /// without -o.
-    #[arg(long, value_name = "KIND=URL", value_parser = parse_target)]
+    #[arg(long, value_name = "KIND=URL", value_parser = |s: &str| s.parse::<Target>())]
     send: Vec<Target>,
 
     /// The most spans one --send request carries.
@@ -104,6 +107,8 @@ struct Cli {
     /// with Perfetto flow arrows; draw only recorded links, parents and correlations.
     #[arg(long)]
     no_match: bool,
+    #[command(flatten)]
+    follow: follow::FollowArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -161,6 +166,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Some(Command::Why(args)) => why(args),
         Some(Command::Hang(args)) => hang(args),
+        None if cli.follow.follow => follow::run(&cli),
         None => run(&cli),
     };
     match result {
@@ -295,10 +301,6 @@ fn output_format(path: &Path, format: Option<&str>) -> Result<Format, String> {
 /// `1 span`, `2 spans`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-fn parse_target(s: &str) -> Result<Target, String> {
-    s.parse()
 }
 
 /// The retry policy, shortened by `WAFFLE_SEND_BACKOFF_MS`, `WAFFLE_SEND_BUDGET_MS` and

@@ -160,27 +160,65 @@ impl<'a> Protobuf<'a> {
 
     /// Writes the current piece: the resource and scope, and the spans gathered.
     fn piece(&mut self) -> io::Result<()> {
-        let mut head = self.build.resource_spans(Vec::new());
-        // The spans go inside the scope as they were encoded.
-        let scope = mem::take(&mut head.scope_spans[0]);
-        let scope_len = scope.encoded_len() + self.spans.len();
-        let resource = head.resource.as_ref().map_or(0, |r| prost::encoding::message::encoded_len(1, r));
-        let scope_field =
-            prost::encoding::key_len(2) + prost::encoding::encoded_len_varint(scope_len as u64) + scope_len;
-        let mut buf = Vec::with_capacity(32 + resource);
-        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut buf);
-        prost::encoding::encode_varint((resource + scope_field) as u64, &mut buf);
-        if let Some(r) = &head.resource {
-            prost::encoding::message::encode(1, r, &mut buf);
-        }
-        prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, &mut buf);
-        prost::encoding::encode_varint(scope_len as u64, &mut buf);
-        scope.encode(&mut buf).expect("a Vec grows");
+        let mut buf = Vec::new();
+        piece_head(&self.build, self.spans.len(), &mut buf);
         self.out.write_all(&buf)?;
         self.out.write_all(&self.spans)?;
         self.spans.clear();
         self.written = true;
         Ok(())
+    }
+}
+
+/// Appends the head of one `ResourceSpans` (request field 1) whose one scope holds `spans_len`
+/// bytes of spans, each encoded as `ScopeSpans.spans` (field 2); the spans follow it.
+fn piece_head(build: &Builder, spans_len: usize, buf: &mut Vec<u8>) {
+    let mut head = build.resource_spans(Vec::new());
+    // The spans go inside the scope as they were encoded.
+    let scope = mem::take(&mut head.scope_spans[0]);
+    let scope_len = scope.encoded_len() + spans_len;
+    let resource = head.resource.as_ref().map_or(0, |r| prost::encoding::message::encoded_len(1, r));
+    let scope_field =
+        prost::encoding::key_len(2) + prost::encoding::encoded_len_varint(scope_len as u64) + scope_len;
+    buf.reserve(32 + resource);
+    prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint((resource + scope_field) as u64, buf);
+    if let Some(r) = &head.resource {
+        prost::encoding::message::encode(1, r, buf);
+    }
+    prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, buf);
+    prost::encoding::encode_varint(scope_len as u64, buf);
+    scope.encode(buf).expect("a Vec grows");
+}
+
+/// One process's spans encoded one at a time as they end, for a sender that makes its own
+/// requests from them (`follow`): a request is pieces of spans of one process each.
+pub(crate) struct SpanPieces {
+    build: Builder,
+}
+
+impl SpanPieces {
+    /// The resource of `ctx`'s process `process`, as it is now.
+    pub(crate) fn new(ctx: &Context, process: usize) -> SpanPieces {
+        let mut build = Builder::default();
+        build.begin_process(ctx, process);
+        SpanPieces { build }
+    }
+
+    /// `span` encoded as one `ScopeSpans.spans` entry (field 2).
+    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        prost::encoding::message::encode(2, &self.build.span(ctx, span), &mut out);
+        out
+    }
+
+    /// Appends to `request` (an `ExportTraceServiceRequest` being made) one `ResourceSpans`
+    /// of this process holding `spans`, entries [`span`](Self::span) made.
+    pub(crate) fn piece(&self, spans: &[&[u8]], request: &mut Vec<u8>) {
+        piece_head(&self.build, spans.iter().map(|s| s.len()).sum(), request);
+        for s in spans {
+            request.extend_from_slice(s);
+        }
     }
 }
 

@@ -139,6 +139,21 @@ pub(crate) struct Log {
 }
 
 impl Log {
+    /// An event shown on a span of its own thread, as a one-pass writer (`follow`) makes it:
+    /// nothing is known of what names it.
+    pub(crate) fn on_own_thread(
+        id: u64,
+        thread: usize,
+        ts_ns: u64,
+        callsite: Arc<Callsite>,
+        fields: Vec<Value>,
+        caused_by: Vec<u64>,
+        correlation: Option<u64>,
+    ) -> Log {
+        let (linked, off_thread, raw, owns) = (false, false, id, true);
+        Log { id, thread, ts_ns, callsite, fields, caused_by, correlation, linked, off_thread, raw, owns }
+    }
+
     /// Field `(name, value)` pairs.
     pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
         field_pairs(&self.callsite, &self.fields)

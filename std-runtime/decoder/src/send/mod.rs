@@ -33,6 +33,7 @@ use crate::model::Trace;
 
 mod answer;
 mod http;
+pub(crate) mod poster;
 mod retry;
 mod sender;
 mod target;

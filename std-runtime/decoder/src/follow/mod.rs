@@ -1,0 +1,288 @@
+//! Sending spans while the traced program still runs: `waffle-decode --follow FILES --send
+//! otlp=URL` ([`follow_files`]), or, with no second process, from the traced program's own
+//! collector thread ([`live`], for `waffle_std::Config::live`).
+//!
+//! Both read the trace as the collector writes it, in one pass, and send each span to an OTLP
+//! backend soon after its end is written: spans are batched by time (a batch goes when it holds
+//! [`Options::batch_spans`] or its oldest span has waited [`Options::batch_delay`]). Between the
+//! reader and the network sits a bounded queue ([`Options::buffer_spans`]): a backend that goes
+//! away costs spans beyond the bound, dropped and counted, never memory and never the traced
+//! program's time (it only writes its file). While the backend is away the sender tries again
+//! and again, and sends what it held once it is back. A file is done when its END frame is
+//! read; when all are, the rest is sent (within [`Options::stop_wait`] if the backend is down)
+//! and the [`Summary`] says what was sent, dropped and how late.
+//!
+//! What differs from exporting the finished files (`waffle-decode FILES --send otlp=URL`):
+//! - one pass, so nothing is resolved ahead: a span's parent and causes are sent as the ids
+//!   recorded. A cause that is an event links to the event's own id (the file export links to
+//!   the span showing it), correlation groups are not turned into links (each span still
+//!   carries `waffle.correlate`), a parent on another thread does not make an event a log of
+//!   it, and matching by order does not apply;
+//! - ids are the recorded ones: a file given twice repeats them (the file export gives repeats
+//!   fresh ids); a span whose begin was lost gets a fresh id, as in the file export;
+//! - times use the header's clock calibration until a CLOCK frame refines it (the file export
+//!   applies the last CLOCK frame to the whole file), so spans sent early may be off by the
+//!   clock's drift over the run, typically microseconds;
+//! - the resource has no `waffle.dropped_records` or `waffle.incomplete`: they are not known
+//!   while the program runs. The summary says them instead;
+//! - only OTLP is sent, and nothing is written to a file: every file format here is one
+//!   document written at the end, and none can take spans appended.
+//!
+//! Memory holds the spans open at once (each with at most 128 events), the decoder's state per
+//! thread, and the queue; nothing is kept of a span once it is queued.
+
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    sync::Arc,
+    thread,
+    time::Duration,
+};
+
+use crate::{
+    decode::stream,
+    reader::{FrameReader, Warning},
+    send::{poster::Poster, Policy, Protocol, Target},
+};
+
+mod live;
+mod queue;
+mod sink;
+mod tail;
+
+pub use live::{live, live_with, Live, LiveReport};
+
+/// How to follow and send.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The most spans a request carries (default 1000).
+    pub batch_spans: usize,
+    /// The longest a span waits for its batch to fill (default 250 ms).
+    pub batch_delay: Duration,
+    /// The most spans held for sending; beyond, spans are dropped and counted (default 200,000,
+    /// about 60 MB of encoded spans at most).
+    pub buffer_spans: usize,
+    /// How long to wait for a file that does not exist yet; `None`: as long as it takes.
+    pub wait: Option<Duration>,
+    /// How long a file may stop growing before it counts as done without an END frame (its
+    /// process was killed); `None` (the default): wait for the END frame.
+    pub idle: Option<Duration>,
+    /// How long to keep trying once every file is done and the backend is down (default 10 s);
+    /// what is still held then counts as unsent.
+    pub stop_wait: Duration,
+    /// How each request is tried: its `timeout` bounds one attempt, and a request that gets
+    /// no answer is tried again after `backoff`, doubling up to `max_backoff`, until it is
+    /// taken (or the stop wait runs out); `attempts` and `budget` are not used.
+    pub policy: Policy,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            batch_spans: 1000,
+            batch_delay: Duration::from_millis(250),
+            buffer_spans: 200_000,
+            wait: Some(Duration::from_secs(30)),
+            idle: None,
+            stop_wait: Duration::from_secs(10),
+            policy: Policy {
+                attempts: 8,
+                backoff: Duration::from_millis(50),
+                max_backoff: Duration::from_millis(500),
+                budget: Duration::from_secs(3),
+                timeout: Duration::from_secs(3),
+            },
+        }
+    }
+}
+
+/// Times from a span's end to the answer that took it, to the millisecond.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    /// Counts per whole millisecond, up to 60 s (the last counts everything later).
+    counts: Vec<u64>,
+    max_ns: u64,
+}
+
+impl Latency {
+    const MAX_MS: usize = 60_000;
+
+    fn add(&mut self, ns: u64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; Self::MAX_MS + 1];
+        }
+        let ms = usize::try_from(ns / 1_000_000).unwrap_or(usize::MAX).min(Self::MAX_MS);
+        self.counts[ms] += 1;
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// Spans measured.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The time under which a fraction `q` (0 to 1) of spans were sent, rounded up to the ms.
+    pub fn quantile(&self, q: f64) -> Duration {
+        let want = (self.count() as f64 * q.clamp(0.0, 1.0)).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (ms, &n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return Duration::from_millis(ms as u64 + 1).min(self.max());
+            }
+        }
+        Duration::ZERO
+    }
+
+    /// The longest.
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.max_ns)
+    }
+}
+
+/// One followed file.
+#[derive(Clone, Debug, Default)]
+pub struct FileSummary {
+    /// The file, as given.
+    pub source: PathBuf,
+    /// Spans read (stand-ins included).
+    pub spans: u64,
+    /// Events read.
+    pub events: u64,
+    /// Records the traced program dropped (its buffers were full).
+    pub dropped_records: u64,
+    /// Whether it ended with an END frame.
+    pub complete: bool,
+    /// Why it could not be followed (missing after the wait, not a trace).
+    pub error: Option<String>,
+    /// Damage worked around.
+    pub warnings: Vec<Warning>,
+}
+
+/// What a follow did.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Spans the backend took (events shown as spans of their own included).
+    pub sent: u64,
+    /// Spans dropped because the buffer was full (the backend was away or slow).
+    pub dropped: u64,
+    /// Spans still held when the stop wait ran out with the backend away.
+    pub unsent: u64,
+    /// Spans in requests the backend refused (a 4xx other than 429).
+    pub refused: u64,
+    /// Spans the backend took the request of but said it rejected.
+    pub rejected: u64,
+    /// (Live only) frames of records not decoded because the hand-off was full.
+    pub lost_frames: u64,
+    /// Requests the backend took.
+    pub requests: u64,
+    /// Attempts made again after a failure.
+    pub retries: u64,
+    /// Times the backend stopped answering.
+    pub outages: u32,
+    /// How long it was away, in all.
+    pub down: Duration,
+    /// From each span's end to the answer that took it.
+    pub latency: Latency,
+    /// Each file.
+    pub files: Vec<FileSummary>,
+}
+
+impl Summary {
+    /// Spans not sent, whatever the reason.
+    pub fn lost(&self) -> u64 {
+        self.dropped + self.unsent + self.refused + self.rejected
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let read: u64 = self.files.iter().map(|s| s.spans + s.events).sum();
+        write!(
+            f,
+            "{read} spans and events read; {} spans sent in {} requests ({} retries); \
+             dropped {} (buffer full), unsent {}, refused {}, rejected {}",
+            self.sent, self.requests, self.retries, self.dropped, self.unsent, self.refused, self.rejected
+        )?;
+        if self.lost_frames > 0 {
+            write!(f, ", {} frames lost in the hand-off", self.lost_frames)?;
+        }
+        if self.latency.count() > 0 {
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            write!(
+                f,
+                "; end to sent: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+                ms(self.latency.quantile(0.5)),
+                ms(self.latency.quantile(0.99)),
+                ms(self.latency.max())
+            )?;
+        }
+        if self.outages > 0 {
+            write!(f, "; backend away {} times, {:.1} s in all", self.outages, self.down.as_secs_f64())?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that `target` is one follow mode sends to.
+fn check(target: &Target) -> Result<(), String> {
+    match target.protocol {
+        Protocol::Otlp => Ok(()),
+        other => Err(format!("--follow sends OTLP only (otlp=URL), not {}", other.name())),
+    }
+}
+
+/// Follows `paths` (files being written, or still to be created) and sends their spans to
+/// `target` as they end, until every file is done; `say` is told when the backend goes away
+/// and comes back and when spans start being dropped. Fails only for a target that is not OTLP;
+/// a file that cannot be followed says why in its [`FileSummary::error`].
+pub fn follow_files<P: AsRef<Path>>(
+    paths: &[P],
+    target: &Target,
+    options: &Options,
+    say: &(dyn Fn(String) + Sync),
+) -> Result<Summary, String> {
+    check(target)?;
+    let queue = queue::Queue::new(options.buffer_spans, options.batch_spans);
+    let poster = Poster::new(target.clone(), queue::one_attempt(options));
+    let (mut summary, files) = thread::scope(|s| {
+        let sender = s.spawn(|| queue::send(&queue, poster, options, say));
+        let readers: Vec<_> = paths
+            .iter()
+            .map(|p| {
+                let (path, queue) = (p.as_ref().to_owned(), queue.clone());
+                s.spawn(move || follow_one(&path, queue, options))
+            })
+            .collect();
+        let files: Vec<FileSummary> =
+            readers.into_iter().map(|r| r.join().expect("a follower thread panicked")).collect();
+        queue.close();
+        (sender.join().expect("the sender thread panicked"), files)
+    });
+    summary.files = files;
+    Ok(summary)
+}
+
+/// Reads one file to its end into the queue.
+fn follow_one(path: &Path, queue: Arc<queue::Queue>, options: &Options) -> FileSummary {
+    let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
+    let mut sink = sink::Follower::new(queue);
+    let result = tail::TailReader::open(path, options.wait, options.idle)
+        .and_then(|input| FrameReader::new(input, path))
+        .and_then(|reader| stream::decode(reader, path, &mut sink));
+    match result {
+        Ok(warnings) => file.warnings = warnings,
+        Err(e) => file.error = Some(e.to_string()),
+    }
+    record(&mut file, &sink);
+    file
+}
+
+/// What the pass over a file learnt.
+fn record(file: &mut FileSummary, sink: &sink::Follower) {
+    (file.spans, file.events) = (sink.spans, sink.events);
+    if let Some(end) = &sink.end {
+        file.complete = end.complete;
+    }
+    file.dropped_records = sink.dropped_records();
+}

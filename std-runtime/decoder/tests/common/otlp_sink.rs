@@ -1,0 +1,123 @@
+//! A fake OTLP/HTTP backend on 127.0.0.1 for the follow tests: it takes `POST /v1/traces`
+//! (protobuf), remembers each span id with the time it arrived, and can be taken away (every
+//! connection closed unanswered, as a server that is gone) and brought back.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+use waffle_decode::export::otlp;
+
+/// The backend.
+pub struct OtlpSink {
+    pub port: u16,
+    /// Span id (16 hex digits) → when it first arrived, and how often.
+    spans: Arc<Mutex<HashMap<String, (Instant, u32)>>>,
+    away: Arc<AtomicBool>,
+}
+
+impl OtlpSink {
+    pub fn start() -> OtlpSink {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let spans = Arc::new(Mutex::new(HashMap::new()));
+        let away = Arc::new(AtomicBool::new(false));
+        let (s, a) = (spans.clone(), away.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (s, a) = (s.clone(), a.clone());
+                std::thread::spawn(move || serve(conn, &s, &a));
+            }
+        });
+        OtlpSink { port, spans, away }
+    }
+
+    /// `otlp=http://127.0.0.1:PORT`.
+    pub fn target(&self) -> String {
+        format!("otlp=http://127.0.0.1:{}", self.port)
+    }
+
+    /// Takes the backend away (`true`) or brings it back.
+    pub fn set_away(&self, away: bool) {
+        self.away.store(away, Ordering::SeqCst);
+    }
+
+    /// The ids received so far, with their arrival time and count.
+    pub fn received(&self) -> HashMap<String, (Instant, u32)> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    /// Waits up to `limit` for `id` to arrive; returns when it did.
+    pub fn wait_for(&self, id: &str, limit: Duration) -> Option<Instant> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(&(at, _)) = self.spans.lock().unwrap().get(id) {
+                return Some(at);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn serve(conn: TcpStream, spans: &Mutex<HashMap<String, (Instant, u32)>>, away: &AtomicBool) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut writer = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || away.load(Ordering::SeqCst) {
+            return; // gone: the connection closes unanswered
+        }
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() || away.load(Ordering::SeqCst) {
+            return;
+        }
+        let request = otlp::protobuf_to_json(&body).expect("an OTLP request");
+        let now = Instant::now();
+        let mut seen = spans.lock().unwrap();
+        for id in span_ids(&request) {
+            seen.entry(id).or_insert((now, 0)).1 += 1;
+        }
+        drop(seen);
+        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The span ids of an OTLP/JSON request.
+pub fn span_ids(request: &Json) -> Vec<String> {
+    let mut ids = Vec::new();
+    for rs in request["resourceSpans"].as_array().into_iter().flatten() {
+        for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+            for span in ss["spans"].as_array().into_iter().flatten() {
+                ids.push(span["spanId"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    ids
+}

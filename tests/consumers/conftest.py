@@ -21,3 +21,7 @@ def jaeger(tmp_path_factory):
     Zipkin URLs; stopped at its end."""
     with jaeger_server.serve(tmp_path_factory.mktemp("jaeger")) as urls:
         yield urls
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "soak: a long run (about 70-90 s) against real servers; part of the test command")

@@ -51,14 +51,26 @@ def jaeger_binary():
 @contextlib.contextmanager
 def serve(log_dir):
     """A running Jaeger (a `Jaeger` of its URLs) while the block runs; its log goes to `log_dir`."""
+    server, log, urls = start(log_dir, CONFIG, free_ports(4))
+    try:
+        yield urls
+    finally:
+        stop(server, log)
+
+
+def start(log_dir, config, ports, env=None, log_name="jaeger.log"):
+    """Starts Jaeger with `config` on `ports` (query, query gRPC, OTLP/HTTP, Zipkin) and extra
+    `env`, and waits until it is ready: returns the process, its open log and its URLs. The
+    caller stops it with `servers.stop(process, log)`."""
     binary = jaeger_binary()
-    query, grpc, otlp, zipkin = free_ports(4)
-    env = {**os.environ, "WAFFLE_JAEGER_QUERY_PORT": str(query), "WAFFLE_JAEGER_QUERY_GRPC_PORT": str(grpc),
-           "WAFFLE_JAEGER_OTLP_HTTP_PORT": str(otlp), "WAFFLE_JAEGER_ZIPKIN_PORT": str(zipkin)}
-    log_path = Path(log_dir) / "jaeger.log"
+    query, grpc, otlp, zipkin = ports
+    env = {**os.environ, **(env or {}), "WAFFLE_JAEGER_QUERY_PORT": str(query),
+           "WAFFLE_JAEGER_QUERY_GRPC_PORT": str(grpc), "WAFFLE_JAEGER_OTLP_HTTP_PORT": str(otlp),
+           "WAFFLE_JAEGER_ZIPKIN_PORT": str(zipkin)}
+    log_path = Path(log_dir) / log_name
     log = open(log_path, "wb")
     started = time.monotonic()
-    server = subprocess.Popen([str(binary), "--config", str(CONFIG)], env=env, stdout=log,
+    server = subprocess.Popen([str(binary), "--config", str(config)], env=env, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{query}"
     try:
@@ -77,10 +89,12 @@ def serve(log_dir):
                 pytest.fail(f"Jaeger was not ready after {START_TIMEOUT_S} s:\n"
                             f"{log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.1)
-        print(f"\nJaeger {binary} up on {base} in {time.monotonic() - started:.1f} s")
-        yield Jaeger(query=base, otlp=f"http://127.0.0.1:{otlp}", zipkin=f"http://127.0.0.1:{zipkin}")
-    finally:
+    except BaseException:
         stop(server, log)
+        raise
+    print(f"\nJaeger {binary} up on {base} in {time.monotonic() - started:.1f} s")
+    urls = Jaeger(query=base, otlp=f"http://127.0.0.1:{otlp}", zipkin=f"http://127.0.0.1:{zipkin}")
+    return server, log, urls
 
 
 def fetch_trace(query, trace_id, want, timeout_s=20):

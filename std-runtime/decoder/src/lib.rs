@@ -25,8 +25,9 @@
 //!
 //! Modules: [`reader`] frames a file, [`decode`] reads its records (a stream the Perfetto
 //! exporter writes as they come, or [`model`]), [`export`] writes the formats, [`send`] posts
-//! them, [`correlation`] says which side of a correlation group an item is on, [`matching`] and
-//! [`analysis`] follow causes across processes.
+//! them, [`follow`] sends the spans of files still being written as they end, [`correlation`]
+//! says which side of a correlation group an item is on, [`matching`] and [`analysis`] follow
+//! causes across processes.
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -286,3 +286,30 @@ fn record(file: &mut FileSummary, sink: &sink::Follower) {
     }
     file.dropped_records = sink.dropped_records();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_quantiles_to_the_millisecond() {
+        let mut l = Latency::default();
+        assert_eq!((l.count(), l.quantile(0.5), l.max()), (0, Duration::ZERO, Duration::ZERO));
+        for ms in 0..100u64 {
+            l.add(ms * 1_000_000 + 500_000); // 0.5 ms, 1.5 ms, ... 99.5 ms
+        }
+        l.add(3_600 * 1_000_000_000); // an hour: counted in the last bucket, kept as the max
+        assert_eq!(l.count(), 101);
+        assert_eq!(l.quantile(0.5), Duration::from_millis(51));
+        assert_eq!(l.quantile(0.99), Duration::from_millis(100));
+        assert_eq!(l.max(), Duration::from_secs(3_600));
+        assert_eq!(l.quantile(1.0), Duration::from_millis(60_001));
+    }
+
+    #[test]
+    fn only_otlp() {
+        assert!(check(&"otlp=http://h:1".parse().unwrap()).is_ok());
+        let zipkin = check(&"zipkin=http://h:1".parse().unwrap()).unwrap_err();
+        assert_eq!(zipkin, "--follow sends OTLP only (otlp=URL), not zipkin");
+    }
+}

@@ -176,6 +176,7 @@ pub(crate) fn send(
                     break;
                 }
                 Err(e) if e.gave_up.is_some() => {
+                    summary.retries += 1;
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(options.policy.max_backoff);
                     if down.is_none() {
@@ -219,7 +220,7 @@ pub(crate) fn send(
     }
     summary.dropped = queue.dropped();
     summary.requests = poster.report.requests as u64;
-    summary.retries = poster.report.retries as u64;
+    summary.retries += poster.report.retries as u64;
     summary.rejected = poster.report.rejected;
     summary.latency = latency;
     summary

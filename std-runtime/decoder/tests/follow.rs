@@ -2,8 +2,10 @@
 //! `waffle-decode --follow` on a file a session in this process is writing (spans arrive
 //! within two seconds of their end, before the session stops; every span of the file arrives;
 //! the process exits 0 once the file is closed), on a backend that goes away and comes back
-//! (every span arrives or is a counted drop), on a file cut inside a frame that grows later,
-//! and on a file that never appears; and `Config::live`, the same from the collector thread.
+//! (every span arrives or is a counted drop), on a thread that blocks after its spans (they
+//! arrive while it is blocked, once each, with the parents the file export gives them), on a
+//! file cut inside a frame that grows later, and on a file that never appears; and
+//! `Config::live`, the same from the collector thread.
 
 #[path = "common/otlp_sink.rs"]
 mod otlp_sink;
@@ -159,6 +161,60 @@ fn sent_of(stderr: &str) -> u64 {
     let line = stderr.lines().find(|l| l.starts_with("followed to")).unwrap();
     let before = &line[..line.find(" spans sent").unwrap()];
     before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_blocked_thread_has_its_spans_sent_while_it_is_blocked_and_once() {
+    let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    let sink = OtlpSink::start();
+    let d = dir("blocked");
+    let path = d.join("run.bin");
+    let session = waffle_std::Config::new(&path).start().unwrap();
+    let child = follow(&[path.to_str().unwrap(), "--send", &sink.target(), "--batch-delay", "20"]);
+    let (ids_tx, ids_rx) = std::sync::mpsc::channel::<Vec<String>>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        let hex = |id: waffle::SpanId| format!("{:016x}", id.to_u64());
+        for round in 0..5u64 {
+            let mut ids = Vec::new();
+            {
+                let outer = waffle::span!("round", round = round);
+                for i in 0..3u64 {
+                    ids.push(hex(waffle::span!("inner", i = i).id()));
+                }
+                ids.push(hex(outer.id()));
+            }
+            // Blocks until the spans arrived: only a TAIL copy has them.
+            ids_tx.send(ids).unwrap();
+            go_rx.recv().unwrap();
+        }
+    });
+    for ids in ids_rx.iter() {
+        for id in ids {
+            assert!(sink.wait_for(&id, Duration::from_secs(3)).is_some(), "{id} not sent while blocked");
+        }
+        if go_tx.send(()).is_err() {
+            break;
+        }
+    }
+    worker.join().unwrap();
+    session.stop().unwrap();
+    let out = finish(child, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.contains("warning"), "{stderr}");
+    let received = sink.received();
+    assert!(received.values().all(|&(_, n)| n == 1), "sent twice: {received:?}");
+    let (process, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let hex = |id: u64| format!("{id:016x}");
+    let file: std::collections::HashMap<String, (String, String)> = process
+        .threads
+        .iter()
+        .flat_map(|t| &t.spans)
+        .map(|s| (hex(s.id), (s.callsite.name.clone(), s.parent.map_or(String::new(), hex))))
+        .collect();
+    assert_eq!(file.len(), 20);
+    assert_eq!(sink.shapes(), file);
+    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! twice), decoded at the end of the file or before END, decoded before a different chunk of
 //! its stream, replaced by a newer copy of the same chunk. Each file is decoded to the model and
 //! exported to Perfetto both from the model and in two streamed passes: all three see the same
-//! spans, and the streamed first pass counts what the model holds.
+//! spans, and the streamed first pass counts what the model holds. A sink that decodes TAILs
+//! when it reads them (`Sink::EAGER_TAILS`, as follow mode does) sees the same spans too.
 
 #[path = "common/hand_made.rs"]
 mod hand_made;
@@ -15,8 +16,13 @@ use prost::Message;
 use std::{collections::HashMap, path::PathBuf};
 use waffle::wire::{frame, FramePayload, TailHead};
 use waffle_decode::{
-    decode::{decode_files, ProcessStats},
+    decode::{
+        decode_files,
+        stream::{self, FileEnd, Header, Item},
+        ProcessStats, Sink,
+    },
     export::{perfetto, Files, Format},
+    reader::FrameReader,
 };
 
 /// A SPAN_BEGIN of callsite 0 (span `s`, whose `text` field names it here).
@@ -57,6 +63,11 @@ fn decode(name: &str, frames: &[(u8, Vec<u8>)]) -> (Vec<Seen>, bool) {
         .map(|s| (text(s), s.parent.and_then(|id| by_id.get(&id).cloned()), s.ended))
         .collect();
 
+    // Decoded by a sink that takes TAILs as they come, and by the same sink holding them.
+    for eager in [kept::<true>(&path), kept::<false>(&path)] {
+        assert_eq!(eager, spans, "{name}: a sink with eager TAILs");
+    }
+
     // Perfetto from the model, and streamed in two passes from the file.
     let mut model = Vec::new();
     perfetto::write(&decoded.trace, &mut model).unwrap();
@@ -68,6 +79,43 @@ fn decode(name: &str, frames: &[(u8, Vec<u8>)]) -> (Vec<Seen>, bool) {
     assert_eq!(a, b, "{name}: the model's and the streamed export");
     assert_eq!(a.len(), spans.len(), "{name}: one slice per span");
     (spans, p.complete)
+}
+
+/// Each span's text, parent and whether it ended, in begin order; with `EAGER`, TAIL frames are
+/// decoded when read.
+#[derive(Default)]
+struct Kept<const EAGER: bool>(Vec<(u64, String, Option<u64>, bool)>);
+
+impl<const EAGER: bool> Sink for Kept<EAGER> {
+    type Span = usize;
+    const EAGER_TAILS: bool = EAGER;
+    fn process(&mut self, _source: &str, _header: &Header) {}
+    fn thread(&mut self, _thread: usize, _stream: u32) {}
+    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
+    fn span_begin(&mut self, _thread: usize, s: &Item<'_>) -> usize {
+        let text = format!("{:?}", s.fields.iter().next().unwrap().to_value());
+        self.0.push((s.id, text, s.parent, false));
+        self.0.len() - 1
+    }
+    fn event(&mut self, _thread: usize, _event: &Item<'_>) {}
+    fn span_end(&mut self, _thread: usize, span: usize, _ticks: u64, ended: bool) {
+        self.0[span].3 = ended;
+    }
+    fn detach(&mut self, _thread: usize, _span: usize, _id: u64) {}
+    fn detached_end(&mut self, _thread: usize, span: usize, _ticks: u64, ended: bool) {
+        self.0[span].3 = ended;
+    }
+    fn finish(&mut self, _end: &FileEnd) {}
+}
+
+/// The spans of `path` as a [`Kept`] sink sees them, shaped as the model's are compared.
+fn kept<const EAGER: bool>(path: &std::path::Path) -> Vec<Seen> {
+    let mut sink = Kept::<EAGER>::default();
+    let warnings = stream::decode(FrameReader::open(path).unwrap(), path, &mut sink).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let by_id: HashMap<u64, String> = sink.0.iter().map(|(id, text, _, _)| (*id, text.clone())).collect();
+    let parent = |p: &Option<u64>| p.and_then(|id| by_id.get(&id).cloned());
+    sink.0.iter().map(|(_, text, p, ended)| (text.clone(), parent(p), *ended)).collect()
 }
 
 /// The names of the slices a Perfetto trace begins, sorted (`s`: every span here has it).

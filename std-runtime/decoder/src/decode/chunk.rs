@@ -41,6 +41,17 @@ fn unknown_callsite(seen: u64, id: u32) -> String {
     format!("record {seen} names callsite {id}, which the string table does not describe")
 }
 
+/// Where the decoding of a chunk stopped: its body's bytes read, and the running time, id and
+/// record count there. A longer copy of the same chunk (the chunk itself after a TAIL copy of
+/// it, see `tail.rs`) goes on from here.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Resume {
+    pub(super) read: usize,
+    ts: u64,
+    next_id: u64,
+    seen: u64,
+}
+
 impl<T: Copy + Default> Decoder<T> {
     pub(super) fn chunk<S: Sink<Span = T>>(
         &mut self,
@@ -49,9 +60,27 @@ impl<T: Copy + Default> Decoder<T> {
         at: u64,
         sink: &mut S,
     ) -> Result<(), String> {
+        self.chunk_from(stream, body, at, None, sink).map(drop)
+    }
+
+    /// Decodes the chunk `body`, or with `from`, only what it holds beyond the shorter copy of
+    /// it decoded before (whose records are the first of these): its head was applied then.
+    pub(super) fn chunk_from<S: Sink<Span = T>>(
+        &mut self,
+        stream: u32,
+        body: &[u8],
+        at: u64,
+        from: Option<Resume>,
+        sink: &mut S,
+    ) -> Result<Resume, String> {
         let (head, head_len) = ChunkHead::decode(body).map_err(|e| e.to_string())?;
-        let mut c = Cursor::new(&body[head_len..]);
+        let start = from.map_or(head_len, |r| r.read.clamp(head_len, body.len()));
+        let mut c = Cursor::new(&body[start..]);
         let ChunkHead { generation, base_ts: mut ts, first_id: mut next_id, depth, dropped, records } = head;
+        let mut seen = 0u64;
+        if let Some(r) = from {
+            (ts, next_id, seen) = (r.ts, r.next_id, r.seen);
+        }
         let t = self.thread(stream, generation, sink);
         let Decoder {
             threads,
@@ -70,7 +99,8 @@ impl<T: Copy + Default> Decoder<T> {
         let s = &mut threads[t];
         // Links after a gap would attach to the wrong item: keep the source only if it is
         // the item just before this chunk's first id.
-        if s.source.is_some_and(|id| id.wrapping_add(1) != next_id) {
+        let fresh = from.is_none();
+        if fresh && s.source.is_some_and(|id| id.wrapping_add(1) != next_id) {
             s.flush(t, sites, sink);
             s.source = None;
         }
@@ -79,19 +109,21 @@ impl<T: Copy + Default> Decoder<T> {
         // entries alone. If more ids are missing than records were dropped, something else was
         // lost (a damaged frame) and nothing on the stack can be trusted.
         let keep = match s.next_id.take() {
+            _ if !fresh => s.stack.len() as u64,
             Some(expected) if next_id.wrapping_sub(expected) <= dropped => depth.saturating_sub(dropped),
             _ => 0,
         };
-        if dropped > 0 {
+        if fresh && dropped > 0 {
             sink.dropped(t, dropped);
         }
         // Spans open before the chunk that may have ended in lost records: end them where the
         // chunk starts (not marked ended).
-        let wanted = depth.min(MAX_STANDINS_PER_CHUNK);
-        if s.stack.len() as u64 > keep.min(depth) || (s.stack.len() as u64) < wanted {
+        let wanted = if fresh { depth.min(MAX_STANDINS_PER_CHUNK) } else { 0 };
+        let keep = if fresh { keep.min(depth) } else { keep };
+        if s.stack.len() as u64 > keep || (s.stack.len() as u64) < wanted {
             s.flush(t, sites, sink);
         }
-        while s.stack.len() as u64 > keep.min(depth) {
+        while s.stack.len() as u64 > keep {
             match s.stack.pop() {
                 Some(Open::Span { span, .. }) if S::EVERY_ITEM => sink.span_end(t, span, ts, false),
                 _ => {}
@@ -124,7 +156,6 @@ impl<T: Copy + Default> Decoder<T> {
             let span = sink.span_begin(t, &item);
             s.stack.push(Open::span(0, ts, span, holder));
         }
-        let mut seen = 0u64;
         let first_id = next_id;
         // Items not handed to a sink that is not handed every item.
         let (mut skipped_spans, mut skipped_events) = (0u64, 0u64);
@@ -316,6 +347,6 @@ impl<T: Copy + Default> Decoder<T> {
         if seen != records {
             return Err(format!("header says {records} records but {seen} were read"));
         }
-        Ok(())
+        Ok(Resume { read: body.len(), ts, next_id, seen })
     }
 }

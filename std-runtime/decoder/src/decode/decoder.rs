@@ -5,7 +5,7 @@ use super::{
     fields::Fields,
     stream::{FileEnd, Hand, Sink},
     stream_state::{Open, StreamState},
-    tail::HeldTails,
+    tail::{EagerTails, HeldTails},
 };
 use crate::{model::Callsite, reader::Warning};
 use std::{
@@ -120,6 +120,8 @@ pub(super) struct Decoder<T> {
     pub(super) early_ends_warned: bool,
     /// TAIL chunks not yet superseded or decoded, by stream (`tail.rs`).
     pub(super) held: HeldTails,
+    /// TAIL chunks decoded when read, for a sink that asks ([`Sink::EAGER_TAILS`]).
+    pub(super) eager: EagerTails,
     dropped_end: u64,
     complete: bool,
     /// Stand-ins the decoder may still make: a fixed allowance plus one per byte of DATA read,
@@ -158,6 +160,7 @@ impl<T: Copy + Default> Decoder<T> {
             early_ends: HashMap::new(),
             early_ends_warned: false,
             held: HeldTails::new(),
+            eager: EagerTails::new(),
             dropped_end: 0,
             complete: false,
             standin_budget: STANDIN_ALLOWANCE,
@@ -199,8 +202,15 @@ impl<T: Copy + Default> Decoder<T> {
                             break;
                         }
                     };
+                    let continued = match S::EAGER_TAILS {
+                        true => self.continue_tail(stream, body, body_at, sink),
+                        false => Ok(false),
+                    };
                     self.settle(stream, Some(body), sink);
-                    if let Err(msg) = self.chunk(stream, body, body_at, sink) {
+                    if let Err(msg) = continued.and_then(|done| match done {
+                        true => Ok(()),
+                        false => self.chunk(stream, body, body_at, sink),
+                    }) {
                         let message =
                             format!("chunk of stream {stream}: {msg}; the rest of the chunk is skipped");
                         self.warnings.push(Warning { path: self.path.clone(), offset: body_at, message });

@@ -112,6 +112,13 @@ pub trait Sink {
     /// ([`detached_from`](Sink::detached_from)).
     const EVERY_ITEM: bool = true;
 
+    /// Whether a TAIL frame (what a thread that stopped recording had staged) is decoded as
+    /// soon as it is read, and the chunk it copies, when it comes, only beyond the copy: for a
+    /// sink reading a file while it is written (`follow`), which cannot wait for the thread to
+    /// record again. Otherwise (the default) a TAIL is held until the file says whether its
+    /// chunk supersedes it (see `decode/tail.rs`). The records handed over are the same.
+    const EAGER_TAILS: bool = false;
+
     /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Which items of the callsite numbered
     /// `index` (see [`Item::callsite_index`]) the sink is handed; asked once per callsite, as
     /// the file describes it.

@@ -25,6 +25,10 @@
 //!   clock's drift over the run, typically microseconds;
 //! - the resource has no `waffle.dropped_records` or `waffle.incomplete`: they are not known
 //!   while the program runs. The summary says them instead;
+//! - a TAIL frame (what a thread that stopped recording had staged) is decoded when it is read,
+//!   not held until the file says whether a later chunk holds its records
+//!   ([`Sink::EAGER_TAILS`](crate::decode::Sink::EAGER_TAILS)), so a blocked thread's spans
+//!   are sent while it is blocked;
 //! - only OTLP is sent, and nothing is written to a file: every file format here is one
 //!   document written at the end, and none can take spans appended.
 //!

@@ -164,6 +164,7 @@ impl Follower {
 
 impl Sink for Follower {
     type Span = usize;
+    const EAGER_TAILS: bool = true;
 
     fn process(&mut self, source: &str, header: &Header) {
         self.cal = Some(header.calibration.converter());

@@ -17,6 +17,8 @@ pub struct OtlpSink {
     pub port: u16,
     /// Span id (16 hex digits) → when it first arrived, and how often.
     spans: Arc<Mutex<HashMap<String, (Instant, u32)>>>,
+    /// Span id → its name and parent id ("" for none), as last received.
+    shapes: Arc<Mutex<HashMap<String, (String, String)>>>,
     away: Arc<AtomicBool>,
 }
 
@@ -25,16 +27,17 @@ impl OtlpSink {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let spans = Arc::new(Mutex::new(HashMap::new()));
+        let shapes = Arc::new(Mutex::new(HashMap::new()));
         let away = Arc::new(AtomicBool::new(false));
-        let (s, a) = (spans.clone(), away.clone());
+        let (s, h, a) = (spans.clone(), shapes.clone(), away.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let (s, a) = (s.clone(), a.clone());
-                std::thread::spawn(move || serve(conn, &s, &a));
+                let (s, h, a) = (s.clone(), h.clone(), a.clone());
+                std::thread::spawn(move || serve(conn, &s, &h, &a));
             }
         });
-        OtlpSink { port, spans, away }
+        OtlpSink { port, spans, shapes, away }
     }
 
     /// `otlp=http://127.0.0.1:PORT`.
@@ -52,6 +55,11 @@ impl OtlpSink {
         self.spans.lock().unwrap().clone()
     }
 
+    /// Each span's name and parent id ("" for none), by id.
+    pub fn shapes(&self) -> HashMap<String, (String, String)> {
+        self.shapes.lock().unwrap().clone()
+    }
+
     /// Waits up to `limit` for `id` to arrive; returns when it did.
     pub fn wait_for(&self, id: &str, limit: Duration) -> Option<Instant> {
         let deadline = Instant::now() + limit;
@@ -67,7 +75,14 @@ impl OtlpSink {
     }
 }
 
-fn serve(conn: TcpStream, spans: &Mutex<HashMap<String, (Instant, u32)>>, away: &AtomicBool) {
+type Shapes = Mutex<HashMap<String, (String, String)>>;
+
+fn serve(
+    conn: TcpStream,
+    spans: &Mutex<HashMap<String, (Instant, u32)>>,
+    shapes: &Shapes,
+    away: &AtomicBool,
+) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut writer = conn;
     loop {
@@ -102,6 +117,13 @@ fn serve(conn: TcpStream, spans: &Mutex<HashMap<String, (Instant, u32)>>, away: 
             seen.entry(id).or_insert((now, 0)).1 += 1;
         }
         drop(seen);
+        let mut shaped = shapes.lock().unwrap();
+        for span in all_spans(&request) {
+            let parent = span["parentSpanId"].as_str().unwrap_or("").to_owned();
+            let name = span["name"].as_str().unwrap().to_owned();
+            shaped.insert(span["spanId"].as_str().unwrap().to_owned(), (name, parent));
+        }
+        drop(shaped);
         let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
@@ -109,15 +131,18 @@ fn serve(conn: TcpStream, spans: &Mutex<HashMap<String, (Instant, u32)>>, away: 
     }
 }
 
-/// The span ids of an OTLP/JSON request.
-pub fn span_ids(request: &Json) -> Vec<String> {
-    let mut ids = Vec::new();
+/// The spans of an OTLP/JSON request.
+fn all_spans(request: &Json) -> Vec<&Json> {
+    let mut spans = Vec::new();
     for rs in request["resourceSpans"].as_array().into_iter().flatten() {
         for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
-            for span in ss["spans"].as_array().into_iter().flatten() {
-                ids.push(span["spanId"].as_str().unwrap().to_owned());
-            }
+            spans.extend(ss["spans"].as_array().into_iter().flatten());
         }
     }
-    ids
+    spans
+}
+
+/// The span ids of an OTLP/JSON request.
+fn span_ids(request: &Json) -> Vec<String> {
+    all_spans(request).iter().map(|s| s["spanId"].as_str().unwrap().to_owned()).collect()
 }

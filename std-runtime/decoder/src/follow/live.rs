@@ -199,3 +199,28 @@ impl Drop for Live {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use waffle::wire::envelope::encode_frame;
+
+    #[test]
+    fn a_full_handoff_keeps_the_frames_that_describe_the_trace() {
+        let frames: Vec<(u8, usize)> = vec![
+            (frame::CALLSITES, 20),
+            (frame::DATA, 300),
+            (frame::STREAM, 9),
+            (frame::TAIL, 40),
+            (frame::END, 4),
+        ];
+        let bytes: Vec<u8> =
+            frames.iter().flat_map(|&(k, n)| encode_frame(k, &vec![1; n]).unwrap()).collect();
+        let (kept, dropped) = without_records(&bytes);
+        let want: Vec<u8> = [frame::CALLSITES, frame::STREAM, frame::END]
+            .iter()
+            .flat_map(|&k| encode_frame(k, &vec![1; frames.iter().find(|f| f.0 == k).unwrap().1]).unwrap())
+            .collect();
+        assert_eq!((kept, dropped), (want, 2));
+    }
+}

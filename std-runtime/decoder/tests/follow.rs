@@ -4,7 +4,8 @@
 //! the process exits 0 once the file is closed), on a backend that goes away and comes back
 //! (every span arrives or is a counted drop), on a thread that blocks after its spans (they
 //! arrive while it is blocked, once each, with the parents the file export gives them), on a
-//! file cut inside a frame that grows later, and on a file that never appears; and
+//! file cut inside a frame that grows later, on two closed files at once, and on a file that
+//! never appears; and
 //! `Config::live`, the same from the collector thread.
 
 #[path = "common/otlp_sink.rs"]
@@ -218,7 +219,7 @@ fn a_blocked_thread_has_its_spans_sent_while_it_is_blocked_and_once() {
 }
 
 #[test]
-fn a_frame_cut_at_the_end_of_the_file_is_waited_for() {
+fn closed_files_and_a_frame_cut_at_the_end_of_a_growing_file() {
     let d = dir("cut");
     let whole = d.join("whole.bin");
     {
@@ -230,6 +231,18 @@ fn a_frame_cut_at_the_end_of_the_file_is_waited_for() {
         session.stop().unwrap();
     }
     let bytes = std::fs::read(&whole).unwrap();
+    // Files already closed are followed to their END at once: two of them, as two ranks.
+    let twin = d.join("twin.bin");
+    std::fs::copy(&whole, &twin).unwrap();
+    let sink = OtlpSink::start();
+    let child = follow(&[whole.to_str().unwrap(), twin.to_str().unwrap(), "--send", &sink.target()]);
+    let out = finish(child, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(sink.received().into_keys().collect::<HashSet<_>>(), recorded(&whole));
+    // The same ids twice: each sent twice (follow mode resolves nothing).
+    assert!(sink.received().values().all(|&(_, n)| n == 2), "{stderr}");
+    assert_eq!(sent_of(&stderr), 200, "{stderr}");
     let path = d.join("growing.bin");
     // Cut in the middle of the file: almost surely inside a frame.
     let cut = bytes.len() / 2 + 3;

@@ -1,12 +1,11 @@
-//! Follow mode against a fake OTLP backend on 127.0.0.1 (`common/otlp_sink.rs`):
+//! Follow mode against a fake OTLP (and Zipkin) backend on 127.0.0.1 (`common/otlp_sink.rs`):
 //! `waffle-decode --follow` on a file a session in this process is writing (spans arrive
 //! within two seconds of their end, before the session stops; every span of the file arrives;
 //! the process exits 0 once the file is closed), on a backend that goes away and comes back
 //! (every span arrives or is a counted drop), on a thread that blocks after its spans (they
 //! arrive while it is blocked, once each, with the parents the file export gives them), on a
 //! file cut inside a frame that grows later, on two closed files at once, and on a file that
-//! never appears; and
-//! `Config::live`, the same from the collector thread.
+//! never appears; to Zipkin; and `Config::live`, the same from the collector thread.
 
 #[path = "common/otlp_sink.rs"]
 mod otlp_sink;
@@ -277,7 +276,6 @@ fn a_file_that_never_appears_and_bad_arguments_are_clear_errors() {
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(stderr.contains("never.bin: no such file after waiting 0.3 s (--wait)"), "{stderr}");
     for (args, says) in [
-        (vec!["--send", "zipkin=http://127.0.0.1:9"], "--follow sends OTLP only"),
         (vec!["--send", "otlp=http://127.0.0.1:9", "-o", "x.pftrace"], "cannot be used with"),
         (vec!["--send", "otlp=http://h:1", "--send", "otlp=http://h:2"], "one backend"),
     ] {
@@ -287,6 +285,37 @@ fn a_file_that_never_appears_and_bad_arguments_are_clear_errors() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(says), "{all:?}: {stderr}");
     }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn zipkin_is_followed_too() {
+    let d = dir("zipkin");
+    let path = d.join("run.bin");
+    {
+        let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+        let session = waffle_std::start(&path).unwrap();
+        for i in 0..30u64 {
+            let _outer = waffle::span!("Outer", i = i);
+            let _inner = waffle::span!("inner");
+        }
+        session.stop().unwrap();
+    }
+    let sink = OtlpSink::start();
+    let out = finish(follow(&[path.to_str().unwrap(), "--send", &sink.zipkin()]), Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let (process, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let hex = |id: u64| format!("{id:016x}");
+    let file: std::collections::HashMap<String, (String, String)> = process
+        .threads
+        .iter()
+        .flat_map(|t| &t.spans)
+        .map(|s| (hex(s.id), (s.callsite.name.clone(), s.parent.map_or(String::new(), hex))))
+        .collect();
+    assert_eq!(file.len(), 60);
+    assert_eq!(sink.shapes(), file);
+    assert_eq!(sent_of(&stderr), 60, "{stderr}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

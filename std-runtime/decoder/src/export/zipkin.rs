@@ -105,6 +105,24 @@ impl<F: FnMut(Json) -> io::Result<()>> SpanWriter for Each<F> {
     }
 }
 
+/// One process's spans as Zipkin JSON, encoded one at a time as they end, for a sender that
+/// makes its own requests from them (`follow`).
+pub(crate) struct SpanJson(Spans);
+
+impl SpanJson {
+    /// The service and tags of `ctx`'s process `process`, as it is now.
+    pub(crate) fn new(ctx: &Context, process: usize) -> SpanJson {
+        let mut spans = Spans::default();
+        spans.begin_process(ctx, process);
+        SpanJson(spans)
+    }
+
+    /// `span` as one element of the JSON array `POST /api/v2/spans` takes.
+    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+        serde_json::to_vec(&self.0.json(ctx, span)).expect("JSON into memory")
+    }
+}
+
 /// Spans as Zipkin JSON.
 #[derive(Default)]
 struct Spans {

@@ -20,7 +20,7 @@ use std::{
 
 use waffle::wire::{envelope::FrameHead, frame, FRAME_HEAD_LEN};
 
-use super::{check, queue, sink, FileSummary, Options, Summary};
+use super::{queue, sink, FileSummary, Options, Summary};
 use crate::{decode::stream, reader::FrameReader, send::poster::Poster, send::Target};
 
 /// Bytes the hand-off holds before it drops records.
@@ -112,14 +112,14 @@ pub struct Live {
     report: LiveReport,
 }
 
-/// A [`Live`] sending to `target` (`otlp=http://127.0.0.1:4318`) with the default options.
+/// A [`Live`] sending to `target` (`otlp=http://127.0.0.1:4318`, or `zipkin=URL`) with the
+/// default options.
 pub fn live(target: &str) -> Result<Live, String> {
     live_with(target.parse()?, Options::default())
 }
 
 /// A [`Live`] sending to `target` as `options` say.
 pub fn live_with(target: Target, options: Options) -> Result<Live, String> {
-    check(&target)?;
     let inner = Inner { chunks: VecDeque::new(), bytes: 0, closed: false, lost_frames: 0 };
     let handoff = Arc::new(Handoff { inner: Mutex::new(inner), wake: Condvar::new() });
     let report = LiveReport::default();
@@ -142,11 +142,12 @@ impl Live {
 fn run(handoff: Arc<Handoff>, target: Target, options: &Options, report: &LiveReport) {
     let say = |line: String| eprintln!("waffle: live export: {line}");
     let queue = queue::Queue::new(options.buffer_spans, options.batch_spans);
+    let protocol = target.protocol;
     let poster = Poster::new(target, queue::one_attempt(options));
     let path = Path::new("(live)");
     let (mut summary, file) = thread::scope(|s| {
         let sender = s.spawn(|| queue::send(&queue, poster, options, &say));
-        let mut sink = sink::Follower::new(queue.clone());
+        let mut sink = sink::Follower::new(queue.clone(), protocol);
         let input = HandoffReader { handoff: handoff.clone(), chunk: Vec::new(), pos: 0 };
         let result = FrameReader::new(input, path).and_then(|r| stream::decode(r, path, &mut sink));
         let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };

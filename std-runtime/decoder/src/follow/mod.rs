@@ -3,7 +3,7 @@
 //! collector thread ([`live`], for `waffle_std::Config::live`).
 //!
 //! Both read the trace as the collector writes it, in one pass, and send each span to an OTLP
-//! backend soon after its end is written: spans are batched by time (a batch goes when it holds
+//! (or Zipkin) backend soon after its end is written, encoded as the file export encodes it: spans are batched by time (a batch goes when it holds
 //! [`Options::batch_spans`] or its oldest span has waited [`Options::batch_delay`]). Between the
 //! reader and the network sits a bounded queue ([`Options::buffer_spans`]): a backend that goes
 //! away costs spans beyond the bound, dropped and counted, never memory and never the traced
@@ -29,8 +29,8 @@
 //!   not held until the file says whether a later chunk holds its records
 //!   ([`Sink::EAGER_TAILS`](crate::decode::Sink::EAGER_TAILS)), so a blocked thread's spans
 //!   are sent while it is blocked;
-//! - only OTLP is sent, and nothing is written to a file: every file format here is one
-//!   document written at the end, and none can take spans appended.
+//! - nothing is written to a file: every file format here is one document written at the end,
+//!   and none can take spans appended.
 //!
 //! Memory holds the spans open at once (each with at most 128 events), the decoder's state per
 //! thread, and the queue; nothing is kept of a span once it is queued.
@@ -228,25 +228,16 @@ impl fmt::Display for Summary {
     }
 }
 
-/// Checks that `target` is one follow mode sends to.
-fn check(target: &Target) -> Result<(), String> {
-    match target.protocol {
-        Protocol::Otlp => Ok(()),
-        other => Err(format!("--follow sends OTLP only (otlp=URL), not {}", other.name())),
-    }
-}
-
 /// Follows `paths` (files being written, or still to be created) and sends their spans to
 /// `target` as they end, until every file is done; `say` is told when the backend goes away
-/// and comes back and when spans start being dropped. Fails only for a target that is not OTLP;
-/// a file that cannot be followed says why in its [`FileSummary::error`].
+/// and comes back and when spans start being dropped. A file that cannot be followed says why
+/// in its [`FileSummary::error`].
 pub fn follow_files<P: AsRef<Path>>(
     paths: &[P],
     target: &Target,
     options: &Options,
     say: &(dyn Fn(String) + Sync),
-) -> Result<Summary, String> {
-    check(target)?;
+) -> Summary {
     let queue = queue::Queue::new(options.buffer_spans, options.batch_spans);
     let poster = Poster::new(target.clone(), queue::one_attempt(options));
     let (mut summary, files) = thread::scope(|s| {
@@ -255,7 +246,7 @@ pub fn follow_files<P: AsRef<Path>>(
             .iter()
             .map(|p| {
                 let (path, queue) = (p.as_ref().to_owned(), queue.clone());
-                s.spawn(move || follow_one(&path, queue, options))
+                s.spawn(move || follow_one(&path, queue, target.protocol, options))
             })
             .collect();
         let files: Vec<FileSummary> =
@@ -264,13 +255,13 @@ pub fn follow_files<P: AsRef<Path>>(
         (sender.join().expect("the sender thread panicked"), files)
     });
     summary.files = files;
-    Ok(summary)
+    summary
 }
 
 /// Reads one file to its end into the queue.
-fn follow_one(path: &Path, queue: Arc<queue::Queue>, options: &Options) -> FileSummary {
+fn follow_one(path: &Path, queue: Arc<queue::Queue>, protocol: Protocol, options: &Options) -> FileSummary {
     let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
-    let mut sink = sink::Follower::new(queue);
+    let mut sink = sink::Follower::new(queue, protocol);
     let result = tail::TailReader::open(path, options.wait, options.idle)
         .and_then(|input| FrameReader::new(input, path))
         .and_then(|reader| stream::decode(reader, path, &mut sink));
@@ -308,12 +299,5 @@ mod tests {
         assert_eq!(l.quantile(0.99), Duration::from_millis(100));
         assert_eq!(l.max(), Duration::from_secs(3_600));
         assert_eq!(l.quantile(1.0), Duration::from_millis(60_001));
-    }
-
-    #[test]
-    fn only_otlp() {
-        assert!(check(&"otlp=http://h:1".parse().unwrap()).is_ok());
-        let zipkin = check(&"zipkin=http://h:1".parse().unwrap()).unwrap_err();
-        assert_eq!(zipkin, "--follow sends OTLP only (otlp=URL), not zipkin");
     }
 }

@@ -18,11 +18,43 @@ use std::{
 };
 
 use super::{Latency, Options, Summary};
-use crate::{export::otlp::SpanPieces, send::poster::Poster};
+use crate::{
+    export::{
+        otlp::SpanPieces,
+        spans::{Context, OutSpan},
+        zipkin::SpanJson,
+    },
+    send::{poster::Poster, Protocol},
+};
 
-/// One span, encoded, with the resource of its process.
+/// How a process's spans are encoded for the backend: OTLP pieces under the process's
+/// resource, or Zipkin JSON (each span carrying its service).
+pub(crate) enum Encoder {
+    Otlp(SpanPieces),
+    Zipkin(SpanJson),
+}
+
+impl Encoder {
+    /// The encoder for `protocol` of `ctx`'s process `process`, as it is now.
+    pub(crate) fn new(protocol: Protocol, ctx: &Context, process: usize) -> Encoder {
+        match protocol {
+            Protocol::Otlp => Encoder::Otlp(SpanPieces::new(ctx, process)),
+            Protocol::Zipkin => Encoder::Zipkin(SpanJson::new(ctx, process)),
+        }
+    }
+
+    /// One span, encoded.
+    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+        match self {
+            Encoder::Otlp(e) => e.span(ctx, span),
+            Encoder::Zipkin(e) => e.span(ctx, span),
+        }
+    }
+}
+
+/// One span, encoded, with the encoder of its process.
 pub(crate) struct Entry {
-    pub(crate) process: Arc<SpanPieces>,
+    pub(crate) process: Arc<Encoder>,
     pub(crate) bytes: Vec<u8>,
     /// When it ended, Unix ns (for the latency from end to sent).
     pub(crate) end_ns: u64,
@@ -109,16 +141,28 @@ impl Queue {
     }
 }
 
-/// The request of a batch: one piece per run of spans of one process.
+/// The request of a batch: for OTLP, one piece per run of spans of one process; for Zipkin,
+/// the JSON array of the spans.
 fn request(batch: &[Entry]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(batch.iter().map(|e| e.bytes.len()).sum::<usize>() + 256);
+    let mut body = Vec::with_capacity(batch.iter().map(|e| e.bytes.len() + 1).sum::<usize>() + 256);
     let mut start = 0;
     for i in 1..=batch.len() {
         if i == batch.len() || !Arc::ptr_eq(&batch[i].process, &batch[start].process) {
             let spans: Vec<&[u8]> = batch[start..i].iter().map(|e| e.bytes.as_slice()).collect();
-            batch[start].process.piece(&spans, &mut body);
+            match &*batch[start].process {
+                Encoder::Otlp(pieces) => pieces.piece(&spans, &mut body),
+                Encoder::Zipkin(_) => {
+                    for span in spans {
+                        body.push(if body.is_empty() { b'[' } else { b',' });
+                        body.extend_from_slice(span);
+                    }
+                }
+            }
             start = i;
         }
+    }
+    if matches!(batch.first().map(|e| &*e.process), Some(Encoder::Zipkin(_))) {
+        body.push(b']');
     }
     body
 }

@@ -1,22 +1,20 @@
-//! The one pass of `follow`: a [`Sink`] that turns each span into an OTLP span the moment its
-//! end is read, and queues it. It keeps the spans still open (with the events shown on them)
+//! The one pass of `follow`: a [`Sink`] that encodes each span (OTLP, or Zipkin JSON) the
+//! moment its end is read, and queues it. It keeps the spans still open (with the events shown on them)
 //! and nothing once a span is queued.
 
 use std::sync::Arc;
 
 use waffle::wire::{Calibration, Converter};
 
-use super::queue::{Entry, Queue};
+use super::queue::{Encoder, Entry, Queue};
 use crate::{
     decode::{
         stream::{FileEnd, Header, Item},
         Sink,
     },
-    export::{
-        otlp::SpanPieces,
-        spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, LOGS},
-    },
+    export::spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, LOGS},
     model::{Callsite, Value},
+    send::Protocol,
 };
 
 /// Ids for spans whose begin was lost, counting up as the file exports do.
@@ -50,8 +48,9 @@ enum Last {
 /// One file's pass.
 pub(crate) struct Follower {
     queue: Arc<Queue>,
+    protocol: Protocol,
     ctx: Context,
-    pieces: Option<Arc<SpanPieces>>,
+    encoder: Option<Arc<Encoder>>,
     cal: Option<Converter>,
     slots: Vec<Option<Open>>,
     free: Vec<usize>,
@@ -70,11 +69,12 @@ fn cause(target: u64, from_event: Option<u64>) -> Link {
 }
 
 impl Follower {
-    pub(crate) fn new(queue: Arc<Queue>) -> Follower {
+    pub(crate) fn new(queue: Arc<Queue>, protocol: Protocol) -> Follower {
         Follower {
             queue,
+            protocol,
             ctx: Context { processes: Vec::new(), first_ns: vec![None], trace_id: 0 },
-            pieces: None,
+            encoder: None,
             cal: None,
             slots: Vec::new(),
             free: Vec::new(),
@@ -123,7 +123,7 @@ impl Follower {
 
     /// Encodes and queues one finished span (or an event shown as one).
     fn queue(&mut self, o: &Open, end_ns: u64, ended: bool, event: bool) {
-        let Some(pieces) = &self.pieces else { return };
+        let Some(encoder) = &self.encoder else { return };
         let span = OutSpan {
             process: 0,
             thread: o.thread,
@@ -145,8 +145,8 @@ impl Follower {
             referred: false,
             logs: &o.logs,
         };
-        let bytes = pieces.span(&self.ctx, &span);
-        self.queue.push(Entry { process: pieces.clone(), bytes, end_ns: span.end_ns });
+        let bytes = encoder.span(&self.ctx, &span);
+        self.queue.push(Entry { process: encoder.clone(), bytes, end_ns: span.end_ns });
     }
 
     fn finish_span(&mut self, slot: usize, ticks: u64, ended: bool) {
@@ -177,7 +177,7 @@ impl Sink for Follower {
         } else {
             (u128::from(header.pid) << 64 | u128::from(header.calibration.anchor_unix_ns)).max(1)
         };
-        self.pieces = Some(Arc::new(SpanPieces::new(&self.ctx, 0)));
+        self.encoder = Some(Arc::new(Encoder::new(self.protocol, &self.ctx, 0)));
     }
 
     fn thread(&mut self, _thread: usize, _stream: u32) {

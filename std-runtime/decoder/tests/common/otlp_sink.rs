@@ -1,6 +1,7 @@
 //! A fake OTLP/HTTP backend on 127.0.0.1 for the follow tests: it takes `POST /v1/traces`
-//! (protobuf), remembers each span id with the time it arrived, and can be taken away (every
-//! connection closed unanswered, as a server that is gone) and brought back.
+//! (protobuf), and Zipkin's `POST /api/v2/spans` (JSON) too, remembers each span id with the
+//! time it arrived, its name and parent, and can be taken away (every connection closed
+//! unanswered, as a server that is gone) and brought back.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -43,6 +44,11 @@ impl OtlpSink {
     /// `otlp=http://127.0.0.1:PORT`.
     pub fn target(&self) -> String {
         format!("otlp=http://127.0.0.1:{}", self.port)
+    }
+
+    /// `zipkin=http://127.0.0.1:PORT`.
+    pub fn zipkin(&self) -> String {
+        format!("zipkin=http://127.0.0.1:{}", self.port)
     }
 
     /// Takes the backend away (`true`) or brings it back.
@@ -90,6 +96,7 @@ fn serve(
         if reader.read_line(&mut line).unwrap_or(0) == 0 || away.load(Ordering::SeqCst) {
             return; // gone: the connection closes unanswered
         }
+        let zipkin = line.contains("/api/v2/spans");
         let mut length = 0;
         loop {
             let mut header = String::new();
@@ -110,18 +117,33 @@ fn serve(
         if reader.read_exact(&mut body).is_err() || away.load(Ordering::SeqCst) {
             return;
         }
-        let request = otlp::protobuf_to_json(&body).expect("an OTLP request");
+        // (id, name, parent) of each span.
+        let got: Vec<(String, String, String)> = if zipkin {
+            let request: Json = serde_json::from_slice(&body).expect("a Zipkin JSON array");
+            let text = |span: &Json, key: &str| span[key].as_str().unwrap_or("").to_owned();
+            request
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (text(s, "id"), text(s, "name"), text(s, "parentId")))
+                .collect()
+        } else {
+            let request = otlp::protobuf_to_json(&body).expect("an OTLP request");
+            let text = |span: &Json, key: &str| span[key].as_str().unwrap_or("").to_owned();
+            all_spans(&request)
+                .into_iter()
+                .map(|s| (text(s, "spanId"), text(s, "name"), text(s, "parentSpanId")))
+                .collect()
+        };
         let now = Instant::now();
         let mut seen = spans.lock().unwrap();
-        for id in span_ids(&request) {
-            seen.entry(id).or_insert((now, 0)).1 += 1;
+        for (id, _, _) in &got {
+            seen.entry(id.clone()).or_insert((now, 0)).1 += 1;
         }
         drop(seen);
         let mut shaped = shapes.lock().unwrap();
-        for span in all_spans(&request) {
-            let parent = span["parentSpanId"].as_str().unwrap_or("").to_owned();
-            let name = span["name"].as_str().unwrap().to_owned();
-            shaped.insert(span["spanId"].as_str().unwrap().to_owned(), (name, parent));
+        for (id, name, parent) in got {
+            shaped.insert(id, (name, parent));
         }
         drop(shaped);
         let reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -140,9 +162,4 @@ fn all_spans(request: &Json) -> Vec<&Json> {
         }
     }
     spans
-}
-
-/// The span ids of an OTLP/JSON request.
-fn span_ids(request: &Json) -> Vec<String> {
-    all_spans(request).iter().map(|s| s["spanId"].as_str().unwrap().to_owned()).collect()
 }

@@ -14,7 +14,7 @@ use waffle_decode::follow::{self, Options};
 #[derive(Args, Debug)]
 pub(crate) struct FollowArgs {
     /// Follow files that are still being written (or not yet created) and send each span to
-    /// the --send backend (one, OTLP) soon after it ends, until every file is closed (its END
+    /// the --send backend (one) soon after it ends, until every file is closed (its END
     /// frame read). Spans are batched by time (--batch-delay); while the backend is away they
     /// are held (--buffer-spans) and sent once it is back, and spans beyond the buffer are
     /// dropped and counted. Nothing is written with -o: every file format here is one
@@ -66,7 +66,7 @@ pub(crate) fn run(cli: &super::Cli) -> Result<(), String> {
         ..Options::default()
     };
     let say = |line: String| eprintln!("waffle-decode: {line}");
-    let summary = follow::follow_files(inputs, target, &options, &say)?;
+    let summary = follow::follow_files(inputs, target, &options, &say);
     let mut errors = Vec::new();
     for file in &summary.files {
         for w in &file.warnings {

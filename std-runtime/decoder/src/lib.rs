@@ -27,7 +27,7 @@
 //! exporter writes as they come, or [`model`]), [`export`] writes the formats, [`send`] posts
 //! them, [`follow`] sends the spans of files still being written as they end, [`correlation`]
 //! says which side of a correlation group an item is on, [`matching`] and [`analysis`] follow
-//! causes across processes.
+//! causes across processes, [`diff`] compares two runs.
 
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -35,6 +35,7 @@
 pub mod analysis;
 pub mod correlation;
 pub mod decode;
+pub mod diff;
 mod error;
 pub mod export;
 pub mod follow;

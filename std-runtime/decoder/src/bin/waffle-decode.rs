@@ -8,8 +8,11 @@
 //! waffle-decode rank0.bin rank1.bin --send zipkin=http://127.0.0.1:9411 \
 //!                                    --send otlp=http://127.0.0.1:4318 [-o run.pftrace]
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
+//! waffle-decode why rank0.bin rank1.bin --first-nan
 //! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
+//! waffle-decode diff base.bin new.bin [--json] [--html diff.html]
+//! waffle-decode diff --base a0.bin a1.bin --new b0.bin b1.bin
 //! ```
 //!
 //! Every format, and `--send`, is written in two streaming passes over the files (memory grows
@@ -30,13 +33,17 @@ use std::{
     process::ExitCode,
     time::Duration,
 };
+#[path = "waffle-decode/diff.rs"]
+mod diff;
 #[path = "waffle-decode/follow.rs"]
 mod follow;
 #[path = "waffle-decode/progress.rs"]
 mod progress;
+#[path = "waffle-decode/why.rs"]
+mod why;
 use progress::Progress;
 use waffle_decode::{
-    analysis::{self, Selector, WhyError},
+    analysis,
     decode::{self, ProcessStats},
     export::{Files, Format},
     send::{self, Options, Policy, Target},
@@ -114,10 +121,13 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Print the causal chain from an event back to its root causes, across files.
-    Why(WhyArgs),
+    Why(why::WhyArgs),
     /// Show where a stopped run was stuck: the spans each thread was still inside, who waited
     /// for whom among the MPI ranks, and the deadlocks. Reads every file into memory.
     Hang(HangArgs),
+    /// Compare two runs: kernels aligned by step, name and occurrence (slower, missing, fused,
+    /// split), the first tensor whose values differ, the first NaN or Inf of each run.
+    Diff(diff::DiffArgs),
 }
 
 #[derive(Args, Debug)]
@@ -132,39 +142,11 @@ struct HangArgs {
     json: bool,
 }
 
-#[derive(Args, Debug)]
-#[command(group(ArgGroup::new("symptom").required(true).args(["event", "id"])))]
-struct WhyArgs {
-    /// trace.bin files written by waffle, one per process.
-    #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
-
-    /// The symptom: an event's name (spans are searched when no event has it).
-    #[arg(long, value_name = "NAME")]
-    event: Option<String>,
-
-    /// Which occurrence of --event, counting from 0 in time order across all files.
-    #[arg(long, value_name = "N", requires = "event")]
-    nth: Option<usize>,
-
-    /// The symptom by id: 16 hex digits as printed, 0x followed by hex, or decimal.
-    #[arg(long, value_name = "ID", value_parser = Selector::parse_id, conflicts_with = "event")]
-    id: Option<u64>,
-
-    /// Print JSON (its shape is documented in `waffle_decode::analysis`) instead of text.
-    #[arg(long)]
-    json: bool,
-
-    /// Do not match spans by order across ranks (the k-th span of a name on each rank taken
-    /// as one operation); follow only recorded links, parents and correlation keys.
-    #[arg(long)]
-    no_match: bool,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Some(Command::Why(args)) => why(args),
+        Some(Command::Why(args)) => why::why(args),
+        Some(Command::Diff(args)) => diff::diff(args),
         Some(Command::Hang(args)) => hang(args),
         None if cli.follow.follow => follow::run(&cli),
         None => run(&cli),
@@ -329,33 +311,6 @@ fn policy_from_env() -> Result<Policy, String> {
 /// The names `--format` takes, comma-separated.
 fn known_formats() -> String {
     Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
-}
-
-/// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr.
-fn why(args: &WhyArgs) -> Result<(), String> {
-    let selector = match (&args.event, args.id) {
-        (_, Some(id)) => Selector::id(id),
-        (Some(name), None) => Selector::name(name.clone(), args.nth.unwrap_or(0)),
-        (None, None) => return Err("give the symptom with --event NAME or --id ID".into()),
-    };
-    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
-    for w in &decoded.warnings {
-        eprintln!("waffle-decode: warning: {w}");
-    }
-    let options = analysis::Options { match_by_order: !args.no_match };
-    let explanation = analysis::why_with(&decoded.trace, &selector, &options).map_err(|e| match e {
-        WhyError::NthOutOfRange { count, .. } => format!("{e}; --nth takes 0 to {}", count - 1),
-        e => e.to_string(),
-    })?;
-    let text = if args.json {
-        let mut json = serde_json::to_string_pretty(&explanation.to_json()).map_err(|e| e.to_string())?;
-        json.push('\n');
-        json
-    } else {
-        explanation.to_text()
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
 }
 
 /// `waffle-decode hang`: the report on stdout (exit status 0 whether or not something was

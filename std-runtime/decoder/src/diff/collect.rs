@@ -1,0 +1,417 @@
+//! One run read into what `diff` compares: a decoder [`Sink`] that sums kernels per (step, name)
+//! and keeps one small record per tensor, streaming.
+//!
+//! A kernel is any span but a step marker; its step is the step it lies in (see [`steps`](super::steps)). What
+//! the sink keeps grows with distinct (step, name) pairs and with tensors, never with the
+//! spans: a span is added to its pair's count and total as it ends. Tensors (events whose
+//! schema holds `tensor.hash`, `waffle::wire::reserved::tensor`) are few next to kernels: each
+//! is kept as a [`TensorRec`] of 64 bytes.
+
+use super::steps::{Steps, NO_STEP};
+use crate::decode::stream::{FileEnd, Header, Item, Sink};
+use crate::decode::Fields;
+use crate::model::Callsite;
+use std::{
+    collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
+    sync::Arc,
+};
+use waffle::{
+    callsite::Kind,
+    wire::{reserved, Calibration, Converter, FieldType},
+};
+
+/// Names of kernels and tensors, numbered once for both runs, so that a number means the same
+/// name on either side.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    ids: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Names {
+    /// The number of `name`, given one the first time it is seen.
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    /// The name numbered `id`.
+    pub(crate) fn get(&self, id: u32) -> &str {
+        &self.list[id as usize]
+    }
+}
+
+/// The sum of a kernel's occurrences in one step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Agg {
+    /// Occurrences.
+    pub count: u64,
+    /// Their time, ns.
+    pub total_ns: u64,
+    /// The earliest start among them, Unix ns: the order of kernels within a step.
+    pub first_ns: u64,
+}
+
+/// One tensor fingerprint.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TensorRec {
+    /// The file's position among its run's files.
+    pub rank: u32,
+    /// Its name (`tensor.name`, else the event's name).
+    pub name: u32,
+    /// Its step, [`NO_STEP`] when it lies in none.
+    pub step: i64,
+    /// Which tensor of this name, step and rank it is, from 0 in time order.
+    pub occurrence: u32,
+    /// When, Unix ns.
+    pub ns: u64,
+    /// `tensor.hash`.
+    pub hash: u64,
+    /// `tensor.rms` (NaN when not recorded).
+    pub rms: f64,
+    /// `tensor.nan`.
+    pub nan: u64,
+    /// `tensor.pinf`.
+    pub pinf: u64,
+    /// `tensor.ninf`.
+    pub ninf: u64,
+}
+
+/// A fast hasher for small integer keys (the FxHash mix); the keys come from the files, but a
+/// file can only make its own diff slow, and every key is a name number and a step.
+#[derive(Default)]
+pub(crate) struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Kernels of a run by (step, name).
+pub(crate) type Kernels = HashMap<(i64, u32), Agg, BuildHasherDefault<Fx>>;
+
+/// What one run (one side of the diff) holds once its files are read.
+#[derive(Debug, Default)]
+pub(crate) struct Run {
+    /// Kernels by (step, name).
+    pub kernels: Kernels,
+    /// Every tensor, in no particular order until [`Run::number_tensors`].
+    pub tensors: Vec<TensorRec>,
+    /// Spans read.
+    pub spans: u64,
+    /// Step markers ended, and their time, ns.
+    pub steps: (u64, u64),
+}
+
+impl Run {
+    /// Adds one kernel occurrence.
+    fn add(&mut self, step: i64, name: u32, start: u64, dur: u64) {
+        let agg = self.kernels.entry((step, name)).or_insert(Agg { first_ns: start, ..Agg::default() });
+        agg.count += 1;
+        agg.total_ns = agg.total_ns.saturating_add(dur);
+        agg.first_ns = agg.first_ns.min(start);
+    }
+
+    /// Numbers the tensors of each (rank, name, step) from 0 in time order, and leaves them in
+    /// time order.
+    pub(crate) fn number_tensors(&mut self) {
+        self.tensors.sort_by_key(|t| (t.rank, t.name, t.step, t.ns));
+        let mut prev = None;
+        let mut n = 0;
+        for t in &mut self.tensors {
+            let key = (t.rank, t.name, t.step);
+            n = if prev == Some(key) { n + 1 } else { 0 };
+            prev = Some(key);
+            t.occurrence = n;
+        }
+        self.tensors.sort_by_key(|t| (t.ns, t.rank, t.name, t.step, t.occurrence));
+    }
+}
+
+/// What a callsite is to the diff, worked out the first time it is met.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    /// Not met yet.
+    Unknown,
+    /// A span: a kernel, and a step marker when it has a `step` field (its index).
+    Kernel { name: u32, step_field: Option<usize> },
+    /// A tensor fingerprint: where its fields are.
+    Tensor(TensorFields),
+    /// Any other event.
+    Other,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TensorFields {
+    event_name: u32,
+    name: Option<usize>,
+    hash: usize,
+    rms: Option<usize>,
+    nan: Option<usize>,
+    pinf: Option<usize>,
+    ninf: Option<usize>,
+}
+
+/// A span open on a thread, as the sink knows it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Open {
+    start: u64,
+    name: u32,
+    /// Its step when known at its begin (an enclosing step on its thread, or its own).
+    step: Option<i64>,
+    /// Whether it is a step marker.
+    marker: bool,
+    /// Whether it is counted (a stand-in of another kind of callsite is not).
+    kernel: bool,
+}
+
+/// Reads one file of a run.
+pub(crate) struct FileSink<'a> {
+    run: &'a mut Run,
+    names: &'a mut Names,
+    rank: u32,
+    /// The file's last CLOCK frame's calibration, if known before reading; else the header's.
+    fixed: Option<Calibration>,
+    conv: Converter,
+    roles: Vec<Role>,
+    /// Per thread, the steps open on it, innermost last.
+    stacks: Vec<Vec<i64>>,
+    steps: Steps<Pending>,
+}
+
+/// What waits for its step to be known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pending {
+    Kernel { name: u32, dur: u64 },
+    Tensor(TensorRec),
+}
+
+impl<'a> FileSink<'a> {
+    /// A sink adding file number `rank` of a run to `run`; `calibration` is the file's final
+    /// one when known (`decode::stream::final_calibration`).
+    pub(crate) fn new(run: &'a mut Run, names: &'a mut Names, rank: u32, calibration: Option<Calibration>) -> Self {
+        let conv = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter();
+        FileSink { run, names, rank, fixed: calibration, conv, roles: Vec::new(), stacks: Vec::new(), steps: Steps::default() }
+    }
+
+    fn role(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
+        let i = index as usize;
+        if i >= self.roles.len() {
+            self.roles.resize(i + 1, Role::Unknown);
+        }
+        if let Role::Unknown = self.roles[i] {
+            self.roles[i] = role_of(callsite, self.names);
+        }
+        self.roles[i]
+    }
+
+    fn place(&mut self, at: u64, what: Pending) {
+        let run = &mut *self.run;
+        self.steps.place(at, what, &mut |step, at, p| settle(run, step, at, p));
+    }
+}
+
+/// Adds `p`, now that its step is known.
+fn settle(run: &mut Run, step: i64, at: u64, p: Pending) {
+    match p {
+        Pending::Kernel { name, dur } => run.add(step, name, at, dur),
+        Pending::Tensor(mut t) => {
+            t.step = step;
+            run.tensors.push(t);
+        }
+    }
+}
+
+fn role_of(c: &Callsite, names: &mut Names) -> Role {
+    let find = |key: &str| c.fields.iter().position(|(n, _)| n == key);
+    match c.kind {
+        Kind::Span => {
+            let step_field = find(reserved::STEP)
+                .filter(|&i| matches!(c.fields[i].1, FieldType::U64 | FieldType::I64 | FieldType::Dynamic));
+            Role::Kernel { name: names.intern(&c.name), step_field }
+        }
+        _ => match find(reserved::tensor::HASH) {
+            Some(hash) => Role::Tensor(TensorFields {
+                event_name: names.intern(&c.name),
+                name: find(reserved::tensor::NAME),
+                hash,
+                rms: find(reserved::tensor::RMS),
+                nan: find(reserved::tensor::NAN),
+                pinf: find(reserved::tensor::POS_INF),
+                ninf: find(reserved::tensor::NEG_INF),
+            }),
+            None => Role::Other,
+        },
+    }
+}
+
+/// Field `i` as an integer (a u64 above `i64::MAX` saturates).
+fn int(fields: &Fields, i: Option<usize>) -> Option<i64> {
+    let (types, words, _) = fields.raw();
+    match (types.get(i?)?, words.get(i?)?) {
+        (FieldType::U64, &w) => Some(i64::try_from(w).unwrap_or(i64::MAX)),
+        (FieldType::I64, &w) => Some(w as i64),
+        _ => None,
+    }
+}
+
+fn float(fields: &Fields, i: Option<usize>) -> f64 {
+    let (types, words, _) = fields.raw();
+    match (i.and_then(|i| types.get(i)), i.and_then(|i| words.get(i))) {
+        (Some(FieldType::F64), Some(&w)) => f64::from_bits(w),
+        _ => f64::NAN,
+    }
+}
+
+fn text(fields: &Fields, i: Option<usize>) -> Option<&str> {
+    let (types, words, text) = fields.raw();
+    let (ty, w) = (types.get(i?)?, *words.get(i?)?);
+    (*ty == FieldType::Str).then(|| text.get((w >> 32) as usize..w as u32 as usize)).flatten()
+}
+
+impl Sink for FileSink<'_> {
+    type Span = Open;
+
+    fn process(&mut self, _source: &str, header: &Header) {
+        self.conv = self.fixed.unwrap_or(header.calibration).converter();
+    }
+
+    fn thread(&mut self, thread: usize, _stream: u32) {
+        if self.stacks.len() <= thread {
+            self.stacks.resize(thread + 1, Vec::new());
+        }
+        self.steps.thread(thread);
+    }
+
+    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
+
+    fn span_begin(&mut self, thread: usize, span: &Item<'_>) -> Open {
+        self.run.spans += 1;
+        let start = self.conv.to_unix_ns(span.ticks);
+        self.steps.progress(thread, start);
+        let Role::Kernel { name, step_field } = self.role(span.callsite_index, span.callsite) else {
+            return Open { start, ..Open::default() };
+        };
+        let own = step_field.and_then(|i| int(span.fields, Some(i)));
+        let stack = &mut self.stacks[thread];
+        if let Some(step) = own {
+            stack.push(step);
+            self.steps.open(thread, start, step);
+        }
+        Open { start, name, step: own.or_else(|| stack.last().copied()), marker: own.is_some(), kernel: true }
+    }
+
+    fn event(&mut self, thread: usize, event: &Item<'_>) {
+        let at = self.conv.to_unix_ns(event.ticks);
+        self.steps.progress(thread, at);
+        let Role::Tensor(tf) = self.role(event.callsite_index, event.callsite) else { return };
+        let f = event.fields;
+        let (types, words, _) = f.raw();
+        let hash = match (types.get(tf.hash), words.get(tf.hash)) {
+            (Some(FieldType::U64), Some(&w)) => w,
+            _ => return,
+        };
+        let name = match text(f, tf.name) {
+            Some(n) => self.names.intern(n),
+            None => tf.event_name,
+        };
+        let count = |i| int(f, i).map_or(0, |v| v.max(0) as u64);
+        let rec = TensorRec {
+            rank: self.rank,
+            name,
+            step: NO_STEP,
+            occurrence: 0,
+            ns: at,
+            hash,
+            rms: float(f, tf.rms),
+            nan: count(tf.nan),
+            pinf: count(tf.pinf),
+            ninf: count(tf.ninf),
+        };
+        match self.stacks[thread].last() {
+            Some(&step) => settle(self.run, step, at, Pending::Tensor(rec)),
+            None => self.place(at, Pending::Tensor(rec)),
+        }
+    }
+
+    fn span_end(&mut self, thread: usize, span: Open, ticks: u64, _ended: bool) {
+        self.ended(thread, span, ticks, true);
+    }
+
+    fn detach(&mut self, thread: usize, span: Open, _id: u64) {
+        if span.marker {
+            self.unstack(thread, span);
+        }
+    }
+
+    fn detached_end(&mut self, thread: usize, span: Open, ticks: u64, _ended: bool) {
+        self.ended(thread, span, ticks, false);
+    }
+
+    fn calibration(&mut self, calibration: Calibration) {
+        // Only reached when the final calibration was not known beforehand (a reader without
+        // a path): later records use the newer one.
+        if self.fixed.is_none() {
+            self.conv = calibration.converter();
+        }
+    }
+
+    fn finish(&mut self, _end: &FileEnd) {
+        let run = &mut *self.run;
+        self.steps.finish(&mut |step, at, p| settle(run, step, at, p));
+    }
+}
+
+impl FileSink<'_> {
+    fn ended(&mut self, thread: usize, span: Open, ticks: u64, on_stack: bool) {
+        let end = self.conv.to_unix_ns(ticks).max(span.start);
+        self.steps.progress(thread, end);
+        if span.marker {
+            if on_stack {
+                self.unstack(thread, span);
+            }
+            self.steps.close(thread, span.start, end, span.step.unwrap_or(NO_STEP));
+            // A step is not a kernel: it holds them, and would lead every regression.
+            self.run.steps.0 += 1;
+            self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);
+            return;
+        }
+        if !span.kernel {
+            return;
+        }
+        let dur = end - span.start;
+        match span.step {
+            Some(step) => self.run.add(step, span.name, span.start, dur),
+            None => self.place(span.start, Pending::Kernel { name: span.name, dur }),
+        }
+    }
+
+    /// Takes a step marker off its thread's stack (the innermost with its number).
+    fn unstack(&mut self, thread: usize, span: Open) {
+        let stack = &mut self.stacks[thread];
+        if let Some(i) = stack.iter().rposition(|&s| Some(s) == span.step) {
+            stack.remove(i);
+        }
+    }
+}

@@ -18,6 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 pub enum Status {
     /// On both sides in at least one step.
     Matched,
+    /// On both sides, but never in the same step.
+    OtherSteps,
     /// Only in the base run (and paired with nothing).
     MissingInNew,
     /// Only in the new run (and paired with nothing).
@@ -31,11 +33,12 @@ pub enum Status {
 }
 
 impl Status {
-    /// Its name in the JSON and the text: `matched`, `missing_in_new`, `missing_in_base`,
-    /// `fused`, `split`.
+    /// Its name in the JSON and the text: `matched`, `other_steps`, `missing_in_new`,
+    /// `missing_in_base`, `fused`, `split`.
     pub fn name(&self) -> &'static str {
         match self {
             Status::Matched => "matched",
+            Status::OtherSteps => "other_steps",
             Status::MissingInNew => "missing_in_new",
             Status::MissingInBase => "missing_in_base",
             Status::Fused(_) => "fused",
@@ -178,6 +181,8 @@ pub(crate) fn compare(base: &Kernels, new: &Kernels, names: &Names) -> Vec<Kerne
                 Status::Fused(names_of(&s.fused))
             } else if !s.split.is_empty() {
                 Status::Split(names_of(&s.split))
+            } else if s.base.count > 0 && s.new.count > 0 {
+                Status::OtherSteps
             } else if s.base.count > 0 {
                 Status::MissingInNew
             } else {

@@ -41,7 +41,8 @@
 //!   "tensors": {"base": 40, "new": 40, "compared": 40, "differ": 28,
 //!               "only_base": 0, "only_new": 0},
 //!   "kernels": [                              // slowest regressions first
-//!     {"name": "softmax", "status": "matched", // missing_in_new, missing_in_base, fused, split
+//!     {"name": "softmax", "status": "matched", // other_steps (on both sides, never in the same
+//!                                             // step), missing_in_new, missing_in_base, fused, split
 //!      "partners": [],                        // fused or split: the other side's kernels
 //!      "base_count": 16, "new_count": 16, "base_ns": 3200000, "new_ns": 16000000,
 //!      "base_mean_ns": 200000.0, "new_mean_ns": 1000000.0,

@@ -171,7 +171,7 @@ mod tests {
         placed(&mut s, 250, 4, &mut out); // the step thread is past 250 with no step open
         assert_eq!(out, [(2, 7), (3, 7), (4, NO_STEP)]);
         s.finish(&mut |step, _, item| out.push((item, step)));
-        assert_eq!(out[4], (1, 7));
+        assert_eq!(out[3], (1, 7));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 # buffer hand-off under ThreadSanitizer), the fuzz targets for a bounded time, and the Python
 # consumer tests. Installs what it needs (a rustup target, a nightly toolchain with rust-src,
 # cargo-fuzz, a local Python virtual environment) and nothing system-wide, except Open MPI
-# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, and QEMU (apt-get, by
+# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, Chromium (apt-get) for the
+# diff page's consumer test when chromium is, and QEMU (apt-get, by
 # scripts/embedded-demo.sh) when qemu-system-arm is. Jaeger v2 is built once with Go (needed
 # then) into ~/.cache/waffle by scripts/build-jaeger.sh.
 set -euo pipefail
@@ -75,12 +76,20 @@ RUSTFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/s
 step "fuzz: trace_reader, record_stream, roundtrip, 20 s each from fuzz/corpus"
 ./scripts/fuzz.sh
 
+step "Chromium (headless): tests/consumers/test_diff.py renders the diff page in it"
+if ! command -v chromium >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends chromium
+fi
+
 step "Jaeger v2 for the consumer tests: built from its Go module once, then taken from the cache"
 # scripts/build-jaeger.sh prints the cached binary's path at once after the first build
 # (minutes, with Go and the Go module proxy); the tests start it with tests/consumers/jaeger.yaml.
 export WAFFLE_JAEGER_BIN="$(./scripts/build-jaeger.sh)"
 
-step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, a real Jaeger v2, Jaeger UI rules, xprof"
+step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, a real Jaeger v2, Jaeger UI rules, xprof, the diff page in Chromium"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

@@ -296,6 +296,9 @@ fn the_example_run_twice_shows_the_perturbed_layer_and_the_slowed_kernel() {
     assert_eq!(json["kernels"][0]["name"], "gelu", "{json:#}");
     assert!(json["kernels"][0]["ratio"].as_f64().unwrap() > 2.0);
     assert!(json["kernels"].as_array().unwrap().iter().all(|k| k["status"] == "matched"), "{json:#}");
+    // The loader thread's `load` spans lie in the steps by time: each matched in its step.
+    let load = kernel_row(&json, "load");
+    assert_eq!((load["matched"].as_u64(), load["steps"].as_u64()), (Some(4), Some(4)), "{load}");
     let page = std::fs::read_to_string(&html).unwrap();
     // Self-contained: the data inline, nothing fetched.
     assert!(page.contains("\"blk2/mlp\""), "{page}");

@@ -86,7 +86,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (to_main, batches) = mpsc::channel::<Vec<f32>>();
     let loader = std::thread::Builder::new().name("loader".into()).spawn(move || {
         for step in requests {
-            let _load = waffle::span!("load", step);
+            // Not `step`: a span with a `step` field is a step marker.
+            let _load = waffle::span!("load", batch = step);
             let x: Vec<f32> = (0..WIDTH).map(|i| ((i as u64 + step) % 11) as f32 / 11.0).collect();
             if to_main.send(x).is_err() {
                 break;

@@ -1,19 +1,22 @@
 //! One run read into what `diff` compares: a decoder [`Sink`] that sums kernels per (step, name)
 //! and keeps one small record per tensor, streaming.
 //!
-//! A kernel is any span but a step marker; its step is the step it lies in (see [`steps`](super::steps)). What
-//! the sink keeps grows with distinct (step, name) pairs and with tensors, never with the
-//! spans: a span is added to its pair's count and total as it ends. Tensors (events whose
-//! schema holds `tensor.hash`, `waffle::wire::reserved::tensor`) are few next to kernels: each
-//! is kept as a [`TensorRec`] of 64 bytes.
+//! A kernel is any span but a step marker; its step is the step it lies in (see
+//! [`steps`](super::steps)). A span is added to its step's sums as it ends, and steps are
+//! folded into a few numbers per name and per run of like steps (see
+//! [`window`](super::window)): what the sink keeps does not grow with the spans. Tensors
+//! (events whose schema holds `tensor.hash`, `waffle::wire::reserved::tensor`) are few next to
+//! kernels: each is kept as a [`TensorRec`] of 64 bytes.
 
-use super::steps::{Steps, NO_STEP};
+use super::{
+    steps::{Steps, NO_STEP},
+    window::{Folded, Shapes, Window},
+};
 use crate::decode::stream::{FileEnd, Header, Item, Sink};
 use crate::decode::Fields;
 use crate::model::Callsite;
 use std::{
     collections::HashMap,
-    hash::{BuildHasherDefault, Hasher},
     sync::Arc,
 };
 use waffle::{
@@ -47,17 +50,6 @@ impl Names {
     }
 }
 
-/// The sum of a kernel's occurrences in one step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Agg {
-    /// Occurrences.
-    pub count: u64,
-    /// Their time, ns.
-    pub total_ns: u64,
-    /// The earliest start among them, Unix ns: the order of kernels within a step.
-    pub first_ns: u64,
-}
-
 /// One tensor fingerprint.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TensorRec {
@@ -83,39 +75,11 @@ pub(crate) struct TensorRec {
     pub ninf: u64,
 }
 
-/// A fast hasher for small integer keys (the FxHash mix); the keys come from the files, but a
-/// file can only make its own diff slow, and every key is a name number and a step.
-#[derive(Default)]
-pub(crate) struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// Kernels of a run by (step, name).
-pub(crate) type Kernels = HashMap<(i64, u32), Agg, BuildHasherDefault<Fx>>;
-
 /// What one run (one side of the diff) holds once its files are read.
 #[derive(Debug, Default)]
 pub(crate) struct Run {
-    /// Kernels by (step, name).
-    pub kernels: Kernels,
+    /// Its kernels, folded step by step.
+    pub kernels: Folded,
     /// Every tensor, in no particular order until [`Run::number_tensors`].
     pub tensors: Vec<TensorRec>,
     /// Spans read.
@@ -125,14 +89,6 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    /// Adds one kernel occurrence.
-    fn add(&mut self, step: i64, name: u32, start: u64, dur: u64) {
-        let agg = self.kernels.entry((step, name)).or_insert(Agg { first_ns: start, ..Agg::default() });
-        agg.count += 1;
-        agg.total_ns = agg.total_ns.saturating_add(dur);
-        agg.first_ns = agg.first_ns.min(start);
-    }
-
     /// Numbers the tensors of each (rank, name, step) from 0 in time order, and leaves them in
     /// time order.
     pub(crate) fn number_tensors(&mut self) {
@@ -190,6 +146,8 @@ pub(crate) struct Open {
 pub(crate) struct FileSink<'a> {
     run: &'a mut Run,
     names: &'a mut Names,
+    shapes: &'a mut Shapes,
+    window: Window,
     rank: u32,
     /// The file's last CLOCK frame's calibration, if known before reading; else the header's.
     fixed: Option<Calibration>,
@@ -210,9 +168,24 @@ pub(crate) enum Pending {
 impl<'a> FileSink<'a> {
     /// A sink adding file number `rank` of a run to `run`; `calibration` is the file's final
     /// one when known (`decode::stream::final_calibration`).
-    pub(crate) fn new(run: &'a mut Run, names: &'a mut Names, rank: u32, calibration: Option<Calibration>) -> Self {
+    pub(crate) fn new(
+        (run, names, shapes): (&'a mut Run, &'a mut Names, &'a mut Shapes),
+        rank: u32,
+        calibration: Option<Calibration>,
+    ) -> Self {
         let conv = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter();
-        FileSink { run, names, rank, fixed: calibration, conv, roles: Vec::new(), stacks: Vec::new(), steps: Steps::default() }
+        FileSink {
+            run,
+            names,
+            shapes,
+            window: Window::default(),
+            rank,
+            fixed: calibration,
+            conv,
+            roles: Vec::new(),
+            stacks: Vec::new(),
+            steps: Steps::default(),
+        }
     }
 
     fn role(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
@@ -227,15 +200,15 @@ impl<'a> FileSink<'a> {
     }
 
     fn place(&mut self, at: u64, what: Pending) {
-        let run = &mut *self.run;
-        self.steps.place(at, what, &mut |step, at, p| settle(run, step, at, p));
+        let (run, window) = (&mut *self.run, &mut self.window);
+        self.steps.place(at, what, &mut |step, at, p| settle(run, window, step, at, p));
     }
 }
 
 /// Adds `p`, now that its step is known.
-fn settle(run: &mut Run, step: i64, at: u64, p: Pending) {
+fn settle(run: &mut Run, window: &mut Window, step: i64, at: u64, p: Pending) {
     match p {
-        Pending::Kernel { name, dur } => run.add(step, name, at, dur),
+        Pending::Kernel { name, dur } => window.add(step, name, at, dur, &mut run.kernels),
         Pending::Tensor(mut t) => {
             t.step = step;
             run.tensors.push(t);
@@ -318,6 +291,7 @@ impl Sink for FileSink<'_> {
         if let Some(step) = own {
             stack.push(step);
             self.steps.open(thread, start, step);
+            self.window.open(step, start);
         }
         Open { start, name, step: own.or_else(|| stack.last().copied()), marker: own.is_some(), kernel: true }
     }
@@ -350,7 +324,7 @@ impl Sink for FileSink<'_> {
             ninf: count(tf.ninf),
         };
         match self.stacks[thread].last() {
-            Some(&step) => settle(self.run, step, at, Pending::Tensor(rec)),
+            Some(&step) => settle(self.run, &mut self.window, step, at, Pending::Tensor(rec)),
             None => self.place(at, Pending::Tensor(rec)),
         }
     }
@@ -378,8 +352,9 @@ impl Sink for FileSink<'_> {
     }
 
     fn finish(&mut self, _end: &FileEnd) {
-        let run = &mut *self.run;
-        self.steps.finish(&mut |step, at, p| settle(run, step, at, p));
+        let (run, window) = (&mut *self.run, &mut self.window);
+        self.steps.finish(&mut |step, at, p| settle(run, window, step, at, p));
+        self.window.finish(self.rank as usize, &mut self.run.kernels, self.shapes);
     }
 }
 
@@ -391,7 +366,9 @@ impl FileSink<'_> {
             if on_stack {
                 self.unstack(thread, span);
             }
-            self.steps.close(thread, span.start, end, span.step.unwrap_or(NO_STEP));
+            let step = span.step.unwrap_or(NO_STEP);
+            self.steps.close(thread, span.start, end, step);
+            self.window.close(step, self.rank as usize, &mut self.run.kernels, self.shapes);
             // A step is not a kernel: it holds them, and would lead every regression.
             self.run.steps.0 += 1;
             self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);
@@ -402,7 +379,7 @@ impl FileSink<'_> {
         }
         let dur = end - span.start;
         match span.step {
-            Some(step) => self.run.add(step, span.name, span.start, dur),
+            Some(step) => self.window.add(step, span.name, span.start, dur, &mut self.run.kernels),
             None => self.place(span.start, Pending::Kernel { name: span.name, dur }),
         }
     }

@@ -1,17 +1,21 @@
 //! Kernels of two runs aligned by step, name and occurrence, summed per name.
 //!
-//! In each step, the k-th occurrence of a name on one side is the k-th on the other: a name
-//! seen `b` times in a base step and `n` times in the new one has `min(b, n)` occurrences
-//! matched and the rest missing on one side. A name present in a step on one side only is a
-//! lone kernel of that step, which [`align`](super::align) may pair as fused or split. The
+//! In each step of each rank, the k-th occurrence of a name on one side is the k-th on the
+//! other: a name seen `b` times in a base step and `n` times in the new one has `min(b, n)`
+//! occurrences matched and the rest missing on one side. Steps are compared by their shapes
+//! (see [`window`](super::window)), so a million like steps cost one comparison. A name
+//! present in a step on one side only is a lone kernel of that step, which
+//! [`align`](super::align) may pair as fused or split, from each name's time per step and
+//! mean start offset in its steps over the run. The
 //! report has one [`KernelRow`] per name, over all steps, slowest regressions first (largest
 //! increase of total time).
 
 use super::{
     align::{pair, Lone},
-    collect::{Agg, Kernels, Names},
+    collect::Names,
+    window::{Folded, NameStat, Shapes, StepRun},
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// What became of a kernel between the runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,8 +116,6 @@ fn mean(total: u64, count: u64) -> f64 {
 
 #[derive(Default)]
 struct Sum {
-    base: Agg,
-    new: Agg,
     matched: u64,
     only_base: u64,
     only_new: u64,
@@ -124,66 +126,80 @@ struct Sum {
 }
 
 /// Every kernel name of either run, slowest regressions first (then by name).
-pub(crate) fn compare(base: &Kernels, new: &Kernels, names: &Names) -> Vec<KernelRow> {
-    // Per step, both sides' aggregates of each name.
-    type Sides = (Option<Agg>, Option<Agg>);
-    let mut by_step: BTreeMap<i64, HashMap<u32, Sides>> = BTreeMap::new();
-    for (&(step, name), &agg) in base {
-        by_step.entry(step).or_default().entry(name).or_default().0 = Some(agg);
-    }
-    for (&(step, name), &agg) in new {
-        by_step.entry(step).or_default().entry(name).or_default().1 = Some(agg);
+pub(crate) fn compare(base: &Folded, new: &Folded, shapes: &Shapes, names: &Names) -> Vec<KernelRow> {
+    // How many steps have each pair of shapes (a rank's step missing on one side: `None`).
+    let mut pairs: HashMap<(Option<u32>, Option<u32>), u64> = HashMap::new();
+    for rank in 0..base.ranks.len().max(new.ranks.len()) {
+        let side = |f: &Folded| f.ranks.get(rank).cloned().unwrap_or_default();
+        sweep(side(base), side(new), &mut |n, b, w| *pairs.entry((b, w)).or_default() += n);
     }
     let mut sums: HashMap<u32, Sum> = HashMap::new();
-    for kernels in by_step.values() {
+    let shape = |id: Option<u32>| id.map_or(&[][..], |id| shapes.get(id));
+    let mut pairs: Vec<_> = pairs.into_iter().collect();
+    pairs.sort_unstable();
+    for ((b, n), steps) in pairs {
+        let (b, n) = (shape(b), shape(n));
+        let mut all: Vec<u32> = b.iter().chain(n).map(|&(name, _)| name).collect();
+        all.sort_unstable();
+        all.dedup();
         let (mut lone_base, mut lone_new): (Vec<Lone>, Vec<Lone>) = (Vec::new(), Vec::new());
-        for (&name, &(b, n)) in kernels {
+        for name in all {
+            let count = |s: &[(u32, u64)]| s.iter().find(|x| x.0 == name).map_or(0, |x| x.1);
+            let (cb, cn) = (count(b), count(n));
             let sum = sums.entry(name).or_default();
-            sum.steps += 1;
-            let (b, n) = (b.unwrap_or_default(), n.unwrap_or_default());
-            add(&mut sum.base, b);
-            add(&mut sum.new, n);
-            sum.matched += b.count.min(n.count);
-            sum.only_base += b.count.saturating_sub(n.count);
-            sum.only_new += n.count.saturating_sub(b.count);
-            match (b.count > 0, n.count > 0) {
-                (true, true) => sum.matched_steps += 1,
-                (true, false) => lone_base.push((b.first_ns, name, b.total_ns)),
-                (false, true) => lone_new.push((n.first_ns, name, n.total_ns)),
+            sum.steps += steps;
+            sum.matched += cb.min(cn) * steps;
+            sum.only_base += cb.saturating_sub(cn) * steps;
+            sum.only_new += cn.saturating_sub(cb) * steps;
+            let lone = |f: &Folded| {
+                let s = f.names.get(&name).copied().unwrap_or_default();
+                (s.mean_offset_ns(), name, s.per_step_ns())
+            };
+            match (cb > 0, cn > 0) {
+                (true, true) => sum.matched_steps += steps,
+                (true, false) => lone_base.push(lone(base)),
+                (false, true) => lone_new.push(lone(new)),
                 (false, false) => {}
             }
         }
         lone_base.sort_unstable();
         lone_new.sort_unstable();
         for p in pair(&lone_base, &lone_new) {
-            let (one, many) = if p.base.len() == 1 { (&p.base, &p.new) } else { (&p.new, &p.base) };
-            let list = |s: &mut Sum, other: &[u32]| {
-                let l = if p.base.len() == 1 { &mut s.split } else { &mut s.fused };
+            let split = p.base.len() == 1;
+            let (one, many) = if split { (&p.base, &p.new) } else { (&p.new, &p.base) };
+            let mut list = |name: u32, other: &[u32]| {
+                let s = sums.entry(name).or_default();
+                let l = if split { &mut s.split } else { &mut s.fused };
                 for o in other {
                     if !l.contains(o) {
                         l.push(*o);
                     }
                 }
             };
-            list(sums.entry(one[0]).or_default(), many);
+            list(one[0], many);
             for &m in many {
-                list(sums.entry(m).or_default(), one);
+                list(m, one);
             }
         }
+    }
+    // Names only ever late (never folded in a step) still have totals.
+    for name in base.names.keys().chain(new.names.keys()) {
+        sums.entry(*name).or_default();
     }
     let names_of = |ids: &[u32]| ids.iter().map(|&i| names.get(i).to_owned()).collect::<Vec<_>>();
     let mut rows: Vec<KernelRow> = sums
         .into_iter()
         .map(|(name, s)| {
+            let (b, n) = (stat(base, name), stat(new, name));
             let status = if s.matched_steps > 0 {
                 Status::Matched
             } else if !s.fused.is_empty() {
                 Status::Fused(names_of(&s.fused))
             } else if !s.split.is_empty() {
                 Status::Split(names_of(&s.split))
-            } else if s.base.count > 0 && s.new.count > 0 {
+            } else if b.count > 0 && n.count > 0 {
                 Status::OtherSteps
-            } else if s.base.count > 0 {
+            } else if b.count > 0 {
                 Status::MissingInNew
             } else {
                 Status::MissingInBase
@@ -191,10 +207,10 @@ pub(crate) fn compare(base: &Kernels, new: &Kernels, names: &Names) -> Vec<Kerne
             KernelRow {
                 name: names.get(name).to_owned(),
                 status,
-                base_count: s.base.count,
-                new_count: s.new.count,
-                base_ns: s.base.total_ns,
-                new_ns: s.new.total_ns,
+                base_count: b.count,
+                new_count: n.count,
+                base_ns: b.total_ns,
+                new_ns: n.total_ns,
                 matched: s.matched,
                 only_base: s.only_base,
                 only_new: s.only_new,
@@ -206,7 +222,79 @@ pub(crate) fn compare(base: &Kernels, new: &Kernels, names: &Names) -> Vec<Kerne
     rows
 }
 
-fn add(to: &mut Agg, a: Agg) {
-    to.count += a.count;
-    to.total_ns = to.total_ns.saturating_add(a.total_ns);
+fn stat(f: &Folded, name: u32) -> NameStat {
+    f.names.get(&name).copied().unwrap_or_default()
+}
+
+/// Walks two ranks' step runs by step number: `emit(steps, base shape, new shape)` for each
+/// stretch of steps, a side without the steps giving `None`.
+fn sweep(mut a: Vec<StepRun>, mut b: Vec<StepRun>, emit: &mut impl FnMut(u64, Option<u32>, Option<u32>)) {
+    a.sort_unstable_by_key(|r| r.first);
+    b.sort_unstable_by_key(|r| r.first);
+    let len = |first: i64, last: i64| (i128::from(last) - i128::from(first) + 1) as u64;
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        match (a.peek_mut(), b.peek_mut()) {
+            (None, None) => return,
+            (Some(x), None) => {
+                emit(len(x.first, x.last), Some(x.shape), None);
+                a.next();
+            }
+            (None, Some(y)) => {
+                emit(len(y.first, y.last), None, Some(y.shape));
+                b.next();
+            }
+            (Some(x), Some(y)) => {
+                if x.last < y.first {
+                    emit(len(x.first, x.last), Some(x.shape), None);
+                    a.next();
+                } else if y.last < x.first {
+                    emit(len(y.first, y.last), None, Some(y.shape));
+                    b.next();
+                } else if x.first < y.first {
+                    emit(len(x.first, y.first - 1), Some(x.shape), None);
+                    x.first = y.first;
+                } else if y.first < x.first {
+                    emit(len(y.first, x.first - 1), None, Some(y.shape));
+                    y.first = x.first;
+                } else {
+                    let end = x.last.min(y.last);
+                    emit(len(x.first, end), Some(x.shape), Some(y.shape));
+                    let (x_done, y_done) = (x.last == end, y.last == end);
+                    if !x_done {
+                        x.first = end + 1;
+                    }
+                    if !y_done {
+                        y.first = end + 1;
+                    }
+                    if x_done {
+                        a.next();
+                    }
+                    if y_done {
+                        b.next();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_pairs_steps_by_number() {
+        let run = |first, last, shape| StepRun { first, last, shape };
+        let mut out = Vec::new();
+        sweep(
+            vec![run(0, 9, 1), run(20, 29, 2)],
+            vec![run(5, 24, 3)],
+            &mut |n, a, b| out.push((n, a, b)),
+        );
+        assert_eq!(
+            out,
+            [(5, Some(1), None), (5, Some(1), Some(3)), (10, None, Some(3)), (5, Some(2), Some(3)), (5, Some(2), None)]
+        );
+    }
 }

@@ -7,9 +7,11 @@
 //! - **kernels** (every span but the step markers) are summed per (step, name): count, total time, first start.
 //!   A span's step is the step marker enclosing it on its thread, or on another thread the
 //!   step whose time range holds it (`steps.rs`; a step is a span with a `step` field, see
-//!   `waffle::wire::reserved`). Memory grows with distinct (step, name) pairs, not with spans.
-//!   [`kernels`] aligns them by step, name and occurrence, and [`align`] pairs what is left
-//!   on one side only as fused or split;
+//!   `waffle::wire::reserved`). A step's sums are kept while it is in flight, then folded into
+//!   totals per name and its shape (which names, how often), kept per run of like steps
+//!   (`window.rs`): memory grows with names and with changes of shape, not with spans or
+//!   steps. [`kernels`] aligns them by rank, step, name and occurrence, and [`align`] pairs
+//!   what is left on one side only as fused or split;
 //! - **tensors** (events whose schema holds `tensor.hash`) are kept as one 64-byte record
 //!   each — a run records far fewer tensors than kernels — and [`tensors`] aligns them by
 //!   rank, name, step and occurrence to find the first divergence and the first NaN or Inf.
@@ -24,7 +26,8 @@
 //! {
 //!   "version": 1,
 //!   "base": {"files": ["a.bin"], "spans": 1200, "tensors": 40, "steps": 4,
-//!            "step_ns": 2150000},             // step markers' time, summed
+//!            "step_ns": 2150000,              // step markers' time, summed
+//!            "late": 0},                      // kernels counted but not aligned (window.rs)
 //!   "new":  {"files": ["b.bin"], "spans": 1200, "tensors": 40, "steps": 4, "step_ns": 11600000},
 //!   "first_divergence": {                     // null when every aligned tensor is equal
 //!     "name": "blk2/attn", "step": 0,         // step: null when the tensor is in no step
@@ -63,6 +66,7 @@ pub mod kernels;
 mod render;
 mod steps;
 pub mod tensors;
+mod window;
 
 pub use kernels::{KernelRow, Status};
 pub use tensors::{first_nan, Divergence, NonFinite, TensorAt, TensorReport};
@@ -76,8 +80,11 @@ pub struct RunInfo {
     pub spans: u64,
     /// Tensors read.
     pub tensors: u64,
-    /// Distinct step numbers its kernels lie in.
+    /// Steps its kernels lie in, summed over its files.
     pub steps: u64,
+    /// Kernels that reached a step after it was folded (see `window.rs`): in the totals, not
+    /// aligned.
+    pub late: u64,
     /// The time of its step markers, summed, ns.
     pub step_ns: u64,
 }
@@ -102,15 +109,16 @@ pub struct Diff {
 /// unreadable from its start is an error naming it; later damage is a warning.
 pub fn diff_files<P: AsRef<Path>>(base: &[P], new: &[P], progress: &mut dyn FnMut(u64)) -> Result<Diff, Error> {
     let mut names = collect::Names::default();
+    let mut shapes = window::Shapes::default();
     let mut warnings = Vec::new();
-    let (mut base_run, base_info) = read_run(base, &mut names, &mut warnings, progress)?;
-    let (mut new_run, new_info) = read_run(new, &mut names, &mut warnings, progress)?;
+    let (mut base_run, base_info) = read_run(base, (&mut names, &mut shapes), &mut warnings, progress)?;
+    let (mut new_run, new_info) = read_run(new, (&mut names, &mut shapes), &mut warnings, progress)?;
     base_run.number_tensors();
     new_run.number_tensors();
     Ok(Diff {
         base: base_info,
         new: new_info,
-        kernels: kernels::compare(&base_run.kernels, &new_run.kernels, &names),
+        kernels: kernels::compare(&base_run.kernels, &new_run.kernels, &shapes, &names),
         tensors: tensors::compare(&base_run.tensors, &new_run.tensors, &names),
         warnings,
     })
@@ -118,7 +126,7 @@ pub fn diff_files<P: AsRef<Path>>(base: &[P], new: &[P], progress: &mut dyn FnMu
 
 fn read_run<P: AsRef<Path>>(
     files: &[P],
-    names: &mut collect::Names,
+    (names, shapes): (&mut collect::Names, &mut window::Shapes),
     warnings: &mut Vec<Warning>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(collect::Run, RunInfo), Error> {
@@ -127,17 +135,16 @@ fn read_run<P: AsRef<Path>>(
     for (rank, path) in files.iter().enumerate() {
         let path = path.as_ref();
         let calibration = stream::final_calibration(path);
-        let mut sink = collect::FileSink::new(&mut run, names, rank as u32, calibration);
+        let mut sink = collect::FileSink::new((&mut run, names, shapes), rank as u32, calibration);
         warnings.extend(stream::decode_path(path, &mut sink)?);
         progress(std::fs::metadata(path).map_or(0, |m| m.len()));
         info.files.push(path.display().to_string());
     }
     info.spans = run.spans;
     info.tensors = run.tensors.len() as u64;
-    let mut steps: Vec<i64> = run.kernels.keys().map(|k| k.0).filter(|&s| s != steps::NO_STEP).collect();
-    steps.sort_unstable();
-    steps.dedup();
-    info.steps = steps.len() as u64;
+    let runs = run.kernels.ranks.iter().flatten().filter(|r| r.first != steps::NO_STEP);
+    info.steps = runs.map(|r| (i128::from(r.last) - i128::from(r.first) + 1) as u64).sum();
+    info.late = run.kernels.late;
     info.step_ns = run.steps.1;
     Ok((run, info))
 }

@@ -14,7 +14,10 @@ impl Diff {
     pub fn to_text(&self, limit: Option<usize>) -> String {
         let mut out = String::new();
         let run = |r: &RunInfo| {
-            let steps = format!("{} steps, {} in steps", r.steps, duration(r.step_ns as f64));
+            let mut steps = format!("{} steps, {} in steps", r.steps, duration(r.step_ns as f64));
+            if r.late > 0 {
+                let _ = write!(steps, ", {} kernels too late for their step to be aligned", r.late);
+            }
             format!("{} ({} spans, {} tensors, {steps})", r.files.join(" "), r.spans, r.tensors)
         };
         let _ = writeln!(out, "base: {}", run(&self.base));
@@ -79,7 +82,7 @@ impl Diff {
     /// The report as JSON (the [module docs](super) give its shape).
     pub fn to_json(&self) -> Json {
         let run = |r: &RunInfo| {
-            json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns})
+            json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns, "late": r.late})
         };
         let t = &self.tensors;
         let divergence = t.first_divergence.as_ref().map(|d| {

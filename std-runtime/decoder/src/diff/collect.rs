@@ -111,7 +111,7 @@ enum Role {
     /// Not met yet.
     Unknown,
     /// A span: a kernel, and a step marker when it has a `step` field (its index).
-    Kernel { name: u32, step_field: Option<usize> },
+    Kernel { name: u32, step_field: Option<u16> },
     /// A tensor fingerprint: where its fields are.
     Tensor(TensorFields),
     /// Any other event.
@@ -121,12 +121,12 @@ enum Role {
 #[derive(Clone, Copy, Debug)]
 struct TensorFields {
     event_name: u32,
-    name: Option<usize>,
-    hash: usize,
-    rms: Option<usize>,
-    nan: Option<usize>,
-    pinf: Option<usize>,
-    ninf: Option<usize>,
+    name: Option<u16>,
+    hash: u16,
+    rms: Option<u16>,
+    nan: Option<u16>,
+    pinf: Option<u16>,
+    ninf: Option<u16>,
 }
 
 /// A span open on a thread, as the sink knows it.
@@ -188,7 +188,16 @@ impl<'a> FileSink<'a> {
         }
     }
 
+    #[inline]
     fn role(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
+        match self.roles.get(index as usize) {
+            Some(Role::Unknown) | None => self.learn(index, callsite),
+            Some(role) => *role,
+        }
+    }
+
+    #[cold]
+    fn learn(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
         let i = index as usize;
         if i >= self.roles.len() {
             self.roles.resize(i + 1, Role::Unknown);
@@ -217,11 +226,13 @@ fn settle(run: &mut Run, window: &mut Window, step: i64, at: u64, p: Pending) {
 }
 
 fn role_of(c: &Callsite, names: &mut Names) -> Role {
-    let find = |key: &str| c.fields.iter().position(|(n, _)| n == key);
+    // A schema holds at most a few hundred fields (a callsite frame is bounded); beyond
+    // u16::MAX a field is not looked for.
+    let find = |key: &str| c.fields.iter().position(|(n, _)| n == key).and_then(|i| u16::try_from(i).ok());
     match c.kind {
         Kind::Span => {
             let step_field = find(reserved::STEP)
-                .filter(|&i| matches!(c.fields[i].1, FieldType::U64 | FieldType::I64 | FieldType::Dynamic));
+                .filter(|&i| matches!(c.fields[usize::from(i)].1, FieldType::U64 | FieldType::I64 | FieldType::Dynamic));
             Role::Kernel { name: names.intern(&c.name), step_field }
         }
         _ => match find(reserved::tensor::HASH) {
@@ -240,26 +251,29 @@ fn role_of(c: &Callsite, names: &mut Names) -> Role {
 }
 
 /// Field `i` as an integer (a u64 above `i64::MAX` saturates).
-fn int(fields: &Fields, i: Option<usize>) -> Option<i64> {
+fn int(fields: &Fields, i: Option<u16>) -> Option<i64> {
     let (types, words, _) = fields.raw();
-    match (types.get(i?)?, words.get(i?)?) {
+    let i = usize::from(i?);
+    match (types.get(i)?, words.get(i)?) {
         (FieldType::U64, &w) => Some(i64::try_from(w).unwrap_or(i64::MAX)),
         (FieldType::I64, &w) => Some(w as i64),
         _ => None,
     }
 }
 
-fn float(fields: &Fields, i: Option<usize>) -> f64 {
+fn float(fields: &Fields, i: Option<u16>) -> f64 {
     let (types, words, _) = fields.raw();
+    let i = i.map(usize::from);
     match (i.and_then(|i| types.get(i)), i.and_then(|i| words.get(i))) {
         (Some(FieldType::F64), Some(&w)) => f64::from_bits(w),
         _ => f64::NAN,
     }
 }
 
-fn text(fields: &Fields, i: Option<usize>) -> Option<&str> {
+fn text(fields: &Fields, i: Option<u16>) -> Option<&str> {
     let (types, words, text) = fields.raw();
-    let (ty, w) = (types.get(i?)?, *words.get(i?)?);
+    let i = usize::from(i?);
+    let (ty, w) = (types.get(i)?, *words.get(i)?);
     (*ty == FieldType::Str).then(|| text.get((w >> 32) as usize..w as u32 as usize)).flatten()
 }
 
@@ -302,7 +316,7 @@ impl Sink for FileSink<'_> {
         let Role::Tensor(tf) = self.role(event.callsite_index, event.callsite) else { return };
         let f = event.fields;
         let (types, words, _) = f.raw();
-        let hash = match (types.get(tf.hash), words.get(tf.hash)) {
+        let hash = match (types.get(usize::from(tf.hash)), words.get(usize::from(tf.hash))) {
             (Some(FieldType::U64), Some(&w)) => w,
             _ => return,
         };

@@ -16,10 +16,15 @@
 //!
 //! What waits is bounded: past [`WAITING`] items, the earliest half is placed with what is
 //! known (a step ended or open that began before it, else none), and the rest at the end of
-//! the file. A file without steps therefore places everything in no step, in batches.
+//! the file. A file without steps therefore places everything in no step, in batches. So are
+//! the ended steps: the latest [`KEPT`] to twice as many (an item older than those, which the
+//! file would hand over thousands of steps late, is placed in none).
 
 /// The step of what lies in none.
 pub(crate) const NO_STEP: i64 = i64::MIN;
+
+/// How many ended steps are kept to place items by time (between this and twice as many).
+pub(crate) const KEPT: usize = 1024;
 
 /// The most items waiting for their step before the earliest half is placed anyway.
 pub(crate) const WAITING: usize = 1 << 16;
@@ -73,6 +78,10 @@ impl<P: Copy> Steps<P> {
         }
         let at = self.ended.partition_point(|&(b, ..)| b <= begin);
         self.ended.insert(at, (begin, end, step));
+        if self.ended.len() > 2 * KEPT {
+            // The oldest steps are forgotten: an item that old is placed as if none held it.
+            self.ended.drain(..KEPT);
+        }
     }
 
     /// `item` at time `at` needs its step; `settle` gets it with its step when known.

@@ -13,7 +13,7 @@
 //! ([`Folded::late`]), not aligned.
 
 use super::steps::NO_STEP;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// How many steps may end after a step before it is folded.
 pub(crate) const WINDOW: usize = 32;
@@ -125,8 +125,11 @@ impl Folded {
 /// One file's steps in flight.
 #[derive(Debug, Default)]
 pub(crate) struct Window {
-    /// Steps in flight: their begin and their kernels.
-    flight: BTreeMap<i64, (u64, Vec<(u32, Agg)>)>,
+    /// Steps in flight (a few dozen): their number, begin and kernels.
+    flight: Vec<(i64, u64, Vec<(u32, Agg)>)>,
+    /// The index in `flight` of the step last added to (most kernels follow their
+    /// predecessor's step).
+    last: usize,
     /// Ended steps still in flight, in the order they ended.
     ended: VecDeque<i64>,
 }
@@ -134,7 +137,20 @@ pub(crate) struct Window {
 impl Window {
     /// Step `step` begins at `begin` (a step met again keeps its first begin).
     pub(crate) fn open(&mut self, step: i64, begin: u64) {
-        self.flight.entry(step).or_insert((begin, Vec::new()));
+        if self.find(step).is_none() {
+            self.flight.push((step, begin, Vec::new()));
+        }
+    }
+
+    /// Where step `step` is in flight.
+    #[inline]
+    fn find(&mut self, step: i64) -> Option<usize> {
+        if self.flight.get(self.last).is_some_and(|f| f.0 == step) {
+            return Some(self.last);
+        }
+        let i = self.flight.iter().rposition(|f| f.0 == step)?;
+        self.last = i;
+        Some(i)
     }
 
     /// Step `step` ends; the oldest ended step is folded once [`WINDOW`] more have ended.
@@ -152,7 +168,7 @@ impl Window {
         if step == NO_STEP {
             self.open(NO_STEP, start);
         }
-        let Some((_, kernels)) = self.flight.get_mut(&step) else {
+        let Some(i) = self.find(step) else {
             // Folded already (or never begun in this file, which a marker always is).
             let stat = folded.names.entry(name).or_default();
             stat.count += 1;
@@ -160,6 +176,7 @@ impl Window {
             folded.late += 1;
             return;
         };
+        let kernels = &mut self.flight[i].2;
         match kernels.iter_mut().find(|(n, _)| *n == name) {
             Some((_, agg)) => {
                 agg.count += 1;
@@ -173,13 +190,17 @@ impl Window {
     /// The file is read: every step still in flight is folded, in step order.
     pub(crate) fn finish(&mut self, rank: usize, folded: &mut Folded, shapes: &mut Shapes) {
         self.ended.clear();
-        while let Some((&step, _)) = self.flight.iter().next() {
+        let mut steps: Vec<i64> = self.flight.iter().map(|f| f.0).collect();
+        steps.sort_unstable();
+        for step in steps {
             self.fold(step, rank, folded, shapes);
         }
     }
 
     fn fold(&mut self, step: i64, rank: usize, folded: &mut Folded, shapes: &mut Shapes) {
-        let Some((begin, mut kernels)) = self.flight.remove(&step) else { return };
+        let Some(i) = self.find(step) else { return };
+        let (_, begin, mut kernels) = self.flight.swap_remove(i);
+        self.last = 0;
         if folded.has(rank, step) {
             // The same step number ended twice in one file (two threads marking steps): the
             // second is counted, not aligned.

@@ -75,7 +75,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let session = waffle_std::Config::new(out).start()?;
     let weights: Vec<Vec<f32>> = (0..o.layers)
         .map(|l| {
-            let mut w: Vec<f32> = (0..WIDTH * WIDTH).map(|i| ((i * 7 + l * 13) % 17) as f32 / 170.0 - 0.05).collect();
+            let mut w: Vec<f32> =
+                (0..WIDTH * WIDTH).map(|i| ((i * 7 + l * 13) % 17) as f32 / 170.0 - 0.05).collect();
             if o.perturb == Some(l) {
                 w[0] += 1e-3;
             }
@@ -166,7 +167,8 @@ fn gelu(v: f32) -> f32 {
 fn options() -> Result<(std::path::PathBuf, Options), String> {
     let mut args = std::env::args().skip(1);
     let out = args.next().ok_or("usage: diff_model OUT.bin [--steps N] [--layers N] [--perturb L] [--slow KERNEL] [--fuse] [--tensor-every N] [--work N]")?;
-    let mut o = Options { steps: 4, layers: 4, perturb: None, slow: None, fuse: false, tensor_every: 1, work: 1 };
+    let mut o =
+        Options { steps: 4, layers: 4, perturb: None, slow: None, fuse: false, tensor_every: 1, work: 1 };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} takes a value"));
         let number = |v: String| v.parse::<u64>().map_err(|_| format!("{arg}: {v:?} is not a number"));

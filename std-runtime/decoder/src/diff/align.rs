@@ -6,8 +6,8 @@
 //! one side only, each side's in the order of their first start in the step. A kernel of one
 //! side and a run of **two or more consecutive** kernels of the other side are paired when
 //! their times agree within [`TOLERANCE`] (the difference at most that fraction of the larger
-//! time), the run closest in time being taken: the run was fused into the kernel when the run
-//! is on the base side, the kernel was split into the run when it is. Fusions are looked for
+//! time), the shortest such run being taken (then the closest in time): the run was fused into
+//! the kernel when the run is on the base side, the kernel was split into the run when it is. Fusions are looked for
 //! first, each new kernel in its order, then splits; each kernel takes part in one pairing at
 //! most. Names alone are not used: a fused kernel rarely keeps its parts' names.
 
@@ -52,10 +52,10 @@ pub(crate) fn pair(base: &[Lone], new: &[Lone]) -> Vec<Pairing> {
     out
 }
 
-/// The run of two or more consecutive unused kernels whose time is closest to `total`, if
-/// one agrees with it (the earliest, then the shortest, of equally close ones).
+/// The shortest run of two or more consecutive unused kernels whose time agrees with `total`
+/// (the closest in time of equally long ones, then the earliest).
 fn find_run(side: &[Lone], used: &[bool], total: u64) -> Option<std::ops::Range<usize>> {
-    let mut best: Option<(u64, std::ops::Range<usize>)> = None;
+    let mut best: Option<((usize, u64), std::ops::Range<usize>)> = None;
     for start in 0..side.len() {
         let mut sum = 0u64;
         for end in start..side.len() {
@@ -63,9 +63,9 @@ fn find_run(side: &[Lone], used: &[bool], total: u64) -> Option<std::ops::Range<
                 break;
             }
             sum = sum.saturating_add(side[end].2);
-            let off = sum.abs_diff(total);
-            if end > start && agrees(sum, total) && best.as_ref().is_none_or(|b| off < b.0) {
-                best = Some((off, start..end + 1));
+            let rank = (end - start, sum.abs_diff(total));
+            if end > start && agrees(sum, total) && best.as_ref().is_none_or(|b| rank < b.0) {
+                best = Some((rank, start..end + 1));
             }
             if sum as f64 > total as f64 / (1.0 - TOLERANCE) {
                 break;

@@ -9,20 +9,14 @@
 //! kernels: each is kept as a [`TensorRec`] of 64 bytes.
 
 use super::{
+    roles::{self, int, role_of, text, Role},
     steps::{Steps, NO_STEP},
     window::{Folded, Shapes, Window},
 };
 use crate::decode::stream::{FileEnd, Header, Item, Sink};
-use crate::decode::Fields;
 use crate::model::Callsite;
-use std::{
-    collections::HashMap,
-    sync::Arc,
-};
-use waffle::{
-    callsite::Kind,
-    wire::{reserved, Calibration, Converter, FieldType},
-};
+use std::{collections::HashMap, sync::Arc};
+use waffle::wire::{Calibration, Converter, FieldType};
 
 /// Names of kernels and tensors, numbered once for both runs, so that a number means the same
 /// name on either side.
@@ -103,30 +97,6 @@ impl Run {
         }
         self.tensors.sort_by_key(|t| (t.ns, t.rank, t.name, t.step, t.occurrence));
     }
-}
-
-/// What a callsite is to the diff, worked out the first time it is met.
-#[derive(Clone, Copy, Debug)]
-enum Role {
-    /// Not met yet.
-    Unknown,
-    /// A span: a kernel, and a step marker when it has a `step` field (its index).
-    Kernel { name: u32, step_field: Option<u16> },
-    /// A tensor fingerprint: where its fields are.
-    Tensor(TensorFields),
-    /// Any other event.
-    Other,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct TensorFields {
-    event_name: u32,
-    name: Option<u16>,
-    hash: u16,
-    rms: Option<u16>,
-    nan: Option<u16>,
-    pinf: Option<u16>,
-    ninf: Option<u16>,
 }
 
 /// A span open on a thread, as the sink knows it.
@@ -225,58 +195,6 @@ fn settle(run: &mut Run, window: &mut Window, step: i64, at: u64, p: Pending) {
     }
 }
 
-fn role_of(c: &Callsite, names: &mut Names) -> Role {
-    // A schema holds at most a few hundred fields (a callsite frame is bounded); beyond
-    // u16::MAX a field is not looked for.
-    let find = |key: &str| c.fields.iter().position(|(n, _)| n == key).and_then(|i| u16::try_from(i).ok());
-    match c.kind {
-        Kind::Span => {
-            let step_field = find(reserved::STEP)
-                .filter(|&i| matches!(c.fields[usize::from(i)].1, FieldType::U64 | FieldType::I64 | FieldType::Dynamic));
-            Role::Kernel { name: names.intern(&c.name), step_field }
-        }
-        _ => match find(reserved::tensor::HASH) {
-            Some(hash) => Role::Tensor(TensorFields {
-                event_name: names.intern(&c.name),
-                name: find(reserved::tensor::NAME),
-                hash,
-                rms: find(reserved::tensor::RMS),
-                nan: find(reserved::tensor::NAN),
-                pinf: find(reserved::tensor::POS_INF),
-                ninf: find(reserved::tensor::NEG_INF),
-            }),
-            None => Role::Other,
-        },
-    }
-}
-
-/// Field `i` as an integer (a u64 above `i64::MAX` saturates).
-fn int(fields: &Fields, i: Option<u16>) -> Option<i64> {
-    let (types, words, _) = fields.raw();
-    let i = usize::from(i?);
-    match (types.get(i)?, words.get(i)?) {
-        (FieldType::U64, &w) => Some(i64::try_from(w).unwrap_or(i64::MAX)),
-        (FieldType::I64, &w) => Some(w as i64),
-        _ => None,
-    }
-}
-
-fn float(fields: &Fields, i: Option<u16>) -> f64 {
-    let (types, words, _) = fields.raw();
-    let i = i.map(usize::from);
-    match (i.and_then(|i| types.get(i)), i.and_then(|i| words.get(i))) {
-        (Some(FieldType::F64), Some(&w)) => f64::from_bits(w),
-        _ => f64::NAN,
-    }
-}
-
-fn text(fields: &Fields, i: Option<u16>) -> Option<&str> {
-    let (types, words, text) = fields.raw();
-    let i = usize::from(i?);
-    let (ty, w) = (types.get(i)?, *words.get(i)?);
-    (*ty == FieldType::Str).then(|| text.get((w >> 32) as usize..w as u32 as usize)).flatten()
-}
-
 impl Sink for FileSink<'_> {
     type Span = Open;
 
@@ -332,7 +250,7 @@ impl Sink for FileSink<'_> {
             occurrence: 0,
             ns: at,
             hash,
-            rms: float(f, tf.rms),
+            rms: roles::float(f, tf.rms),
             nan: count(tf.nan),
             pinf: count(tf.pinf),
             ninf: count(tf.ninf),

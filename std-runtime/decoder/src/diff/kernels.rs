@@ -287,14 +287,16 @@ mod tests {
     fn the_sweep_pairs_steps_by_number() {
         let run = |first, last, shape| StepRun { first, last, shape };
         let mut out = Vec::new();
-        sweep(
-            vec![run(0, 9, 1), run(20, 29, 2)],
-            vec![run(5, 24, 3)],
-            &mut |n, a, b| out.push((n, a, b)),
-        );
+        sweep(vec![run(0, 9, 1), run(20, 29, 2)], vec![run(5, 24, 3)], &mut |n, a, b| out.push((n, a, b)));
         assert_eq!(
             out,
-            [(5, Some(1), None), (5, Some(1), Some(3)), (10, None, Some(3)), (5, Some(2), Some(3)), (5, Some(2), None)]
+            [
+                (5, Some(1), None),
+                (5, Some(1), Some(3)),
+                (10, None, Some(3)),
+                (5, Some(2), Some(3)),
+                (5, Some(2), None)
+            ]
         );
     }
 }

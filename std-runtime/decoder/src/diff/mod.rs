@@ -64,6 +64,7 @@ mod collect;
 mod html;
 pub mod kernels;
 mod render;
+mod roles;
 mod steps;
 pub mod tensors;
 mod window;
@@ -107,7 +108,11 @@ pub struct Diff {
 /// Compares the run recorded in `base` with the one in `new` (each one file per rank, ranks in
 /// the same order). `progress` is told the bytes read. A file that is missing, not a trace or
 /// unreadable from its start is an error naming it; later damage is a warning.
-pub fn diff_files<P: AsRef<Path>>(base: &[P], new: &[P], progress: &mut dyn FnMut(u64)) -> Result<Diff, Error> {
+pub fn diff_files<P: AsRef<Path>>(
+    base: &[P],
+    new: &[P],
+    progress: &mut dyn FnMut(u64),
+) -> Result<Diff, Error> {
     let mut names = collect::Names::default();
     let mut shapes = window::Shapes::default();
     let mut warnings = Vec::new();

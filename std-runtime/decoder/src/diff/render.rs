@@ -81,9 +81,7 @@ impl Diff {
 
     /// The report as JSON (the [module docs](super) give its shape).
     pub fn to_json(&self) -> Json {
-        let run = |r: &RunInfo| {
-            json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns, "late": r.late})
-        };
+        let run = |r: &RunInfo| json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns, "late": r.late});
         let t = &self.tensors;
         let divergence = t.first_divergence.as_ref().map(|d| {
             let mut v = at_json(&d.at);

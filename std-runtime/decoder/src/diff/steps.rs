@@ -45,7 +45,13 @@ pub(crate) struct Steps<P> {
 
 impl<P> Default for Steps<P> {
     fn default() -> Self {
-        Steps { ended: Vec::new(), open: Vec::new(), seen: Vec::new(), carries: Vec::new(), waiting: Vec::new() }
+        Steps {
+            ended: Vec::new(),
+            open: Vec::new(),
+            seen: Vec::new(),
+            carries: Vec::new(),
+            waiting: Vec::new(),
+        }
     }
 }
 

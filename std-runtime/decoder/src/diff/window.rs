@@ -106,7 +106,12 @@ impl Folded {
         }
         let runs = &mut self.ranks[rank];
         match runs.last_mut() {
-            Some(r) if r.shape == shape && step != NO_STEP && r.last != NO_STEP && r.last.checked_add(1) == Some(step) => {
+            Some(r)
+                if r.shape == shape
+                    && step != NO_STEP
+                    && r.last != NO_STEP
+                    && r.last.checked_add(1) == Some(step) =>
+            {
                 r.last = step;
             }
             _ => runs.push(StepRun { first: step, last: step, shape }),
@@ -118,15 +123,19 @@ impl Folded {
     fn has(&self, rank: usize, step: i64) -> bool {
         let Some(runs) = self.ranks.get(rank) else { return false };
         let sorted = runs.partition_point(|r| r.first <= step);
-        runs[..sorted].last().is_some_and(|r| r.last >= step) || runs[sorted..].iter().any(|r| r.first <= step && step <= r.last)
+        runs[..sorted].last().is_some_and(|r| r.last >= step)
+            || runs[sorted..].iter().any(|r| r.first <= step && step <= r.last)
     }
 }
+
+/// A step in flight: its number, begin, and kernels (per name).
+type InFlight = (i64, u64, Vec<(u32, Agg)>);
 
 /// One file's steps in flight.
 #[derive(Debug, Default)]
 pub(crate) struct Window {
     /// Steps in flight (a few dozen): their number, begin and kernels.
-    flight: Vec<(i64, u64, Vec<(u32, Agg)>)>,
+    flight: Vec<InFlight>,
     /// The index in `flight` of the step last added to (most kernels follow their
     /// predecessor's step).
     last: usize,
@@ -249,7 +258,10 @@ mod tests {
         assert_eq!(folded.ranks[0], [StepRun { first: 0, last: 99_999, shape: 0 }]);
         assert_eq!(shapes.get(0), [(1, 2), (2, 1)]);
         let one = folded.names[&1];
-        assert_eq!((one.count, one.total_ns, one.steps, one.mean_offset_ns()), (200_000, 2_000_000, 100_000, 1));
+        assert_eq!(
+            (one.count, one.total_ns, one.steps, one.mean_offset_ns()),
+            (200_000, 2_000_000, 100_000, 1)
+        );
         assert_eq!(folded.names[&2].mean_offset_ns(), 20);
         // A kernel for a step folded long ago is counted, not aligned.
         w.add(5, 2, 501, 7, &mut folded);

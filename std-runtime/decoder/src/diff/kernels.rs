@@ -3,12 +3,11 @@
 //! In each step of each rank, the k-th occurrence of a name on one side is the k-th on the
 //! other: a name seen `b` times in a base step and `n` times in the new one has `min(b, n)`
 //! occurrences matched and the rest missing on one side. Steps are compared by their shapes
-//! (see [`window`](super::window)), so a million like steps cost one comparison. A name
-//! present in a step on one side only is a lone kernel of that step, which
-//! [`align`](super::align) may pair as fused or split, from each name's time per step and
-//! mean start offset in its steps over the run. The
-//! report has one [`KernelRow`] per name, over all steps, slowest regressions first (largest
-//! increase of total time).
+//! (see `window.rs`), so a million like steps cost one comparison. A name present in a step on
+//! one side only is a lone kernel of that step, which [`align`](super::align) may pair as fused
+//! or split, from each name's time per step and mean start offset in its steps over the run.
+//! The report has one [`KernelRow`] per name, over all steps, slowest regressions first
+//! (largest increase of total time).
 
 use super::{
     align::{pair, Lone},

@@ -291,6 +291,16 @@ fn bad_input_names_the_file_and_fails_without_panicking() {
     let (code, _, err) = decode(&["diff".as_ref(), cut.as_ref(), base.as_ref()]);
     assert_ne!(code, 0);
     assert!(err.contains(&cut.display().to_string()) && err.contains("offset"), "{err}");
+    // Damaged in the middle: a warning naming the file and the offset, and the rest compared.
+    let mut bytes = std::fs::read(&base).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].iter_mut().for_each(|b| *b ^= 0x5a);
+    let damaged = d.join("damaged.bin");
+    std::fs::write(&damaged, bytes).unwrap();
+    let (code, text, err) = decode(&["diff".as_ref(), damaged.as_ref(), base.as_ref()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("waffle-decode: warning: {}: offset ", damaged.display())), "{err}");
+    assert!(text.contains("kernels, slowest regressions first"), "{text}");
     let foreign = d.join("foreign.bin");
     std::fs::write(&foreign, b"not a trace at all").unwrap();
     let (code, _, err) = decode(&["diff".as_ref(), base.as_ref(), foreign.as_ref(), "--json".as_ref()]);

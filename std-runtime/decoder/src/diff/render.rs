@@ -10,7 +10,8 @@ pub const JSON_VERSION: u32 = 1;
 impl Diff {
     /// The report as `waffle-decode diff` prints it: the runs, the tensors (first divergence,
     /// first NaN or Inf of each run), then a table of kernels, slowest regressions first
-    /// (at most `limit` rows, all with `None`).
+    /// (at most `limit` rows, all with `None`). The warnings are not in it: the command line
+    /// prints them on stderr.
     pub fn to_text(&self, limit: Option<usize>) -> String {
         let mut out = String::new();
         let run = |r: &RunInfo| {
@@ -72,9 +73,6 @@ impl Diff {
                 k.ratio().map_or("-".to_owned(), |r| format!("{r:.2}x")),
                 status(k)
             );
-        }
-        for w in &self.warnings {
-            let _ = writeln!(out, "warning: {w}");
         }
         out
     }

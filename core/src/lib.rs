@@ -59,6 +59,7 @@ pub mod queue;
 pub mod runtime;
 mod span;
 mod task;
+mod track;
 pub mod wire;
 
 pub use context::{Context, ContextError, ContextGuard, Traceparent};
@@ -69,6 +70,7 @@ pub use runtime::{is_enabled, set_enabled};
 pub use span::Span;
 pub use span::{event_raw, link_raw, span_begin_raw, Causes};
 pub use task::{Instrument, Instrumented};
+pub use track::Track;
 
 /// Opens a span; it ends when the returned [`Span`] guard is dropped.
 ///

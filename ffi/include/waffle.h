@@ -237,6 +237,13 @@ typedef struct waffle_config_t {
   const struct waffle_context_t *parent;
 } waffle_config_t;
 
+// A device track: a named timeline in a clock of its own. A plain value (`id` 0 is the null
+// track, which records nothing); copy it freely, between threads too.
+typedef struct waffle_track_t {
+  // The track's id: the id of the event that defined it; 0 is null.
+  uint64_t id;
+} waffle_track_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -402,6 +409,45 @@ const char *waffle_status_str(int32_t status);
 // return a null one on failure and say why only here; calls that return a status set it too.
 // Successful calls leave it alone.
 waffle_status_t waffle_last_status(void);
+
+// Defines a track named `name` (NUL-terminated, invalid UTF-8 replaced) whose clock counts
+// `ticks_per_second`. Returns the null track, recording nothing, while no session records or
+// when `name` is NULL (see `waffle_last_status`). A track holds no resources; see
+// `waffle_track_free`.
+//
+// # Safety
+// `name` is NULL or a readable NUL-terminated string.
+struct waffle_track_t waffle_track_new(const char *name, uint64_t ticks_per_second);
+
+// Pairs the track's device clock reading `device_ticks` with the host's now; call it right
+// after reading the device's counter, a few times over a run. Returns the sync's event id
+// (null when nothing was recorded).
+struct waffle_event_id_t waffle_track_sync(struct waffle_track_t track, uint64_t device_ticks);
+
+// Records a slice of `track` named `name` (`name_len` bytes, or `WAFFLE_STRLEN_NUL`) from
+// `begin` to `end` in device ticks; `launched_by` is the id of the span or event that launched
+// it (`span.id.id`, `event.id`; 0 for none), drawn as an arrow from it; `kvs` are its fields
+// (and further causes), as for `waffle_event_named`. At most `WAFFLE_MAX_KVS - 4` key-values.
+// Returns the slice's event id, or the null id, recording nothing, for the null track, while
+// no session records, or when an argument is bad (see `waffle_last_status`).
+//
+// # Safety
+// As `waffle_event_named` for `name`, `name_len`, `kvs` and `count`.
+struct waffle_event_id_t waffle_track_slice(struct waffle_track_t track,
+                                            const char *name,
+                                            uint32_t name_len,
+                                            uint64_t begin,
+                                            uint64_t end,
+                                            uint64_t launched_by,
+                                            const struct waffle_kv_t *kvs,
+                                            size_t count);
+
+// Makes `*track` the null track. A track holds no resources (it is its id), so this only
+// stops later calls with it from recording; NULL is ignored.
+//
+// # Safety
+// `track` is NULL or points to a writable `waffle_track_t`.
+void waffle_track_free(struct waffle_track_t *track);
 
 #ifdef __cplusplus
 }  // extern "C"

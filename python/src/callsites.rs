@@ -99,13 +99,27 @@ impl Variant {
 /// The callsite id for `name` with the keywords of `fields` (converted as `ex`); registers it
 /// the first time. `None` once the process's run-time callsites are exhausted.
 pub(crate) fn lookup(
-    py: Python<'_>,
+    _py: Python<'_>,
     kind: Kind,
     name: &Bound<'_, PyString>,
     fields: Option<&Bound<'_, PyDict>>,
     ex: &Explicit,
 ) -> PyResult<Option<u32>> {
     let cache = if kind == Kind::Span { &SPANS } else { &EVENTS };
+    lookup_in(cache, &[], kind, name, fields, ex)
+}
+
+/// As [`lookup`], in a cache of its own, for callsites whose schema starts with the fields
+/// `prefix` (written by the caller before the keywords' values): device track slices.
+pub(crate) fn lookup_in(
+    cache: &PyOnceLock<Py<PyDict>>,
+    prefix: &[&str],
+    kind: Kind,
+    name: &Bound<'_, PyString>,
+    fields: Option<&Bound<'_, PyDict>>,
+    ex: &Explicit,
+) -> PyResult<Option<u32>> {
+    let py = name.py();
     let cache = cache.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
     let sites = match cache.get_item(name)? {
         Some(s) => s.cast_into::<NameSites>()?,
@@ -120,7 +134,7 @@ pub(crate) fn lookup(
         return Ok(v.id);
     }
     let mut keys = Vec::new();
-    let mut names = Vec::with_capacity(ex.vals.len());
+    let mut names: Vec<String> = prefix.iter().map(|&p| p.to_owned()).collect();
     if let Some(f) = fields {
         for (i, (k, _)) in f.iter().enumerate() {
             let k = k.cast_into::<PyString>()?;

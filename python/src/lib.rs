@@ -10,6 +10,7 @@
 //!   so asyncio tasks interleaved on one thread each get their own parents, and Rust spans
 //!   opened underneath Python nest under the Python span that is current;
 //! - [`task`]: coroutines of instrumented `async def`s, re-synchronised on every resume;
+//! - [`track`]: `waffle.Track`, a device track (a GPU queue) in its own clock;
 //! - [`ids`]: `SpanId`, `EventId`, `Context` and the context variable;
 //! - [`session`]: start/stop, and decoding and exporting with `waffle-std`.
 //!
@@ -34,6 +35,7 @@ pub mod session;
 mod shadow;
 pub mod span;
 pub mod task;
+pub mod track;
 
 use pyo3::prelude::*;
 
@@ -68,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ids::Context>()?;
     m.add_class::<callsites::FunctionSite>()?;
     m.add_class::<task::Resync>()?;
+    m.add_class::<track::Track>()?;
     m.add_function(wrap_pyfunction!(span::span, m)?)?;
     m.add_function(wrap_pyfunction!(span::event, m)?)?;
     m.add_function(wrap_pyfunction!(ids::extract_context, m)?)?;

@@ -36,6 +36,10 @@ Example (writes ``demo.pftrace``; open it in ui.perfetto.dev)::
   on one thread each nest under their own spans. To continue work in another thread or process,
   pass :func:`extract_context` (or its ``.traceparent`` text) and run the work inside
   :func:`inject_context`.
+- ``Track(name, ticks_per_second)`` is a device track (a GPU queue) in a clock of its own:
+  ``.sync(ticks)`` pairs a reading of that clock with the host's now, and
+  ``.slice(name, begin, end, launched_by=None, **fields)`` records work by its device times,
+  drawn on a track of its own with an arrow from the span or event that launched it.
 - Native code (Rust ``waffle::span!`` in an extension module of this process) nests under the
   Python span that is current when it runs, in the same trace.
 
@@ -56,7 +60,7 @@ from ._exporters import (
     exporter_for_path,
 )
 from ._instrument import inject_context, instrument
-from ._native import Context, EventId, Span, SpanId, event, extract_context, span
+from ._native import Context, EventId, Span, SpanId, Track, event, extract_context, span
 from ._session import _from_environment, flush, is_recording, set_exporter, shutdown, start
 
 __version__: str = _native.__version__
@@ -71,6 +75,7 @@ __all__ = [
     "PerfettoExporter",
     "Span",
     "SpanId",
+    "Track",
     "ZipkinExporter",
     "event",
     "exporter_for_path",

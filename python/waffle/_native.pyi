@@ -28,6 +28,28 @@ class SpanId:
     def __eq__(self, other: object) -> bool: ...
 
 @final
+class Track:
+    """A device track: a named timeline in a clock of its own (a GPU queue)."""
+
+    def __new__(cls, name: str, ticks_per_second: int) -> Track: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def is_recording(self) -> bool: ...
+    def sync(self, ticks: int) -> EventId: ...
+    def slice(
+        self,
+        name: str,
+        begin: int,
+        end: int,
+        /,
+        *,
+        launched_by: Cause | None = None,
+        caused_by: Causes = None,
+        **fields: FieldValue,
+    ) -> EventId: ...
+
+@final
 class EventId:
     """Identifies one event, unique within a trace."""
 

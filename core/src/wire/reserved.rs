@@ -45,3 +45,33 @@ pub const STEP: &str = "step";
 
 /// The name of the spans `waffle::step!`, `waffle.step` and `WAFFLE_STEP` record.
 pub const STEP_SPAN: &str = "step";
+
+/// Device tracks: a named timeline in a clock of its own (a GPU queue, an accelerator), whose
+/// slices the host records after the fact in device ticks. Three kinds of event, each an
+/// ordinary EVENT known by its callsite's name or schema; `docs/wire-format.md` ("Reserved
+/// fields") gives the rules and `docs/device-tracks.md` the clock mapping.
+pub mod track {
+    /// The name of the event that defines a track (`waffle::Track::new`); its schema is
+    /// [`NAME`], [`RATE`]. The track's id is this event's id.
+    pub const DEFINE: &str = "track";
+    /// `str`: the track's name (`"GPU 0"`).
+    pub const NAME: &str = "track.name";
+    /// `u64`: the device clock's nominal ticks per second.
+    pub const RATE: &str = "track.rate";
+    /// The name of the event that pairs a device clock reading with the host's clock
+    /// (`Track::sync`); its schema is [`ID`], [`TICKS`], and the host time is the event's own.
+    pub const SYNC: &str = "track.sync";
+    /// `u64`: the id of the track (its defining event's id). First field of a sync and of a
+    /// slice.
+    pub const ID: &str = "track.id";
+    /// `u64`: the device clock's reading (a sync).
+    pub const TICKS: &str = "track.ticks";
+    /// `u64`: a slice's begin, in device ticks. A slice is an event whose schema starts with
+    /// [`ID`], [`BEGIN`], [`END`]; the event's name is the slice's, fields a user adds follow,
+    /// and its first cause (a link) is the span or event that launched it.
+    pub const BEGIN: &str = "track.begin";
+    /// `u64`: a slice's end, in device ticks.
+    pub const END: &str = "track.end";
+    /// The keys a slice's schema starts with, in order.
+    pub const SLICE: [&str; 3] = [ID, BEGIN, END];
+}

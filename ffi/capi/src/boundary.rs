@@ -45,7 +45,16 @@ macro_rules! on_panic_default {
         }
     )*};
 }
-on_panic_default!((), bool, u32, waffle_span_t, waffle_event_id_t, waffle_context_t, waffle_context_guard_t);
+on_panic_default!(
+    (),
+    bool,
+    u32,
+    waffle_span_t,
+    waffle_event_id_t,
+    waffle_context_t,
+    waffle_context_guard_t,
+    crate::track::waffle_track_t
+);
 
 /// Runs `body`, turning a panic into [`OnPanic::on_panic`].
 ///

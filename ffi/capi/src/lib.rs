@@ -57,12 +57,14 @@ mod kvs;
 mod record;
 mod session;
 mod status;
+mod track;
 mod types;
 
 pub use context::*;
 pub use record::*;
 pub use session::*;
 pub use status::*;
+pub use track::*;
 pub use types::*;
 
 /// The version of this ABI: bumped whenever a type or function of `waffle.h` changes

@@ -86,7 +86,7 @@ pub unsafe fn with_thread<R>(thread: *mut *mut c_void, f: impl FnOnce(&mut Local
 }
 
 /// Where a call's callsite comes from: a C static struct, or a name given with the call.
-enum Site {
+pub(crate) enum Site {
     Static(*mut waffle_callsite_t),
     Named(*const c_char, u32),
 }
@@ -186,7 +186,7 @@ unsafe fn span_begin(
 /// # Safety
 /// As the exported functions document.
 #[inline(always)]
-unsafe fn event(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffle_event_id_t {
+pub(crate) unsafe fn event(site: Site, kvs: *const waffle_kv_t, count: usize) -> waffle_event_id_t {
     let state = runtime::state();
     if state == 0 {
         return waffle_event_id_t::default();

@@ -3,6 +3,7 @@
  * trace and checks where the slices land on the host's time.
  *
  * usage: track TRACE.bin */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #include <stdint.h>
 #include <time.h>
 

@@ -210,6 +210,43 @@ pub struct Process {
     /// short or a process killed, as far as it got. 0 when unknown (a model built by hand);
     /// [`Trace::last_ns`] falls back on the items.
     pub last_ns: u64,
+    /// Its device tracks (`waffle::Track`), each drawn from one of its threads.
+    pub tracks: Vec<Track>,
+}
+
+/// A device track: a named timeline in a clock of its own (a GPU queue), recorded by this
+/// process. Its slices are the spans of the thread at [`thread`](Track::thread), whose name is
+/// the track's, on the trace's time base (mapped from device ticks through the sync points,
+/// see `docs/device-tracks.md`); their first link is the span or event that launched them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Track {
+    /// The track's id (the id of the event that defined it).
+    pub id: u64,
+    /// Its name (`"GPU 0"`).
+    pub name: String,
+    /// The device clock's nominal ticks per second.
+    pub ticks_per_second: u64,
+    /// Index into [`Process::threads`] of the thread that holds its slices.
+    pub thread: usize,
+    /// The sync points the mapping used, by device time. `host` is Unix ns in the model (tick
+    /// readings while the records stream, see `decode::Sink::device_track`).
+    pub syncs: Vec<SyncPoint>,
+}
+
+/// A device clock reading and the host's, taken together (`Track::sync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncPoint {
+    /// The device clock's reading.
+    pub device_ticks: u64,
+    /// The host's time then.
+    pub host: u64,
+}
+
+impl Process {
+    /// The device track drawn from thread `thread`, if it is one.
+    pub fn track_of(&self, thread: usize) -> Option<&Track> {
+        self.tracks.iter().find(|t| t.thread == thread)
+    }
 }
 
 /// One thread's recorded spans and events.

@@ -96,6 +96,7 @@ pub(super) fn process(rank: &str, pid: u32, items: Vec<It>) -> Process {
         dropped: 0,
         complete: true,
         last_ns: 0,
+        tracks: Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! calibration (a CLOCK frame written at stop refines the header's for every timestamp).
 
 use super::stream::{FileEnd, Header, Item as Record, Sink};
-use crate::model::{Event, Item, Process, Span, Thread};
+use crate::model::{Event, Item, Process, Span, Thread, Track};
 use waffle::wire::Calibration;
 
 /// Builds a [`Process`] from a file's records.
@@ -42,6 +42,9 @@ impl Builder {
                 e.ts_ns = cal.to_unix_ns(e.ts_ns);
             }
         }
+        for s in process.tracks.iter_mut().flat_map(|t| &mut t.syncs) {
+            s.host = cal.to_unix_ns(s.host);
+        }
         process.dropped = thread_drops.max(self.dropped_end);
         // A CLOCK frame is measured from the anchor to the stop: its interval's end is the
         // last moment the recorder vouches for, even when no record came that late.
@@ -64,6 +67,7 @@ impl Sink for Builder {
             dropped: 0,
             complete: false,
             last_ns: 0,
+            tracks: Vec::new(),
         });
         self.last_ticks = h.calibration.anchor_ticks;
     }
@@ -157,6 +161,10 @@ impl Sink for Builder {
     fn calibration(&mut self, cal: Calibration) {
         self.cal = Some(cal);
         self.clocked = true;
+    }
+
+    fn device_track(&mut self, _thread: usize, track: &Track) {
+        self.process.as_mut().expect("the header comes first").tracks.push(track.clone());
     }
 
     fn finish(&mut self, end: &FileEnd) {

@@ -175,16 +175,21 @@ impl<T: Copy + Default> Decoder<T> {
                         let is_span = record_tag == tag::SPAN_BEGIN;
                         // Every span of this callsite asked for, or counted (by a sink not handed
                         // every item)?
-                        let hand = if S::EVERY_ITEM || !is_span || !hands_any {
+                        let hand = if S::EVERY_ITEM || !hands_any {
                             Hand::Referring
                         } else {
-                            hands[site as usize]
+                            match hands[site as usize] {
+                                Hand::Every => Hand::Every,
+                                _ if !is_span => Hand::Referring,
+                                hand => hand,
+                            }
                         };
                         if hand == Hand::Counted {
                             s.count_begin(site);
                         }
                         let schema = &schemas[site as usize];
-                        if !S::FIELDS && hand == Hand::SpansWithFields {
+                        let with_fields = matches!(hand, Hand::SpansWithFields | Hand::Every);
+                        if !S::FIELDS && with_fields {
                             // Rare: the values are kept for a sink that otherwise steps over them.
                             read_kept(&mut s.pending.fields, &mut c, schema, callsite)?;
                         } else {
@@ -213,7 +218,7 @@ impl<T: Copy + Default> Decoder<T> {
                         }
                         // An item that refers nowhere, for a sink that does not want those:
                         // counted, and kept on the stack if it is a span.
-                        if !S::EVERY_ITEM && (held || parent.is_none()) && hand != Hand::SpansWithFields {
+                        if !S::EVERY_ITEM && (held || parent.is_none()) && !with_fields {
                             if is_span {
                                 skipped_spans += 1;
                                 s.stack.push(Open::span(id, ts, T::default(), holder));

@@ -23,6 +23,7 @@ mod fields;
 pub mod stream;
 mod stream_state;
 mod tail;
+pub mod track;
 
 pub use fields::{FieldValue, Fields};
 pub use stream::{Hand, Header, Item, Sink};

@@ -14,7 +14,7 @@
 use super::{decoder::Decoder, fields::Fields};
 use crate::{
     error::Error,
-    model::Callsite,
+    model::{Callsite, Track},
     reader::{FrameReader, Warning},
 };
 use std::{
@@ -77,6 +77,8 @@ pub enum Hand {
     Counted,
     /// Every span, with its field values.
     SpansWithFields,
+    /// Every span and event, with its field values (device tracks' events, `decode/track.rs`).
+    Every,
 }
 
 /// What a file says once it is read.
@@ -182,6 +184,12 @@ pub trait Sink {
     /// A valid CLOCK frame: it applies to every tick of the file, earlier ones included.
     fn calibration(&mut self, _calibration: Calibration) {}
 
+    /// `thread` is no OS thread but a device track (`waffle::Track`, see `decode/track.rs`):
+    /// told once, at the end of the file after its `thread` and `thread_named` (the track's
+    /// name) and before its slices, which are its spans, their ticks mapped onto the file's
+    /// clock (`track.syncs` pairs device ticks with those ticks).
+    fn device_track(&mut self, _thread: usize, _track: &Track) {}
+
     /// The file is read; every span has ended.
     fn finish(&mut self, end: &FileEnd);
 }
@@ -210,15 +218,23 @@ pub fn decode<R: Read, S: Sink>(
         offset,
         what: e.to_string(),
     })?;
+    // Device tracks' slices are held and handed over as threads of their own at the end.
+    let mut sink = super::track::Tracks::new(sink);
     sink.process(&path.display().to_string(), &header);
     let mut d = Decoder::new(path, header.parent_span());
     while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
-        if let Err(message) = d.frame(kind, offset, &payload, sink) {
+        if let Err(message) = d.frame(kind, offset, &payload, &mut sink) {
             warnings.push(Warning { path: path.to_owned(), offset, message });
         }
     }
-    d.finish(sink);
+    d.finish(&mut sink);
     warnings.append(&mut d.warnings);
+    let at = reader.offset();
+    warnings.extend(sink.warnings.drain(..).map(|message| Warning {
+        path: path.to_owned(),
+        offset: at,
+        message,
+    }));
     Ok(warnings)
 }
 

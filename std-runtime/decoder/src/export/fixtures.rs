@@ -38,6 +38,7 @@ pub(crate) fn process(pid: u32, name: &str, threads: Vec<Thread>) -> Process {
         dropped: 0,
         complete: true,
         last_ns: 0,
+        tracks: Vec::new(),
     }
 }
 

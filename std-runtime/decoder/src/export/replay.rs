@@ -32,6 +32,9 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
         for (t, thread) in process.threads.iter().enumerate() {
             sink.thread(t, thread.stream);
             sink.thread_named(t, thread.tid, &thread.name);
+            if let Some(track) = process.track_of(t) {
+                sink.device_track(t, track);
+            }
             if thread.dropped > 0 {
                 sink.dropped(t, thread.dropped);
             }

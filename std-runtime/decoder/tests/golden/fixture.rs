@@ -128,6 +128,7 @@ fn process(rank: &str, host: &str, threads: Vec<Thread>) -> Process {
         dropped: 0,
         complete: true,
         last_ns: 0,
+        tracks: Vec::new(),
     }
 }
 

@@ -77,6 +77,7 @@ pub(super) fn sample() -> Trace {
             dropped: 3,
             complete: true,
             last_ns: 0,
+            tracks: Vec::new(),
         }
     };
     Trace { processes: vec![process("0", 0), process("1", 100)] }

@@ -1,0 +1,188 @@
+//! Device tracks decoded: slices of a simulated device whose clock drifts against the host's
+//! (+200 ppm, 5 s ahead) land within a stated tolerance of the host times they really took
+//! (spans recorded around them), on a thread of their own named by the track; a single sync
+//! maps with the nominal rate; `why` walks from a slice to the span that launched it; slices
+//! of a track with no sync are left out with a warning. The exporters' outputs are in
+//! `device_track_exports.rs`.
+
+use std::time::{Duration, Instant};
+use waffle_decode::{
+    analysis::{why, Reached, Selector},
+    decode::decode_files,
+    model::{Process, Span, Value},
+};
+
+/// How far a slice may lie from the host time it took: the sync pairs a device reading with a
+/// host reading taken a few hundred ns later (more when the thread is preempted in between),
+/// the session's calibration of ticks to ns, and the records between the device readings and
+/// the `truth` span's (measured: under 15 µs in a debug build).
+const TOLERANCE_NS: u64 = 50_000;
+
+/// A device clock counting 1 GHz nominal that runs 200 ppm fast and reads 5 s ahead.
+struct DriftingClock {
+    start: Instant,
+}
+
+impl DriftingClock {
+    fn now(&self) -> u64 {
+        let host = self.start.elapsed().as_nanos() as f64;
+        (host * (1.0 + 200e-6)) as u64 + 5_000_000_000
+    }
+}
+
+/// One session records at a time in a process.
+static SESSION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SESSION.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("waffle-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn spin(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Records `kernels` kernels of `each`, each launched by a span, the device's work timed by
+/// both clocks (a host span `truth` and the device's readings), with `syncs` syncs spread over
+/// the run (one at the start if 1). Returns the decoded process.
+fn record(dir: &std::path::Path, kernels: u64, each: Duration, syncs: u64) -> Process {
+    let path = dir.join("run.bin");
+    let _serial = serial();
+    let session = waffle_std::Config::new(&path).start().unwrap();
+    let device = DriftingClock { start: Instant::now() };
+    let gpu = waffle::Track::new("GPU 0", 1_000_000_000);
+    gpu.sync(device.now());
+    let mut synced = 1;
+    for k in 0..kernels {
+        let launch = waffle::span!("launch", k);
+        let launched_by = launch.id();
+        let b = device.now();
+        let truth = waffle::span!("truth", k);
+        spin(each);
+        drop(truth);
+        let e = device.now();
+        drop(launch);
+        waffle::track_slice!(gpu, "kernel", b, e, launched_by = launched_by, k);
+        if synced < syncs && (k + 1) * (syncs - 1) / kernels >= synced {
+            gpu.sync(device.now());
+            synced += 1;
+        }
+    }
+    session.stop().unwrap();
+    let decoded = decode_files(&[path]).unwrap();
+    assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
+    decoded.trace.processes.into_iter().next().unwrap()
+}
+
+fn spans<'a>(p: &'a Process, name: &str) -> Vec<&'a Span> {
+    p.threads.iter().flat_map(|t| &t.spans).filter(|s| s.name() == name).collect()
+}
+
+/// The largest distance between a kernel's slice and its `truth` span, at either end.
+fn worst_error(p: &Process) -> u64 {
+    let track = &p.tracks[0];
+    let slices = &p.threads[track.thread].spans;
+    let truths = spans(p, "truth");
+    assert_eq!(slices.len(), truths.len());
+    let mut worst = 0;
+    for (slice, truth) in slices.iter().zip(&truths) {
+        // Fields: the track's name, then the slice's own (`k`, as the truth span has it).
+        assert_eq!(slice.fields[0], Value::Str("GPU 0".into()));
+        assert_eq!(slice.fields[1..], truth.fields[..]);
+        worst = worst.max(slice.start_ns.abs_diff(truth.start_ns)).max(slice.end_ns.abs_diff(truth.end_ns));
+    }
+    worst
+}
+
+#[test]
+fn a_drifting_device_clock_is_mapped_onto_the_host_time_it_took() {
+    let dir = scratch("device-drift");
+    let p = record(&dir, 40, Duration::from_millis(5), 6);
+    assert_eq!(p.tracks.len(), 1);
+    let track = &p.tracks[0];
+    assert_eq!((track.name.as_str(), track.ticks_per_second, track.syncs.len()), ("GPU 0", 1_000_000_000, 6));
+    let thread = &p.threads[track.thread];
+    assert_eq!(thread.name, "GPU 0");
+    assert!(thread.events.is_empty());
+    let worst = worst_error(&p);
+    eprintln!("drift +200 ppm, 6 syncs over {} ms: worst error {worst} ns", 40 * 5);
+    assert!(worst <= TOLERANCE_NS, "a slice lies {worst} ns from the time it took");
+    // Each slice sits inside its launching span (its first link), on the track's thread.
+    let launches = spans(&p, "launch");
+    for (slice, launch) in thread.spans.iter().zip(&launches) {
+        assert_eq!(slice.links.first(), Some(&launch.id));
+        assert!(
+            slice.start_ns + TOLERANCE_NS >= launch.start_ns && slice.end_ns <= launch.end_ns + TOLERANCE_NS
+        );
+        assert_eq!((slice.depth, slice.parent), (0, None));
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn one_sync_maps_with_the_nominal_rate() {
+    let dir = scratch("device-one-sync");
+    let p = record(&dir, 10, Duration::from_millis(2), 1);
+    assert_eq!(p.tracks[0].syncs.len(), 1);
+    // Over ~20 ms, 200 ppm of drift is 4 µs: within the tolerance even uncorrected.
+    let worst = worst_error(&p);
+    eprintln!("one sync, ~20 ms: worst error {worst} ns");
+    assert!(worst <= TOLERANCE_NS, "a slice lies {worst} ns from the time it took");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn why_walks_from_a_slice_to_the_span_that_launched_it() {
+    let dir = scratch("device-why");
+    let path = dir.join("run.bin");
+    let _serial = serial();
+    let session = waffle_std::Config::new(&path).start().unwrap();
+    let gpu = waffle::Track::new("GPU 0", 1_000);
+    gpu.sync(0);
+    let launch = waffle::span!("submit gemm");
+    let launched_by = launch.id();
+    drop(launch);
+    let id = waffle::track_slice!(gpu, "gemm", 1u64, 2u64, launched_by = launched_by);
+    session.stop().unwrap();
+    let trace = decode_files(&[path]).unwrap().trace;
+    let answer = why(&trace, &Selector::Id(id.to_u64())).unwrap();
+    assert_eq!(answer.symptom.name, "gemm");
+    let reached: Vec<String> = answer
+        .steps
+        .iter()
+        .filter_map(|s| match &s.reached {
+            Reached::Item(i) => Some(i.name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(reached.contains(&"submit gemm".to_owned()), "{reached:?}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn slices_of_a_track_without_a_sync_are_left_out_with_a_warning() {
+    let dir = scratch("device-no-sync");
+    let path = dir.join("run.bin");
+    let _serial = serial();
+    let session = waffle_std::Config::new(&path).start().unwrap();
+    let gpu = waffle::Track::new("GPU 9", 1_000);
+    waffle::track_slice!(gpu, "lost", 1u64, 2u64);
+    session.stop().unwrap();
+    let decoded = decode_files(&[&path]).unwrap();
+    let p = &decoded.trace.processes[0];
+    assert!(p.tracks.is_empty());
+    assert!(spans(p, "lost").is_empty());
+    let messages: Vec<&str> = decoded.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].contains("\"GPU 9\"") && messages[0].contains("no usable sync"), "{messages:?}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -175,12 +175,12 @@ impl<T: Copy + Default> Decoder<T> {
                         let is_span = record_tag == tag::SPAN_BEGIN;
                         // Every span of this callsite asked for, or counted (by a sink not handed
                         // every item)?
-                        let hand = if S::EVERY_ITEM || !hands_any {
+                        let hand = if !hands_any {
                             Hand::Referring
                         } else {
                             match hands[site as usize] {
                                 Hand::Every => Hand::Every,
-                                _ if !is_span => Hand::Referring,
+                                _ if S::EVERY_ITEM || !is_span => Hand::Referring,
                                 hand => hand,
                             }
                         };

@@ -246,7 +246,9 @@ impl<T: Copy + Default> Decoder<T> {
             self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
             let cs = Arc::new(cs);
             let index = self.sites.len() as u32;
-            let hand = if S::EVERY_ITEM { Hand::Referring } else { sink.hand(index, &cs) };
+            // A sink handed every item with its values needs no say; one that steps over values may
+            // want them for some callsites (device tracks' events, `track.rs`).
+            let hand = if S::EVERY_ITEM && S::FIELDS { Hand::Referring } else { sink.hand(index, &cs) };
             self.hands_any |= hand != Hand::Referring;
             self.hands.push(hand);
             self.sites.push(cs);

@@ -121,9 +121,10 @@ pub trait Sink {
     /// chunk supersedes it (see `decode/tail.rs`). The records handed over are the same.
     const EAGER_TAILS: bool = false;
 
-    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM).) Which items of the callsite numbered
-    /// `index` (see [`Item::callsite_index`]) the sink is handed; asked once per callsite, as
-    /// the file describes it.
+    /// (Only without [`EVERY_ITEM`](Sink::EVERY_ITEM) or without [`FIELDS`](Sink::FIELDS).)
+    /// Which items of the callsite numbered `index` (see [`Item::callsite_index`]) the sink is
+    /// handed; asked once per callsite, as the file describes it. A sink handed every item
+    /// may only ask for [`Hand::Every`], to have the values of that callsite's items.
     fn hand(&mut self, _index: u32, _callsite: &Arc<Callsite>) -> Hand {
         Hand::Referring
     }

@@ -264,6 +264,7 @@ impl<S: Sink> Sink for Tracks<'_, S> {
     type Span = S::Span;
     const FIELDS: bool = S::FIELDS;
     const EVERY_ITEM: bool = S::EVERY_ITEM;
+    const EAGER_TAILS: bool = S::EAGER_TAILS;
 
     fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
         match self.role(index, callsite) {

@@ -15,6 +15,9 @@
 //! - a span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` on its thread's track, an event a
 //!   `TYPE_INSTANT`; fields are debug annotations, and a span that never ended gets
 //!   `waffle.unfinished = true` and ends where the decoder ends it;
+//! - a device track (`waffle::Track`: a GPU queue) is a track named after it under its
+//!   process track, with a sequence of its own; its slices are slices on it, and the span or
+//!   event that launched each is the source of a flow into it (its first link);
 //! - a detached span (an instrumented future's, which may end on another thread) is a slice on
 //!   a track of its own under its process track, named after the span, from its begin;
 //! - causality becomes flows, arrows from slice to slice, carried by span begins and instants
@@ -71,6 +74,7 @@ mod put;
 mod scan;
 mod sequence;
 mod tally;
+mod track;
 mod writer;
 
 pub(crate) use plan::Plan;

@@ -35,6 +35,8 @@ pub(crate) struct ThreadInfo {
     pub(crate) name: String,
     /// Records dropped on it.
     pub(crate) dropped: u64,
+    /// Whether it is a device track's (`decode::Sink::device_track`), not an OS thread.
+    pub(crate) device: bool,
 }
 
 impl ProcessInfo {
@@ -61,6 +63,11 @@ impl ProcessInfo {
         let t = &mut self.threads[thread];
         t.tid = tid;
         name.clone_into(&mut t.name);
+    }
+
+    /// A thread that is a device track.
+    pub(crate) fn device_track(&mut self, thread: usize) {
+        self.threads[thread].device = true;
     }
 
     /// Records lost on a thread.

@@ -14,6 +14,9 @@
 //!   processes of one plane share a tid), its name the thread's, prefixed with the process's
 //!   name and pid when the plane holds several processes. Its `timestamp_ns` is its process's
 //!   earliest record, Unix ns, and every event's `offset_ps` counts from there, in picoseconds;
+//! - a device track (`waffle::Track`, a GPU queue) is a line of a device plane,
+//!   `/device:GPU:0` for a track named `GPU 0` (see `device.rs`): its slices are events there,
+//!   their launcher their `correlation_id` stat;
 //! - a detached span (an async span, which may end on another thread) goes to its process's
 //!   lines of detached spans, `detached spans`, `detached spans 2`..., as many as overlapping
 //!   detached spans need (each on the first one free at its start), so that every line nests;
@@ -46,6 +49,7 @@ use std::{
 use super::spans::{Context, OutSpan, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
+mod device;
 pub mod proto;
 mod space;
 use proto::{StatValue, XEvent, XStat};
@@ -197,6 +201,8 @@ impl<'o> Writer<'o> {
                 .flat_map(|p| ctx.processes[*p].threads.iter().map(|t| t.tid))
                 .max()
                 .unwrap_or(0);
+            // Device tracks' (plane, line id) so far: line ids are unique on each plane.
+            let mut device_lines: Vec<(String, i64)> = Vec::new();
             for &p in &space.processes {
                 let process = &ctx.processes[p];
                 let first_line = space.lines.len();
@@ -207,6 +213,16 @@ impl<'o> Writer<'o> {
                     false => String::new(),
                 };
                 for thread in &process.threads {
+                    if thread.device {
+                        // A device track: a line of its device's plane, numbered on it.
+                        let plane = device::plane_name(&thread.name);
+                        let n = device_lines.iter().filter(|(p, _)| *p == plane).count() as i64;
+                        device_lines.push((plane.clone(), n));
+                        let mut line = Line::new(n, format!("{prefix}{}", thread.name), timestamp_ns, false);
+                        line.plane = Some(plane);
+                        space.lines.push(line);
+                        continue;
+                    }
                     let id = if tids.insert(thread.tid) {
                         thread.tid
                     } else {
@@ -274,6 +290,9 @@ impl SpanWriter for Writer<'_> {
         if !s.caused_by.is_empty() {
             let ids: Vec<String> = s.caused_by.iter().map(|id| format!("{id:016x}")).collect();
             put("waffle.caused_by", StatValue::Str(ids.join(", ")), &mut stats);
+            if line.plane.is_some() {
+                put(device::CORRELATION_ID, StatValue::Uint64(s.caused_by[0]), &mut stats);
+            }
         }
         if let (Some(value), false) = (s.correlation, s.callsite.correlate.is_empty()) {
             put("waffle.correlate", StatValue::Str(format!("{}={value}", s.callsite.correlate)), &mut stats);

@@ -35,7 +35,7 @@ use crate::{
     correlation::Role,
     decode::stream::{FileEnd, Hand, Header, Item, Sink},
     error::Error,
-    model::Callsite,
+    model::{Callsite, Track},
     reader::Warning,
 };
 use std::sync::Arc;
@@ -188,6 +188,10 @@ impl Sink for Scan {
 
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
         self.process().thread_named(thread, tid, name);
+    }
+
+    fn device_track(&mut self, thread: usize, _track: &Track) {
+        self.process().device_track(thread);
     }
 
     fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {

@@ -279,16 +279,9 @@ impl Sink for Writer<'_> {
             let thread = &self.plan.processes[p].threads[t];
             let mut packet = first_packet(id);
             packet.previous_packet_dropped = (thread.dropped > 0).then_some(true);
-            packet.track_descriptor = Some(proto::TrackDescriptor {
-                uuid: Some(track),
-                parent_uuid: Some(self.process_track),
-                thread: Some(proto::ThreadDescriptor {
-                    pid: Some(self.plan.pids[p]),
-                    tid: Some(self.plan.tids[p][t]),
-                    thread_name: (!thread.name.is_empty()).then(|| thread.name.clone()),
-                }),
-                ..Default::default()
-            });
+            let ids = (self.plan.pids[p], self.plan.tids[p][t]);
+            packet.track_descriptor =
+                Some(super::track::thread_track(thread, track, self.process_track, ids));
             packet.trace_packet_defaults = Some(super::defaults(track));
             self.message(&packet);
             self.message(&clock_snapshot(id));

@@ -16,7 +16,7 @@ use crate::{
     correlation::Role,
     decode::stream::{FileEnd, Header, Item, Sink},
     export::index::IdMap,
-    model::{Callsite, Value},
+    model::{Callsite, Track, Value},
 };
 
 mod finish;
@@ -221,6 +221,12 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
         if !self.st.sealed {
             self.info().thread_named(thread, tid, name);
+        }
+    }
+
+    fn device_track(&mut self, thread: usize, _track: &Track) {
+        if !self.st.sealed {
+            self.info().device_track(thread);
         }
     }
 

@@ -61,6 +61,8 @@ pub(super) struct Line {
     pub(super) order: Vec<Placed>,
     /// Whether it holds detached spans, which need not nest: written as rows that do.
     detached: bool,
+    /// The device plane it is on (a device track's line), or `None` for the host's.
+    pub(super) plane: Option<String>,
 }
 
 /// An encoded event: its offset and duration (to sort by), and its bytes in [`Line::events`]
@@ -84,7 +86,7 @@ impl Line {
             timestamp_ns,
             ..XLine::default()
         };
-        Line { head, events: Vec::new(), order: Vec::new(), detached }
+        Line { head, events: Vec::new(), order: Vec::new(), detached, plane: None }
     }
 
     /// A detached line as rows whose events do not overlap, each event on the first row free at
@@ -143,7 +145,7 @@ impl Line {
 impl Space {
     /// Writes the XSpace to `out`, streaming its lines (their lengths are known).
     pub(super) fn write(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        let mut plane = XPlane { id: 0, name: HOST_PLANE.to_owned(), ..XPlane::default() };
+        let mut plane = XPlane::default();
         for (id, name) in self.events.iter() {
             plane
                 .event_metadata
@@ -161,16 +163,31 @@ impl Space {
             }
         }
         self.lines = lines;
-        let head = plane.encode_to_vec();
-        let len = head.len() + self.lines.iter().map(Line::encoded_len).sum::<usize>();
-        if len > MAX_MESSAGE {
-            return Err(too_large(&self.hosts[0]));
+        // The host's plane, then one per device (device tracks' lines), in order of first
+        // line; they share the names, so that the events' metadata ids hold on every plane.
+        let mut planes: Vec<Option<String>> = vec![None];
+        for line in &self.lines {
+            if !planes.contains(&line.plane) {
+                planes.push(line.plane.clone());
+            }
         }
-        out.write_all(&key_and_length(1, len))?;
-        out.write_all(&head)?;
-        for line in &mut self.lines {
-            line.sort();
-            line.write(out)?;
+        let mut total = 0;
+        for (id, name) in planes.iter().enumerate() {
+            plane.id = id as i64;
+            plane.name = name.clone().unwrap_or_else(|| HOST_PLANE.to_owned());
+            let head = plane.encode_to_vec();
+            let on = |l: &&mut Line| l.plane == *name;
+            let len = head.len() + self.lines.iter_mut().filter(on).map(|l| l.encoded_len()).sum::<usize>();
+            total += len;
+            if total > MAX_MESSAGE {
+                return Err(too_large(&self.hosts[0]));
+            }
+            out.write_all(&key_and_length(1, len))?;
+            out.write_all(&head)?;
+            for line in self.lines.iter_mut().filter(on) {
+                line.sort();
+                line.write(out)?;
+            }
         }
         for host in self.hosts.iter().filter(|h| !h.is_empty()) {
             out.write_all(&key_and_length(4, host.len()))?;

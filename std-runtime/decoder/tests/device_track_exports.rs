@@ -1,0 +1,252 @@
+//! Device tracks in every format: a trace with two tracks (`GPU 0` with two kernels, `GPU 0 /
+//! copy` with one copy), each slice launched by a host span, written in two streaming passes
+//! (and Perfetto and Jaeger from the model too), and each output read back: the track where
+//! the format puts it, the slices on it with their `track`, and the launch as an arrow, a link
+//! or a correlation id.
+
+use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
+
+use prost::Message;
+use serde_json::Value as Json;
+use waffle_decode::export::{
+    otlp,
+    xspace::proto::{StatValue, XSpace},
+    Files, Format,
+};
+
+#[path = "common/perfetto_pb.rs"]
+mod pb;
+
+/// The recorded file, and per slice (kernel, kernel, copy) its launching span's id.
+fn recorded() -> &'static (PathBuf, Vec<u64>) {
+    static FILE: OnceLock<(PathBuf, Vec<u64>)> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("waffle-device-exports-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.bin");
+        let session = waffle_std::Config::new(&path).process_name("host").start().unwrap();
+        // The device counts µs from 1 000 000, a clock of its own; synced at both ends.
+        let start = std::time::Instant::now();
+        let device = || 1_000_000 + start.elapsed().as_micros() as u64;
+        let gpu = waffle::Track::new("GPU 0", 1_000_000);
+        let copy = waffle::Track::new("GPU 0 / copy", 1_000_000);
+        gpu.sync(device());
+        copy.sync(device());
+        let mut launchers = Vec::new();
+        for (track, name) in [(gpu, "kernel"), (gpu, "kernel"), (copy, "copy")] {
+            let launch = waffle::span!("launch");
+            let b = device();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let e = device();
+            let launched_by = launch.id();
+            launchers.push(launched_by.to_u64());
+            drop(launch);
+            match name {
+                "kernel" => {
+                    waffle::track_slice!(track, "kernel", b, e, launched_by = launched_by, bytes = 64u64)
+                }
+                _ => waffle::track_slice!(track, "copy", b, e, launched_by = launched_by),
+            };
+        }
+        gpu.sync(device());
+        copy.sync(device());
+        session.stop().unwrap();
+        (path, launchers)
+    })
+}
+
+/// A slice's name (the tracks' definitions and syncs are events of their own, named `track`
+/// and `track.sync`, on the host thread).
+fn is_slice(name: &Json) -> bool {
+    name == "kernel" || name == "copy"
+}
+
+fn write(format: Format) -> Vec<u8> {
+    let files = Files::scan(&[&recorded().0], format, &mut |_| {}).unwrap();
+    assert!(files.warnings().is_empty(), "{:?}", files.warnings());
+    let mut out = Vec::new();
+    files.write(&mut out, &mut |_| {}).unwrap();
+    out
+}
+
+fn from_model(format: Format) -> Vec<u8> {
+    let trace = waffle_decode::decode::decode_files(&[&recorded().0]).unwrap().trace;
+    let mut out = Vec::new();
+    waffle_decode::export::export(&trace, format, &mut out).unwrap();
+    out
+}
+
+/// A Perfetto track event, resolved: its track, name, kind, flows.
+#[derive(Debug)]
+struct Ev {
+    track: u64,
+    name: String,
+    kind: i32,
+    flows: Vec<u64>,
+    terminating: Vec<u64>,
+}
+
+fn check_perfetto(out: &[u8]) {
+    let trace = pb::Trace::decode(out).unwrap();
+    let tracks: Vec<&pb::Track> = trace.packet.iter().filter_map(|p| p.track.as_ref()).collect();
+    let process = tracks.iter().find(|t| t.process.is_some()).expect("a process track");
+    let device: Vec<&&pb::Track> =
+        tracks.iter().filter(|t| t.thread.is_none() && t.process.is_none()).collect();
+    let names: Vec<&str> = device.iter().map(|t| t.name.as_deref().unwrap()).collect();
+    assert_eq!(names, ["GPU 0", "GPU 0 / copy"], "device tracks, named, not threads");
+    assert!(device.iter().all(|t| t.parent == process.uuid), "children of the process track");
+    // Events with their sequence's track and interned names.
+    let (mut default_track, mut interned) = (HashMap::new(), HashMap::new());
+    let mut events = Vec::new();
+    for p in &trace.packet {
+        let seq = p.seq.unwrap_or(0);
+        if let Some(t) = p.defaults.as_ref().and_then(|d| d.event.as_ref()).and_then(|e| e.track) {
+            default_track.insert(seq, t);
+        }
+        for n in p.interned.iter().flat_map(|i| &i.names) {
+            interned.insert((seq, n.iid.unwrap()), n.name.clone().unwrap());
+        }
+        if let Some(e) = &p.event {
+            events.push(Ev {
+                track: e.track.or(default_track.get(&seq).copied()).unwrap(),
+                name: e.name_iid.map(|i| interned[&(seq, i)].clone()).unwrap_or_default(),
+                kind: e.kind.unwrap_or(0),
+                flows: e.flow_ids.clone(),
+                terminating: e.terminating.clone(),
+            });
+        }
+    }
+    const BEGIN: i32 = 1;
+    let on = |track: u64| events.iter().filter(move |e| e.track == track && e.kind == BEGIN);
+    let kernels: Vec<&Ev> = on(device[0].uuid.unwrap()).collect();
+    let copies: Vec<&Ev> = on(device[1].uuid.unwrap()).collect();
+    assert_eq!(kernels.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["kernel", "kernel"]);
+    assert_eq!(copies.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["copy"]);
+    // Each slice ends a flow that one launch span begins.
+    let launches: Vec<&Ev> = events.iter().filter(|e| e.name == "launch" && e.kind == BEGIN).collect();
+    assert_eq!(launches.len(), 3);
+    for (slice, launch) in kernels.iter().chain(&copies).zip(&launches) {
+        let arrow = |a: &Ev, b: &Ev| a.flows.iter().any(|f| b.terminating.contains(f) || b.flows.contains(f));
+        assert!(arrow(launch, slice), "no flow from {launch:?} to {slice:?}");
+    }
+}
+
+#[test]
+fn perfetto_draws_a_track_per_device_queue_under_the_process_with_flows_from_the_launches() {
+    check_perfetto(&write(Format::Perfetto));
+    check_perfetto(&from_model(Format::Perfetto));
+}
+
+fn check_jaeger(out: &[u8]) {
+    let json: Json = serde_json::from_slice(out).unwrap();
+    let spans = json["data"][0]["spans"].as_array().unwrap();
+    let id = |s: &Json| u64::from_str_radix(s["spanID"].as_str().unwrap(), 16).unwrap();
+    let launchers = &recorded().1;
+    let slices: Vec<&Json> = spans.iter().filter(|s| is_slice(&s["operationName"])).collect();
+    assert_eq!(slices.len(), 3, "{slices:?}");
+    for (slice, launcher) in slices.iter().zip(launchers) {
+        let tags = slice["tags"].as_array().unwrap();
+        let track = tags.iter().find(|t| t["key"] == "track").expect("a track tag");
+        assert!(track["value"].as_str().unwrap().starts_with("GPU 0"));
+        let refs = slice["references"].as_array().unwrap();
+        let follows: Vec<u64> = refs
+            .iter()
+            .filter(|r| r["refType"] == "FOLLOWS_FROM")
+            .map(|r| u64::from_str_radix(r["spanID"].as_str().unwrap(), 16).unwrap())
+            .collect();
+        assert_eq!(follows, [*launcher], "the launch is the one reference");
+        let launch = spans.iter().find(|s| id(s) == *launcher).unwrap();
+        assert!(slice["startTime"].as_u64() >= launch["startTime"].as_u64());
+    }
+}
+
+#[test]
+fn jaeger_spans_carry_their_track_and_follow_from_their_launch() {
+    check_jaeger(&write(Format::Jaeger));
+    check_jaeger(&from_model(Format::Jaeger));
+}
+
+#[test]
+fn otlp_spans_carry_their_track_and_link_to_their_launch() {
+    let out = write(Format::Otlp);
+    let json = otlp::protobuf_to_json(&out).unwrap();
+    let spans: Vec<&Json> = json["resourceSpans"][0]["scopeSpans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["spans"].as_array().unwrap())
+        .collect();
+    let launch_ids: Vec<&str> =
+        spans.iter().filter(|s| s["name"] == "launch").map(|s| s["spanId"].as_str().unwrap()).collect();
+    let slices: Vec<&&Json> = spans.iter().filter(|s| is_slice(&s["name"])).collect();
+    assert_eq!(slices.len(), 3);
+    for (slice, launch) in slices.iter().zip(&launch_ids) {
+        let attributes = slice["attributes"].as_array().unwrap();
+        let track = attributes.iter().find(|a| a["key"] == "track").expect("a track attribute");
+        assert!(track["value"]["stringValue"].as_str().unwrap().starts_with("GPU 0"));
+        assert_eq!(slice["links"][0]["spanId"].as_str(), Some(*launch));
+        assert!(slice.get("parentSpanId").is_none_or(|p| p.as_str() == Some("")), "no parent: {slice}");
+    }
+}
+
+#[test]
+fn zipkin_spans_carry_their_track_and_name_their_launch() {
+    let json: Json = serde_json::from_slice(&write(Format::Zipkin)).unwrap();
+    let spans = json.as_array().unwrap();
+    let slices: Vec<&Json> = spans.iter().filter(|s| is_slice(&s["name"])).collect();
+    assert_eq!(slices.len(), 3);
+    for (slice, launcher) in slices.iter().zip(&recorded().1) {
+        assert!(slice["tags"]["track"].as_str().unwrap().starts_with("GPU 0"));
+        assert_eq!(slice["tags"]["waffle.caused_by"].as_str(), Some(format!("{launcher:016x}").as_str()));
+        assert!(slice.get("parentId").is_none());
+    }
+}
+
+#[test]
+fn chrome_draws_each_track_as_a_thread_row() {
+    let json: Json = serde_json::from_slice(&write(Format::Chrome)).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let rows: HashMap<u64, &str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap()))
+        .collect();
+    let on = |name: &str| -> Vec<&str> {
+        let tid = rows.iter().find(|(_, n)| **n == name).map(|(t, _)| *t).expect("a row for the track");
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["tid"].as_u64() == Some(tid))
+            .map(|e| e["name"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(on("GPU 0"), ["kernel", "kernel"]);
+    assert_eq!(on("GPU 0 / copy"), ["copy"]);
+    assert!(events.iter().any(|e| e["ph"] == "f" || e["ph"] == "t"), "flow events for the launches");
+}
+
+#[test]
+fn xspace_puts_the_tracks_on_a_device_plane() {
+    let space = XSpace::decode(write(Format::Xspace).as_slice()).unwrap();
+    let planes: Vec<&str> = space.planes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(planes, ["/host:CPU", "/device:GPU:0"]);
+    let device = &space.planes[1];
+    let lines: Vec<(&str, i64)> = device.lines.iter().map(|l| (l.name.as_str(), l.id)).collect();
+    assert_eq!(lines, [("GPU 0", 0), ("GPU 0 / copy", 1)]);
+    let correlation =
+        device.stat_metadata.values().find(|m| m.name == "correlation_id").expect("the stat").id;
+    let mut launched = Vec::new();
+    for line in &device.lines {
+        for e in &line.events {
+            let name = &device.event_metadata[&e.metadata_id].name;
+            assert!(name == "kernel" || name == "copy", "{name}");
+            let stat = e.stats.iter().find(|s| s.metadata_id == correlation).expect("a correlation id");
+            let Some(StatValue::Uint64(id)) = stat.value else { panic!("{stat:?}") };
+            launched.push(id);
+        }
+    }
+    assert_eq!(launched, recorded().1);
+    assert!(
+        space.planes[0].lines.iter().all(|l| !l.name.starts_with("GPU")),
+        "no device line on the host plane"
+    );
+}

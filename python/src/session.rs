@@ -261,6 +261,7 @@ pub(crate) fn decode(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Py<PyDict
             threads.append(td)?;
         }
         d.set_item("threads", threads)?;
+        d.set_item("tracks", crate::track::tracks_to_py(py, &p.tracks)?)?;
         procs.append(d)?;
     }
     out.set_item("processes", procs)?;

@@ -16,7 +16,7 @@ use crate::{
 use pyo3::{
     prelude::*,
     sync::PyOnceLock,
-    types::{PyDict, PyString},
+    types::{PyDict, PyList, PyString},
 };
 use waffle::{callsite::Kind, wire::reserved::track as names, FieldValue};
 
@@ -93,4 +93,24 @@ impl Track {
     fn __repr__(&self) -> String {
         format!("Track(id={:#018x})", self.id)
     }
+}
+
+/// A decoded process's device tracks, for `waffle.decode`: per track its `id`, `name`,
+/// `ticks_per_second`, `thread` (the index in the process's `threads` of the thread that holds
+/// its slices) and `syncs`, `(device_ticks, host_ns)` pairs.
+pub(crate) fn tracks_to_py<'py>(
+    py: Python<'py>,
+    tracks: &[waffle_decode::model::Track],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for t in tracks {
+        let d = PyDict::new(py);
+        d.set_item("id", t.id)?;
+        d.set_item("name", &t.name)?;
+        d.set_item("ticks_per_second", t.ticks_per_second)?;
+        d.set_item("thread", t.thread)?;
+        d.set_item("syncs", t.syncs.iter().map(|s| (s.device_ticks, s.host)).collect::<Vec<_>>())?;
+        list.append(d)?;
+    }
+    Ok(list)
 }

@@ -45,14 +45,15 @@ fn kernels_land_on_their_track_after_their_launch_and_inside_their_step() {
         assert!(slice.end_ns <= step.end_ns + TOLERANCE_NS, "{} ends after its step", slice.name());
         assert!(slice.start_ns + TOLERANCE_NS >= previous_end, "the queue runs in order");
         previous_end = slice.end_ns;
-        // Its duration, on the host's clock: what it spun, give or take.
+        // Its duration, on the host's clock: at least what it spun (more if the device thread
+        // was preempted).
         let took = slice.end_ns - slice.start_ns;
-        let us = match slice.name() {
+        let spun = match slice.name() {
             "gemm" => 400_000,
             "softmax" => 150_000,
             _ => 300_000,
         };
-        assert!(took + 1_000 >= us && took < us + 200_000, "{} took {took} ns", slice.name());
+        assert!(took + 1_000 >= spun, "{} took {took} ns", slice.name());
     }
     std::fs::remove_dir_all(dir).ok();
 }

@@ -459,10 +459,11 @@ def test_causal_pair(pair):
     assert len(arrows) == 6, "link, correlation, handle, task and two fetches; nothing else"
 
 
-@pytest.mark.parametrize("example", ["nan_allreduce", "dispatch"])
+@pytest.mark.parametrize("example", ["nan_allreduce", "dispatch", "device_queue"])
 def test_example_outputs(example, tmp_path):
     """The other causal examples, streamed into a .pftrace by `waffle-decode`: the import rules
-    and the flow rules hold, and every arrow joins two slices or instants."""
+    and the flow rules hold, and every arrow joins two slices or instants; `device_queue`'s
+    kernels on their device track, an arrow from each launch."""
     bin_dir = Path(os.environ.get("WAFFLE_BIN_DIR", REPO / "target" / "debug"))
     binary, decode = bin_dir / "examples" / example, bin_dir / "waffle-decode"
     for b in (binary, decode):
@@ -475,13 +476,25 @@ def test_example_outputs(example, tmp_path):
         run(binary, tmp_path / "run")
         inputs = [tmp_path / "run" / "rank0.bin", tmp_path / "run" / "rank1.bin"]
     else:
-        run(binary, tmp_path / "dispatch.bin")
-        inputs = [tmp_path / "dispatch.bin"]
+        run(binary, tmp_path / "trace.bin")
+        inputs = [tmp_path / "trace.bin"]
     run(decode, *inputs, "-o", tmp_path / "out.pftrace")
     tracks, flowing = parse((tmp_path / "out.pftrace").read_bytes())
     arrows = flow_arrows(flowing)
     assert arrows, "causality shows as arrows"
-    if example == "dispatch":
+    if example == "device_queue":
+        # The device track is a named track under the process, not a thread; each kernel on it
+        # has an arrow from the launch span that queued it, and begins after it.
+        (process,) = [t for t in tracks.values() if t.descriptor.HasField("process")]
+        (gpu,) = [t for t in tracks.values() if t.descriptor.name == "GPU 0"]
+        assert not gpu.descriptor.HasField("thread")
+        assert gpu.descriptor.parent_uuid == process.descriptor.uuid
+        assert [s.name for s in gpu.slices[:3]] == ["gemm", "softmax", "allreduce"]
+        assert len(gpu.slices) == 60
+        launched = [(s, d) for s, d in arrows if s.name == "launch" and d.track == gpu.descriptor.uuid]
+        assert len(launched) == 60, [(s.name, d.name) for s, d in arrows]
+        assert all(s.ts <= d.ts for s, d in launched)
+    elif example == "dispatch":
         # Each worker's span has an arrow from the dispatcher's span that sent its task.
         handled = [d for s, d in arrows if s.name == "dispatch_task" and d.name == "process_task"]
         assert len(handled) == 12, [(s.name, d.name) for s, d in arrows]

@@ -9,7 +9,8 @@ them:
   there are no steps;
 - `batches.bin` to a directory: the file lands at `plugins/profile/<run>/<host>.xplane.pb`, and
   its `batch` spans (a `step` field, 10 to 13) are steps numbered by that field; the loader
-  thread is a line of its own.
+  thread is a line of its own;
+- `device_queue.bin`: its device track is the `/device:GPU:0` plane's `GPU 0` line.
 
 xprof writes a cache of what it computed beside the file it reads, so each file is read in a
 directory of its own, with `use_saved_result` off. Environment: `WAFFLE_BIN_DIR` (default
@@ -104,3 +105,20 @@ def test_a_directory_gets_the_profile_layout_and_step_fields_number_steps(record
     prefetch = profile.named("prefetch")
     assert len(prefetch) == 4 and all(s["tid"] == loader for s in prefetch)
     assert all(s["args"]["step"] in {"10", "11", "12", "13"} for s in profile.named("batch"))
+
+
+def test_device_tracks_are_device_planes(tmp_path):
+    """`device_queue`'s GPU 0 track: xprof's trace viewer shows a `/device:GPU:0` process with a
+    `GPU 0` line holding the 60 kernels, beside the host's threads."""
+    trace_bin = tmp_path / "device_queue.bin"
+    run(binary("examples", "device_queue"), trace_bin)
+    out = tmp_path / "xplane"
+    out.mkdir()
+    run(binary("waffle-decode"), trace_bin, "-o", out / "dq.xplane.pb")
+    events = tool(out / "dq.xplane.pb", "trace_viewer")["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    [gpu] = [pid for pid, name in processes.items() if name == "/device:GPU:0"]
+    lines = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name" and e["pid"] == gpu}
+    assert list(lines.values()) == ["GPU 0"]
+    kernels = [e["name"] for e in events if e.get("ph") == "X" and e["pid"] == gpu]
+    assert len(kernels) == 60 and kernels[:3] == ["gemm", "softmax", "allreduce"]

@@ -2,8 +2,9 @@
 //! (+200 ppm, 5 s ahead) land within a stated tolerance of the host times they really took
 //! (spans recorded around them), on a thread of their own named by the track; a single sync
 //! maps with the nominal rate; `why` walks from a slice to the span that launched it; slices
-//! of a track with no sync are left out with a warning. The exporters' outputs are in
-//! `device_track_exports.rs`.
+//! of a track with no sync, or naming a track the file does not define, are left out with a
+//! warning; overlapping slices nest, one outlasting its enclosing slice cut at its end. The
+//! exporters' outputs are in `device_track_exports.rs`.
 
 use std::time::{Duration, Instant};
 use waffle_decode::{
@@ -179,20 +180,56 @@ fn why_walks_from_a_slice_to_the_span_that_launched_it() {
 }
 
 #[test]
-fn slices_of_a_track_without_a_sync_are_left_out_with_a_warning() {
+fn slices_of_a_track_without_a_sync_or_definition_are_left_out_with_a_warning() {
     let dir = scratch("device-no-sync");
     let path = dir.join("run.bin");
     let _serial = serial();
     let session = waffle_std::Config::new(&path).start().unwrap();
     let gpu = waffle::Track::new("GPU 9", 1_000);
     waffle::track_slice!(gpu, "lost", 1u64, 2u64);
+    // A track this file never defined (another process's, or a made-up id).
+    waffle::track_slice!(waffle::Track::from_id(0x1234), "stray", 1u64, 2u64);
     session.stop().unwrap();
     let decoded = decode_files(&[&path]).unwrap();
     let p = &decoded.trace.processes[0];
     assert!(p.tracks.is_empty());
-    assert!(spans(p, "lost").is_empty());
+    assert!(spans(p, "lost").is_empty() && spans(p, "stray").is_empty());
     let messages: Vec<&str> = decoded.warnings.iter().map(|w| w.message.as_str()).collect();
-    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(messages[0].contains("\"GPU 9\"") && messages[0].contains("no usable sync"), "{messages:?}");
+    assert!(
+        messages[1].contains("0000000000001234") && messages[1].contains("does not define"),
+        "{messages:?}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn overlapping_slices_nest_and_one_outlasting_its_enclosing_slice_is_cut() {
+    let dir = scratch("device-nesting");
+    let path = dir.join("run.bin");
+    let _serial = serial();
+    let session = waffle_std::Config::new(&path).start().unwrap();
+    // A 1 GHz device clock synced once: device ticks are host nanoseconds after the sync.
+    let gpu = waffle::Track::new("GPU 0", 1_000_000_000);
+    gpu.sync(0);
+    waffle::track_slice!(gpu, "a", 1_000u64, 5_000u64);
+    waffle::track_slice!(gpu, "b", 2_000u64, 3_000u64); // inside a
+    waffle::track_slice!(gpu, "c", 4_000u64, 7_000u64); // begins in a, outlasts it
+    waffle::track_slice!(gpu, "d", 8_000u64, 9_000u64);
+    session.stop().unwrap();
+    let p = decode_files(&[path]).unwrap().trace.processes.into_iter().next().unwrap();
+    let sync_ns = p.tracks[0].syncs[0].host;
+    let slices = &p.threads[p.tracks[0].thread].spans;
+    let got: Vec<(&str, u32, u64, u64)> =
+        slices.iter().map(|s| (s.name(), s.depth, s.start_ns - sync_ns, s.end_ns - sync_ns)).collect();
+    let expected =
+        [("a", 0, 1_000, 5_000), ("b", 1, 2_000, 3_000), ("c", 1, 4_000, 5_000), ("d", 0, 8_000, 9_000)];
+    for (g, e) in got.iter().zip(&expected) {
+        assert!(g.0 == e.0 && g.1 == e.1 && g.2.abs_diff(e.2) <= 2 && g.3.abs_diff(e.3) <= 2, "{got:?}");
+    }
+    assert_eq!(got.len(), 4);
+    let a = slices[0].id;
+    assert_eq!([slices[1].parent, slices[2].parent, slices[3].parent], [Some(a), Some(a), None]);
     std::fs::remove_dir_all(dir).ok();
 }

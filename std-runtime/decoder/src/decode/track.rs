@@ -235,7 +235,9 @@ impl<'s, S: Sink> Tracks<'s, S> {
                 self.inner.span_end(thread, span, e, true);
             }
         }
-        for (id, slices) in by_track {
+        let mut strays: Vec<(u64, Vec<Held>)> = by_track.into_iter().collect();
+        strays.sort_by_key(|(id, _)| *id);
+        for (id, slices) in strays {
             self.warnings.push(format!(
                 "{} slices name device track {id:016x}, which this file does not define: left out",
                 slices.len()

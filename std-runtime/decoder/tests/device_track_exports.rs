@@ -2,7 +2,7 @@
 //! copy` with one copy), each slice launched by a host span, written in two streaming passes
 //! (and Perfetto and Jaeger from the model too), and each output read back: the track where
 //! the format puts it, the slices on it with their `track`, and the launch as an arrow, a link
-//! or a correlation id.
+//! or a correlation id. `--follow` sends the slices too, once the file is read.
 
 use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
 
@@ -16,6 +16,10 @@ use waffle_decode::export::{
 
 #[path = "common/perfetto_pb.rs"]
 mod pb;
+
+#[path = "common/otlp_sink.rs"]
+#[allow(dead_code)] // follow.rs uses the rest
+mod otlp_sink;
 
 /// The recorded file, and per slice (kernel, kernel, copy) its launching span's id.
 fn recorded() -> &'static (PathBuf, Vec<u64>) {
@@ -249,4 +253,23 @@ fn xspace_puts_the_tracks_on_a_device_plane() {
         space.planes[0].lines.iter().all(|l| !l.name.starts_with("GPU")),
         "no device line on the host plane"
     );
+}
+
+#[test]
+fn follow_mode_sends_the_slices_once_the_file_is_read() {
+    let (path, launchers) = recorded();
+    let sink = otlp_sink::OtlpSink::start();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_waffle-decode"))
+        .args(["--follow", path.to_str().unwrap(), "--send", &sink.target()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let trace = waffle_decode::decode::decode_files(&[path]).unwrap().trace;
+    let p = &trace.processes[0];
+    let slices: Vec<String> =
+        p.tracks.iter().flat_map(|t| &p.threads[t.thread].spans).map(|s| format!("{:016x}", s.id)).collect();
+    assert_eq!(slices.len(), launchers.len());
+    let received = sink.received();
+    assert!(slices.iter().all(|id| received.contains_key(id)), "{slices:?} not all in {:?}", received.keys());
 }

@@ -7,7 +7,9 @@
 //! depth reconciliation after drops, stand-ins, detached spans) in `chunk.rs` over the state
 //! each stream carries between chunks (`stream_state.rs`), shared by both. TAIL frames (records a
 //! thread had staged and not pushed) are held until a later chunk supersedes them or decoded
-//! as chunks then (`tail.rs`), also for every sink alike.
+//! as chunks then (`tail.rs`), also for every sink alike. Device tracks' slices are taken off
+//! the threads that recorded them and handed over at the end of the file as threads of their
+//! own, on the host's clock ([`track`]), for every sink alike too.
 
 use crate::{
     error::Error,

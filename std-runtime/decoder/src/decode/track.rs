@@ -5,7 +5,7 @@
 //! A track is three kinds of event (`wire::reserved::track`): its definition (name, rate; the
 //! track's id is the event's), sync points (a device reading; the host's is the event's own
 //! time) and slices (the track's id, begin and end in device ticks, the user's fields; the
-//! first link is the launcher). [`Tracks`] sits between the decoder and every sink: it hands
+//! first link is the launcher). `Tracks` sits between the decoder and every sink: it hands
 //! definitions and syncs on as the events they are, and holds slices back, since the syncs
 //! that place them can come later in the file (a sync at the end of a run, or a thread whose
 //! chunk is written late). When the file is read it maps each slice's times through its

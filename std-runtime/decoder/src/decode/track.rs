@@ -176,7 +176,7 @@ impl<'s, S: Sink> Tracks<'s, S> {
                 continue;
             };
             let thread = first_thread + k;
-            self.inner.thread(thread, DEVICE_STREAM_TOP - k as u32);
+            self.inner.thread(thread, DEVICE_STREAM_TOP.wrapping_sub(k as u32));
             self.inner.thread_named(thread, DEVICE_TID_BASE + k as u64, &name);
             let track = Track {
                 id,
@@ -209,7 +209,7 @@ impl<'s, S: Sink> Tracks<'s, S> {
                 let (site, callsite_index) = sites
                     .entry(Arc::as_ptr(&h.site))
                     .or_insert_with(|| {
-                        next_index += 1;
+                        next_index = next_index.saturating_add(1);
                         (slice_site(&h.site), next_index)
                     })
                     .clone();

@@ -72,7 +72,8 @@ impl DeviceClock {
 /// ticks each, clamped to the u64 range.
 fn along(from: SyncPoint, device: u64, slope: f64) -> u64 {
     let dt = i128::from(device) - i128::from(from.device_ticks);
-    let host = i128::from(from.host) + (dt as f64 * slope).round() as i128;
+    // The float's cast saturates (a hostile file's extremes stay finite), and so does the sum.
+    let host = i128::from(from.host).saturating_add((dt as f64 * slope).round() as i128);
     host.clamp(0, i128::from(u64::MAX)) as u64
 }
 
@@ -127,6 +128,15 @@ mod tests {
         assert_eq!(clock.host(5_010), 9_030_000);
         assert_eq!(clock.host(4_000), 6_000_000);
         assert_eq!(clock.host(0), 0, "clamped at the start of the host's clock");
+    }
+
+    #[test]
+    fn extreme_readings_are_clamped_not_overflowed() {
+        let clock = DeviceClock::new(&[sync(0, 10), sync(1, u64::MAX)], 1, 1.0).unwrap();
+        assert_eq!(clock.host(u64::MAX), u64::MAX);
+        let clock = DeviceClock::new(&[sync(u64::MAX, 0)], 1, f64::MAX).unwrap();
+        assert_eq!(clock.host(0), 0);
+        assert_eq!(clock.host(u64::MAX), 0);
     }
 
     #[test]

@@ -88,6 +88,13 @@
  * may be ignored (a bare `WAFFLE_EVENT("x");` is a statement without warnings). */
 #define WAFFLE_EVENT(...) WAFFLE__EVENT(WAFFLE__CAT(waffle__event_, __COUNTER__), __VA_ARGS__)
 
+/* WAFFLE_TRACK_SLICE(track, name, begin, end, launched_by, key-values...): records a slice of
+ * the device track `track` (a waffle_track_t) from `begin` to `end` in its clock's ticks,
+ * launched by the span or event whose id is `launched_by` (`span.id.id`, `event.id`; 0 for
+ * none); evaluates to its waffle_event_id_t, which may be ignored. */
+#define WAFFLE_TRACK_SLICE(track_, name_, begin_, end_, ...) \
+  WAFFLE__TRACK_SLICE(WAFFLE__CAT(waffle__slice_, __COUNTER__), track_, name_, begin_, end_, __VA_ARGS__)
+
 /* WAFFLE_CONTEXT_SCOPE(ctx): enters the waffle_context_t lvalue `ctx` (from another thread,
  * or another process's traceparent) until the enclosing block exits. */
 #define WAFFLE_CONTEXT_SCOPE(ctx)                                                             \
@@ -116,6 +123,14 @@
     const waffle_kv_t WAFFLE__CAT(var, _kvs)[] = WAFFLE__KVS(__VA_ARGS__);                     \
     waffle_event(&WAFFLE__CAT(var, _callsite), WAFFLE__CAT(var, _kvs),                         \
                  WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)));                                       \
+  }))
+
+#define WAFFLE__TRACK_SLICE(var, track_, name_, begin_, end_, ...)                            \
+  (__extension__({                                                                             \
+    const waffle_kv_t WAFFLE__CAT(var, _kvs)[] = WAFFLE__KVS(__VA_ARGS__);                     \
+    waffle_track_slice((track_), (name_), WAFFLE_STRLEN_NUL, (begin_), (end_),                 \
+                       (uint64_t)(WAFFLE__HEAD(__VA_ARGS__)), WAFFLE__CAT(var, _kvs),          \
+                       WAFFLE__COUNT(WAFFLE__CAT(var, _kvs)));                                 \
   }))
 
 /* This thread's handle to its recording state, cached by waffle_span_begin_t on first use. A

@@ -20,11 +20,23 @@ fn c_slices_land_on_their_track_after_their_launchers() {
     let p = &trace.processes[0];
     let host = &p.threads[0];
     let events: Vec<&str> = host.events.iter().map(|e| e.name()).collect();
-    assert_eq!(events, ["track", "track.sync", "copy issued", "track.sync"]);
+    assert_eq!(events, ["track", "track.sync", "copy issued", "track", "track.sync", "track.sync"]);
     let launch = host.spans.iter().find(|s| s.name() == "launch").expect("the launch span");
     let copy = host.events.iter().find(|e| e.name() == "copy issued").expect("the copy event");
 
-    assert_eq!(p.tracks.len(), 1, "{:?}", p.tracks);
+    assert_eq!(p.tracks.len(), 2, "{:?}", p.tracks);
+    let dma = &p.tracks[1];
+    assert_eq!((dma.name.as_str(), dma.syncs.len()), ("DMA", 1));
+    let [copy_slice] = &p.threads[dma.thread].spans[..] else { panic!("one slice on DMA") };
+    let fields: Vec<(&str, &Value)> = copy_slice.fields().collect();
+    assert_eq!(
+        fields,
+        [
+            ("track", &Value::Str("DMA".into())),
+            ("bytes", &Value::U64(64)),
+            ("dir", &Value::Str("h2d".into()))
+        ]
+    );
     let track = &p.tracks[0];
     assert_eq!((track.name.as_str(), track.ticks_per_second, track.syncs.len()), ("GPU 0", 1_000_000, 2));
     let gpu = &p.threads[track.thread];

@@ -1,5 +1,6 @@
 /* Device tracks from C: a track in its own clock (1 MHz), two syncs, slices launched by a span
- * and by an event with a field, garbage and null arguments. ffi/tests/track.rs decodes the
+ * and by an event (through the function and WAFFLE_TRACK_SLICE), a second track, garbage and
+ * null arguments. ffi/tests/track.rs decodes the
  * trace and checks where the slices land on the host's time.
  *
  * usage: track TRACE.bin */
@@ -52,7 +53,12 @@ int main(int argc, char **argv) {
   b1 = device_now();
   spin_us(1000);
   e1 = device_now();
-  CHECK(waffle_track_slice(gpu, "memcpy", 6, b1, e1, copy.id, NULL, 0).id != 0);
+  CHECK(WAFFLE_TRACK_SLICE(gpu, "memcpy", b1, e1, copy.id).id != 0);
+  /* The macro with key-values: a third slice, on a track of its own. */
+  waffle_track_t dma = waffle_track_new("DMA", 1000000);
+  CHECK(waffle_track_sync(dma, device_now()).id != 0);
+  (void)WAFFLE_TRACK_SLICE(dma, "copy", e1, e1 + 10, copy.id, WAFFLE_KV_U64("bytes", 64),
+                           WAFFLE_KV_STR("dir", "h2d"));
   spin_us(1000);
   CHECK(waffle_track_sync(gpu, device_now()).id != 0);
 

@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 import threading
-from typing import Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
 from . import _native
 from ._exporters import Exporter, PathLike, exporter_for_path
@@ -32,6 +32,21 @@ from ._native import Context
 _lock = threading.RLock()
 _exporters: list[Exporter] = []
 _temporary: Optional[str] = None
+# Sessions started so far by this process (for what is defined once a session, such as
+# waffle.jax's device tracks), and what must run before a session stops.
+_generation = 0
+_before_stop: list[Callable[[], None]] = []
+
+
+def generation() -> int:
+    """A number that changes whenever a session starts."""
+    return _generation
+
+
+def before_stop(hook: Callable[[], None]) -> None:
+    """Runs ``hook`` at every :func:`shutdown` before the session stops (once per hook)."""
+    if hook not in _before_stop:
+        _before_stop.append(hook)
 
 
 def _default_process_name() -> str:
@@ -57,7 +72,7 @@ def start(
     A session that ``WAFFLE_OUTPUT`` started is stopped first, its file kept if it holds any
     record; this one starts as asked.
     """
-    global _temporary
+    global _temporary, _generation
     with _lock:
         temporary = None
         if path is None:
@@ -78,6 +93,7 @@ def start(
                 os.unlink(temporary)
             raise
         _temporary = temporary
+        _generation += 1
         return os.fspath(path)
 
 
@@ -109,6 +125,11 @@ def shutdown() -> list[str]:
     to. Does nothing (and returns ``[]``) when no session is recording. Runs at interpreter
     exit. A failed export is reported on stderr and does not stop the others."""
     global _temporary
+    for hook in list(_before_stop):
+        try:
+            hook()
+        except Exception as err:
+            print(f"waffle: {hook!r} failed before stopping: {err}", file=sys.stderr)
     with _lock:
         stopped = _native.stop()
         if stopped is None:

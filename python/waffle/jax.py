@@ -1,4 +1,14 @@
-"""JAX compilation and dispatch in the trace, through ``jax.monitoring``.
+"""JAX in the trace: compile phases, steps, compiled calls' device time, and profiles.
+
+- ``install()``: JAX's compile phases as spans, through ``jax.monitoring`` (below);
+- ``step(n)``: a step marker (the span ``step``, field ``step``) around one training step;
+- ``timed(jitted_fn)``: each call's dispatch as a host span and its device time, dispatch to
+  outputs ready, as a slice on a ``waffle.Track`` per JAX device (``cpu:0``), measured by a
+  watcher thread so the caller never waits (precision: ``waffle._jax_devices``);
+- ``merge_profile(path)``: the XLA ops of a ``jax.profiler`` profile (``.xplane.pb``) as slices
+  on device tracks, on the trace's time base (``waffle._jax_profile``).
+
+``docs/jax.md`` shows a trace with all of them.
 
 ``waffle.jax.install()`` registers listeners with JAX's monitoring hooks:
 
@@ -20,6 +30,9 @@ import threading
 from typing import Any
 
 import waffle
+
+from ._jax_devices import device_track, step, timed, wait
+from ._jax_profile import merge_profile, profile_files
 
 _PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "jax.jaxpr_trace",
@@ -101,4 +114,13 @@ def installed() -> bool:
     return _installed
 
 
-__all__ = ["install", "installed"]
+__all__ = [
+    "device_track",
+    "install",
+    "installed",
+    "merge_profile",
+    "profile_files",
+    "step",
+    "timed",
+    "wait",
+]

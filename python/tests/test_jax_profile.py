@@ -1,0 +1,140 @@
+"""`waffle.jax.merge_profile` on CPU JAX: a jitted function called in a few steps under both
+waffle and `jax.profiler.trace`; the profile's XLA ops merged as slices on device tracks and
+checked against the `.xplane.pb` read independently (`xplane_wire`), on waffle's time base."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import device_slices  # noqa: E402
+import waffle  # noqa: E402
+import waffle.jax as wj  # noqa: E402
+import xplane_wire  # noqa: E402
+from waffle import _native  # noqa: E402
+
+#: How far an op may lie outside the span that called it and waited for it: the error of the
+#: time base (the profiler's Unix clock against waffle's, paired once at the merge). Measured:
+#: the profiler's `PjitFunction` events fall inside waffle's dispatch spans with a few
+#: microseconds to spare (printed below), so 50 us is ten times what is seen.
+TOLERANCE_NS = 50_000
+
+
+@jax.jit
+def model(x, w):
+    h = jnp.tanh(x @ w)
+    return jnp.sum(h * h, axis=1), jnp.max(h)
+
+
+def _profiled_steps(tmp_path: Path, rec) -> tuple[object, list[xplane_wire.Plane], Path]:
+    x = jnp.full((256, 256), 0.01, jnp.float32)
+    w = jnp.full((256, 256), 0.02, jnp.float32)
+    timed = wj.timed(model)
+    jax.block_until_ready(model(x, w))  # compiled before the profile
+    logdir = tmp_path / "profile"
+    with jax.profiler.trace(str(logdir)):
+        for i in range(3):
+            with wj.step(i), waffle.span("call", i=i):
+                jax.block_until_ready(timed(x, w))
+    counts = wj.merge_profile(logdir)
+    (pb,) = wj.profile_files(logdir)
+    planes = xplane_wire.read(pb.read_bytes())
+    assert sum(counts.values()) > 0, counts
+    return rec.stop(), planes, pb
+
+
+def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
+    t, planes, _ = _profiled_steps(tmp_path, rec)
+    base = xplane_wire.start_time(planes)
+
+    # The profile's XLA ops, read independently: events with an `hlo_op` stat on the host plane.
+    want = sorted(
+        (f"/host:CPU / {line}", e.name, base + e.begin_ns, base + e.end_ns)
+        for p in planes
+        if p.name == "/host:CPU"
+        for line, events in p.lines.items()
+        for e in events
+        if "hlo_op" in e.stats
+    )
+    assert len(want) >= 3  # at least one op a call
+    tracks, slices = device_slices.read(t.doc)
+    ops = [s for s in slices if s.track.startswith("/host:CPU / ")]
+    assert sorted((s.track, s.name) for s in ops) == [(tr, n) for tr, n, _, _ in want]
+    for s in ops:
+        assert s.fields["hlo_module"] == "jit_model" and s.fields["hlo_op"] == s.name
+        assert not any(k.startswith("_") for k in s.fields)
+
+    # One time base: every op lies inside one of the `call` spans, which waited for it.
+    calls = sorted(t.named("call"), key=lambda c: c["start_ns"])
+    assert len(calls) == 3
+    for s in ops:
+        inside = [
+            c for c in calls if c["start_ns"] - TOLERANCE_NS <= s.begin_ns <= s.end_ns <= c["end_ns"] + TOLERANCE_NS
+        ]
+        assert len(inside) == 1, (s, calls)
+    # Each call ran its ops: the three runs (run_id) are the three calls, in order.
+    runs = sorted({s.fields["run_id"]: min(o.begin_ns for o in ops if o.fields["run_id"] == s.fields["run_id"])
+                   for s in ops}.items(), key=lambda kv: kv[1])
+    assert len(runs) == 3
+    for (_, first_op), call in zip(runs, calls):
+        assert call["start_ns"] - TOLERANCE_NS <= first_op <= call["end_ns"] + TOLERANCE_NS
+
+    # The offset, checked on what both recorded: the profiler's `PjitFunction(model)` (the
+    # dispatch, Unix ns) against waffle's dispatch span `model` around the same call.
+    (cpu,) = [p for p in planes if p.name == "/host:CPU"]
+    pjit = sorted(
+        (e for e in cpu.lines["python"] if e.name == "PjitFunction(model)"), key=lambda e: e.begin_ns
+    )
+    dispatches = sorted((s for s in t.named("model") if "start_ns" in s), key=lambda s: s["start_ns"])
+    assert len(dispatches) == 3
+    # PjitFunction nests (an outer and an inner event a call); the outer one of each call.
+    outer = [e for e in pjit if not any(o is not e and o.begin_ns <= e.begin_ns and e.end_ns <= o.end_ns for o in pjit)]
+    assert len(outer) == 3
+    slack = []
+    for e, d in zip(outer, dispatches):
+        begin, end = base + e.begin_ns, base + e.end_ns
+        assert d["start_ns"] - TOLERANCE_NS <= begin <= end <= d["end_ns"] + TOLERANCE_NS
+        slack.append((begin - d["start_ns"], d["end_ns"] - end))
+    print(f"PjitFunction inside waffle's dispatch span by (begin, end) ns: {slack}")
+
+    # Python spans, the device track of `timed` and the XLA ops are one trace, one process.
+    assert len(t.doc["processes"]) == 1
+    assert {"cpu:0"} | {s.track for s in ops} == {tr.name for tr in tracks.values()}
+    timed_slices = [s for s in slices if s.track == "cpu:0"]
+    assert len(timed_slices) == 3
+    for sl in timed_slices:  # dispatch to ready holds that call's ops
+        mine = [s for s in ops if sl.begin_ns - TOLERANCE_NS <= s.begin_ns and s.end_ns <= sl.end_ns + TOLERANCE_NS]
+        assert mine, sl
+
+
+def test_merge_takes_a_file_and_refuses_what_is_not_a_profile(rec, tmp_path):
+    _, _, pb = _profiled_steps(tmp_path, rec)
+    waffle.start(tmp_path / "again.bin")
+    counts = wj.merge_profile(pb)  # the file itself, in a second session: tracks defined anew
+    assert counts and all(n > 0 for n in counts.values())
+    waffle.shutdown()
+    tracks, slices = device_slices.read(_native.decode([str(tmp_path / "again.bin")]))
+    assert sorted(t.name for t in tracks.values()) == sorted(counts)
+    assert {t: sum(s.track == t for s in slices) for t in counts} == counts
+
+    waffle.start(tmp_path / "third.bin")
+
+    with pytest.raises(FileNotFoundError, match="missing"):
+        wj.merge_profile(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="no .xplane.pb"):
+        wj.merge_profile(empty)
+    bad = tmp_path / "bad.xplane.pb"
+    bad.write_bytes(b"\xff" * 40)
+    with pytest.raises(ValueError, match="bad.xplane.pb: not an XSpace profile"):
+        wj.merge_profile(bad)
+    waffle.shutdown()
+    with pytest.raises(RuntimeError, match="no waffle session is recording"):
+        wj.merge_profile(pb)

@@ -1,0 +1,192 @@
+"""Steps and compiled calls' device time: ``waffle.jax.step`` and ``waffle.jax.timed``.
+
+JAX dispatches a compiled call asynchronously: the call returns once the work is queued, and
+the device (for CPU JAX, XLA's CPU runtime on its own threads) finishes it later. ``timed``
+records both sides without blocking the caller:
+
+- a host span (named after the function, fields ``fun_name`` and ``step`` when known) around
+  the dispatch, on the calling thread;
+- a slice on the device's track, from the moment of dispatch to the moment the outputs are
+  ready, with the dispatch span as its launcher (``launched_by``). A daemon thread, the watcher,
+  waits for the outputs (``block_until_ready``) and records the slice, so the caller goes on at
+  once.
+
+A device track is one ``waffle.Track`` per JAX device, named ``platform:id`` (``cpu:0``), defined
+the first time the session sees the device. Its clock is ``time.monotonic_ns`` (1e9 ticks per
+second), synced with the host's clock when the track is defined and again at most once a
+second as slices are recorded, so the decoder's mapping follows any drift between the two.
+
+Precision: the begin is exact (read just before the dispatch). The end is late by the
+watcher's wake-up after the outputs become ready: tens of microseconds when the calling thread
+is waiting (in a later call, in ``block_until_ready``, in I/O), but up to Python's switch
+interval (``sys.getswitchinterval()``, 5 ms by default) when the calling thread keeps running
+Python code, since the watcher needs the GIL to read the clock. A slice also covers the time
+the call waited behind earlier work queued on the device: it is "dispatch to ready", not the
+kernel's own time. For the kernels' own times, merge a ``jax.profiler`` profile
+(``waffle.jax.merge_profile``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional, TypeVar
+
+import waffle
+
+from . import _session
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Ticks per second of the device tracks' clock (``time.monotonic_ns``).
+_RATE = 1_000_000_000
+#: Resync a device track when its last sync is older than this (ns).
+_RESYNC_NS = 1_000_000_000
+
+_lock = threading.Lock()
+_tracks: dict[tuple[int, str], list[Any]] = {}  # (session, name) -> [Track, last sync ns]
+_step: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("waffle.jax.step", default=None)
+
+
+def step(n: int) -> contextlib.AbstractContextManager[Any]:
+    """A step marker: the span ``step`` with field ``step=n`` (``waffle.step`` when this build
+    has it). ``timed`` calls inside it record the step number on their dispatch spans."""
+    native_step = getattr(waffle, "step", None)
+    marker = native_step(n) if native_step is not None else waffle.span("step", step=n)
+    return _current_step(n, marker)
+
+
+@contextlib.contextmanager
+def _current_step(n: int, marker: Any) -> Iterator[Any]:
+    token = _step.set(n)
+    try:
+        with marker as span:
+            yield span
+    finally:
+        _step.reset(token)
+
+
+def device_track(device: Any) -> Any:
+    """The ``waffle.Track`` of a JAX device (``platform:id``) in the running session, defined
+    (and synced) on first use. Its ticks are ``time.monotonic_ns()``."""
+    return _track(f"{device.platform}:{device.id}")
+
+
+def _track(name: str) -> Any:
+    key = (_session.generation(), name)
+    with _lock:
+        entry = _tracks.get(key)
+        if entry is None or not entry[0].is_recording:
+            track = waffle.Track(name, _RATE)
+            now = time.monotonic_ns()
+            track.sync(now)
+            entry = _tracks[key] = [track, now]
+        elif time.monotonic_ns() - entry[1] > _RESYNC_NS:
+            now = time.monotonic_ns()
+            entry[0].sync(now)
+            entry[1] = now
+        return entry[0]
+
+
+def timed(fn: _F, *, name: Optional[str] = None) -> _F:
+    """Wraps a compiled (jitted) function so that each call records its dispatch as a host span
+    and its device time, dispatch to outputs ready, as a slice on each output device's track
+    (see the module's docs for the precision). ``name`` defaults to the function's name.
+    Usable as a decorator: ``@waffle.jax.timed`` over ``@jax.jit``. Records nothing when no
+    session is recording; never waits for the device on the calling thread."""
+    label = name or getattr(fn, "__name__", None) or type(fn).__name__
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not waffle.is_recording():
+            return fn(*args, **kwargs)
+        fields: dict[str, Any] = {"fun_name": label}
+        n = _step.get()
+        if n is not None:
+            fields["step"] = n
+        with waffle.span(label, **fields) as launch:
+            begin = time.monotonic_ns()
+            out = fn(*args, **kwargs)
+        _watcher().put((label, fields, begin, launch.id, out))
+        return out
+
+    return call  # type: ignore[return-value]
+
+
+def wait() -> None:
+    """Waits until every ``timed`` call so far has its device slices recorded and pushed to
+    the collector. ``waffle.shutdown`` calls it before the session stops."""
+    w = _watcher_thread
+    if w is not None:
+        w.queue.join()
+
+
+class _Watcher(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="waffle.jax watcher", daemon=True)
+        self.queue: queue.Queue[Any] = queue.Queue()
+
+    def put(self, item: Any) -> None:
+        self.queue.put(item)
+
+    def run(self) -> None:
+        while True:
+            item = self.queue.get()
+            try:
+                _record(*item)
+            except Exception:
+                pass  # a failed call or a stopped session: nothing to record
+            try:
+                # An idle thread keeps what it staged until it pushes: push before anyone
+                # waiting in wait() (shutdown) goes on.
+                if self.queue.empty():
+                    waffle.flush()
+            except Exception:
+                pass
+            finally:
+                self.queue.task_done()
+
+
+_watcher_thread: Optional[_Watcher] = None
+
+
+def _watcher() -> _Watcher:
+    global _watcher_thread
+    with _lock:
+        if _watcher_thread is None:
+            _watcher_thread = _Watcher()
+            _watcher_thread.start()
+            _session.before_stop(wait)
+        return _watcher_thread
+
+
+def _forget_watcher() -> None:
+    """A forked child has no watcher thread; it starts its own when it needs one."""
+    global _watcher_thread
+    _watcher_thread = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watcher)
+
+
+def _record(label: str, fields: dict[str, Any], begin: int, launch: Any, out: Any) -> None:
+    """Waits for the outputs device by device (in id order) and records one slice a device."""
+    import jax
+
+    shards: dict[Any, list[Any]] = {}
+    for leaf in jax.tree_util.tree_leaves(out):
+        for shard in getattr(leaf, "addressable_shards", ()):
+            shards.setdefault(shard.device, []).append(shard.data)
+    for device in sorted(shards, key=lambda d: d.id):
+        jax.block_until_ready(shards[device])
+        end = time.monotonic_ns()
+        device_track(device).slice(label, begin, end, launched_by=launch, **fields)
+
+
+__all__ = ["device_track", "step", "timed", "wait"]

@@ -74,6 +74,9 @@ def main() -> None:
                     params, value = train_step(params, x, y)
                     value = float(value)  # waits for the step's result inside the step
                 waffle.event("loss", step=i, value=value)
+            # Lets the watcher record the last device slice while this thread waits (it needs
+            # the GIL to read its clock), before the profiler stops and holds the GIL.
+            waffle.jax.wait()
         merged = waffle.jax.merge_profile(args.out / "profile")
     waffle.shutdown()
     print(f"{args.steps} steps, last loss {value:.4f}; merged {sum(merged.values())} XLA ops")
@@ -82,36 +85,35 @@ def main() -> None:
 
 def outline(path: Path) -> str:
     """The trace, step by step: durations of the step span, its dispatch span, its device slice
-    and the XLA ops within that slice (read with the decoder's plain-dict view)."""
+    and the XLA ops within the step (read with the decoder's plain-dict view)."""
     from waffle._native import decode
 
-    items = [x for t in decode([str(path)])["processes"][0]["threads"] for x in t["spans"] + t["events"]]
-    tracks = {x["id"]: x["fields"]["track.name"] for x in items if x["name"] == "track"}
-    syncs = {x["fields"]["track.id"]: (x["fields"]["track.ticks"], x["ts_ns"]) for x in items if x["name"] == "track.sync"}
-
-    def host(f, key):  # a slice's device ticks on the host's time base (one sync, 1e9 ticks/s)
-        ticks, ts = syncs[f["track.id"]]
-        return ts + f[key] - ticks
-
+    threads = decode([str(path)])["processes"][0]["threads"]
+    items = [x for t in threads for x in t["spans"] + t["events"]]
+    # A device track is a thread named after it; its slices are spans whose first field,
+    # `track`, names it, on the host's time base.
     slices = [
-        (tracks[x["fields"]["track.id"]], x["name"], host(x["fields"], "track.begin"), host(x["fields"], "track.end"), x)
-        for x in items
-        if list(x["fields"])[:1] == ["track.id"] and "track.begin" in x["fields"]
+        (x["fields"]["track"], x["name"], x["start_ns"], x["end_ns"], x)
+        for t in threads
+        for x in t["spans"]
+        if list(x["fields"])[:1] == ["track"] and x["fields"]["track"] == t["name"]
     ]
+    tracks = {s[0] for s in slices}
     us = lambda ns: f"{ns / 1e3:,.0f} us"  # noqa: E731
-    lines = [f"tracks: {', '.join(sorted(set(tracks.values())))}"]
+    lines = [f"tracks: {', '.join(sorted(tracks))}"]
     for s in sorted((x for x in items if x["name"] == "step"), key=lambda x: x["start_ns"]):
-        dispatch = next(x for x in items if x["parent"] == s["id"] and x["name"] == "train_step")
+        dispatch = next(x for x in items if x["parent"] == s["id"] and x["name"] == "train_step" and "track" not in x["fields"])
         lines.append(f"step {s['fields']['step']}: {us(s['end_ns'] - s['start_ns'])}")
         lines.append(f"  train_step   host span (dispatch)         {us(dispatch['end_ns'] - dispatch['start_ns'])}")
         for track, name, begin, end, x in slices:
             if x["links"][:1] != [dispatch["id"]]:
                 continue
             lines.append(f"  {track:<12} slice (dispatch to ready)    {us(end - begin)}")
-            ops = sorted(((o[3] - o[2], o[1]) for o in slices if o[0].startswith("/") and begin <= o[2] and o[3] <= end),
-                         reverse=True)
-            longest = ", ".join(f"{n} {us(d)}" for d, n in ops[:3])
-            lines.append(f"  XLA ops      {len(ops)} from the profile, {us(sum(d for d, _ in ops))}: {longest}, ...")
+        # The step waits for its result, so its ops lie inside it.
+        ops = [(o[3] - o[2], o[1]) for o in slices if o[0].startswith("/") and s["start_ns"] <= o[2] <= o[3] <= s["end_ns"]]
+        ops.sort(reverse=True)
+        longest = ", ".join(f"{n} {us(d)}" for d, n in ops[:3])
+        lines.append(f"  XLA ops      {len(ops)} from the profile, {us(sum(d for d, _ in ops))}: {longest}, ...")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
 """Fixtures: a recording session per test, decoded back into plain dicts by the native decoder
-(`waffle._native.decode`, i.e. `waffle_decode::decode`), with helpers to walk the span tree.
+(`waffle._native.decode`, i.e. `waffle_decode::decode`), with helpers to walk the span tree and
+to read device tracks back.
 
 The consumer checks of the exporters' outputs live in `tests/consumers/` at the repository root
 (Perfetto's protobuf classes, Jaeger UI rules, OTLP protos); `checkers()` imports them.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -66,6 +68,59 @@ class Decoded:
 
     def children(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         return [x for x in self.spans + self.events if x["parent"] == item["id"]]
+
+
+@dataclass
+class TrackSlice:
+    """A slice of a device track."""
+
+    name: str
+    track: str
+    begin_ns: int  # host time (the trace's Unix ns), as the decoder mapped it
+    end_ns: int
+    fields: dict[str, Any]  # the user's, without `track`
+    launched_by: Optional[int]
+    parent: Optional[int]  # the slice it lies in, on its track
+
+
+@dataclass
+class DeviceTrack:
+    """A device track's definition and sync points."""
+
+    id: int
+    name: str
+    rate: int
+    syncs: list[tuple[int, int]] = field(default_factory=list)  # (device ticks, host ns)
+
+
+def device_tracks(doc: dict[str, Any]) -> tuple[dict[int, DeviceTrack], list[TrackSlice]]:
+    """The device tracks of a decoded trace, by id, and their slices: a track's definition and
+    sync points are events of the thread that recorded them; the decoder hands its slices over
+    as the spans of a thread named after it, each with the field `track` first and its launcher
+    as first link, on the host's time base."""
+    tracks: dict[int, DeviceTrack] = {}
+    syncs = []
+    slices = []
+    for p in doc["processes"]:
+        for t in p["threads"]:
+            for e in t["events"]:
+                f = e["fields"]
+                if e["name"] == "track" and list(f) == ["track.name", "track.rate"]:
+                    tracks[e["id"]] = DeviceTrack(e["id"], f["track.name"], f["track.rate"])
+                elif e["name"] == "track.sync" and list(f) == ["track.id", "track.ticks"]:
+                    syncs.append((f["track.id"], f["track.ticks"], e["ts_ns"]))
+                assert list(f)[:1] != ["track.id"] or e["name"] == "track.sync", f"slice left as an event: {e}"
+            for s in t["spans"]:
+                f = dict(s["fields"])
+                if list(f)[:1] == ["track"] and f["track"] == t["name"]:
+                    links = s["links"]
+                    slices.append(
+                        TrackSlice(s["name"], f.pop("track"), s["start_ns"], s["end_ns"], f,
+                              links[0] if links else None, s["parent"])
+                    )
+    for track_id, ticks, ts in syncs:
+        tracks[track_id].syncs.append((ticks, ts))
+    return tracks, slices
 
 
 class Recording:

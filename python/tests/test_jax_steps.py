@@ -15,7 +15,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-import device_slices  # noqa: E402
+from conftest import consumer_module, device_tracks  # noqa: E402
 import waffle  # noqa: E402
 import waffle.jax as wj  # noqa: E402
 from waffle import _native  # noqa: E402
@@ -49,14 +49,14 @@ def test_timed_records_dispatch_and_device_time_without_blocking(rec):
 
     steps = sorted(t.named("step"), key=lambda s: s["start_ns"])
     assert [s["fields"]["step"] for s in steps] == [0, 1, 2]
-    dispatches = [s for s in t.named("heavy") if "start_ns" in s]
+    dispatches = [s for s in t.named("heavy") if "track" not in s["fields"]]
     assert len(dispatches) == 4
     by_step = {d["fields"].get("step"): d for d in dispatches}
     for i, s in enumerate(steps):
         d = by_step[i]
         assert d["parent"] == s["id"] and d["fields"] == {"fun_name": "heavy", "step": i}
 
-    tracks, slices = device_slices.read(t.doc)
+    tracks, slices = device_tracks(t.doc)
     device = jax.devices()[0]
     assert [tr.name for tr in tracks.values()] == [f"{device.platform}:{device.id}"]
     mine = sorted((s for s in slices if s.name == "heavy"), key=lambda s: s.begin_ns)
@@ -64,17 +64,21 @@ def test_timed_records_dispatch_and_device_time_without_blocking(rec):
     late = []
     for sl in mine:
         d = next(d for d in dispatches if d["id"] == sl.launched_by)  # the launcher's link
-        assert sl.fields == {k: v for k, v in d["fields"].items()}
-        # Begins inside its dispatch span (the clock is read just before the call) and ends after
-        # it: the device finished later than the call returned.
-        assert d["start_ns"] <= sl.begin_ns <= d["end_ns"], (d, sl)
+        assert sl.fields == {**d["fields"], "queued_ns": sl.fields["queued_ns"]}
+        # The clock was read inside the dispatch span, just before the call; the slice begins
+        # then, or when the call before it was ready if that is later (queued_ns after it).
+        dispatched = sl.begin_ns - sl.fields["queued_ns"]
+        assert d["start_ns"] - 1_000 <= dispatched <= d["end_ns"] + 1_000, (d, sl)
+        # The device finished after the call returned.
         assert sl.end_ns > d["end_ns"]
+        assert sl.parent is None
         late.append(sl.end_ns - d["end_ns"])
-    # The device runs the calls in order: each ends after the one before.
-    ends = [sl.end_ns for sl in mine]
-    assert ends == sorted(ends)
-    # The steps' calls were queued while the one before still ran: their slices overlap.
-    assert mine[2].begin_ns < mine[1].end_ns and mine[3].begin_ns < mine[2].end_ns
+    # The device runs the calls in order; a track's slices follow each other (1 us for the
+    # two clocks' mapping).
+    for a, b in zip(mine, mine[1:]):
+        assert a.end_ns - 1_000 <= b.begin_ns
+    # The steps' calls were queued while the one before still ran.
+    assert mine[2].fields["queued_ns"] > 0 and mine[3].fields["queued_ns"] > 0
     print(f"device end after dispatch end (ms): {[round(x / 1e6, 2) for x in late]}")
 
 
@@ -94,30 +98,52 @@ def test_step_outside_timed_calls_is_a_plain_step_span(rec):
     assert s is not None
 
 
-def test_example_runs_and_its_trace_holds_steps_ops_and_tracks(tmp_path):
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    out = tmp_path_factory.mktemp("jax-steps")
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     res = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--out", str(tmp_path), "--steps", "3"],
+        [sys.executable, str(EXAMPLE), "--out", str(out), "--steps", "3"],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert res.returncode == 0, res.stderr
-    doc = _native.decode([str(tmp_path / "jax-steps.bin")])
+    return out, res.stdout
+
+
+def test_example_trace_holds_steps_ops_and_tracks(example):
+    out, stdout = example
+    doc = _native.decode([str(out / "jax-steps.bin")])
     assert doc["warnings"] == []
     assert len(doc["processes"]) == 1
     items = [x for t in doc["processes"][0]["threads"] for x in t["spans"] + t["events"]]
     names = {x["name"] for x in items}
-    assert {"train", "step", "train_step", "jax.backend_compile"} <= names
-    steps = sorted(x["fields"]["step"] for x in items if x["name"] == "step")
-    assert steps == [0, 1, 2]
-    tracks, slices = device_slices.read(doc)
+    assert {"train", "step", "train_step", "jax.backend_compile", "loss"} <= names
+    steps = sorted((x for x in items if x["name"] == "step"), key=lambda x: x["start_ns"])
+    assert [s["fields"]["step"] for s in steps] == [0, 1, 2]
+    tracks, slices = device_tracks(doc)
     track_names = {t.name for t in tracks.values()}
-    assert "cpu:0" in track_names
-    assert any(n.startswith("/host:CPU / ") for n in track_names)
-    assert len([s for s in slices if s.track == "cpu:0" and s.name == "train_step"]) == 3
+    assert "cpu:0" in track_names and any(n.startswith("/host:CPU / ") for n in track_names)
+    mine = [s for s in slices if s.track == "cpu:0"]
+    assert [s.name for s in mine] == ["train_step"] * 3
     ops = [s for s in slices if s.track.startswith("/host:CPU / ")]
-    assert ops and all(s.fields.get("hlo_module", "").startswith("jit_train_step") for s in ops)
-    assert (tmp_path / "jax-steps.pftrace").stat().st_size > 0
-    assert "steps" in res.stdout
+    assert ops and all(s.fields["hlo_module"] == "jit_train_step" for s in ops)
+    # Each step waited for its result: the step holds its ops, and only its own (one run_id).
+    for s in steps:
+        inside = {o.fields["run_id"] for o in ops if s["start_ns"] <= o.begin_ns <= o.end_ns <= s["end_ns"]}
+        assert len(inside) == 1, (s, inside)
+    assert stdout.startswith("3 steps, last loss ") and stdout.count("\nstep ") == 3
+
+
+def test_example_perfetto_output_draws_the_device_tracks(example):
+    perfetto = consumer_module("test_perfetto")
+    out, _ = example
+    tracks = perfetto.read((out / "jax-steps.pftrace").read_bytes())
+    by_name = {t.descriptor.name: t for t in tracks.values()}
+    device = by_name["cpu:0"]
+    assert [s.name for s in device.slices] == ["train_step"] * 3
+    assert all(s.flow_in for s in device.slices)  # the arrow from the dispatch span
+    executors = [t for n, t in by_name.items() if n.startswith("/host:CPU / ")]
+    assert sum(len(t.slices) for t in executors) > 0

@@ -6,24 +6,25 @@ records both sides without blocking the caller:
 
 - a host span (named after the function, fields ``fun_name`` and ``step`` when known) around
   the dispatch, on the calling thread;
-- a slice on the device's track, from the moment of dispatch to the moment the outputs are
-  ready, with the dispatch span as its launcher (``launched_by``). A daemon thread, the watcher,
-  waits for the outputs (``block_until_ready``) and records the slice, so the caller goes on at
-  once.
+- a slice on the device's track, from the dispatch (or, for a call queued behind an earlier
+  one, from the moment that one was ready) to the moment the outputs are ready, with the
+  dispatch span as its launcher (``launched_by``) and the time spent queued as ``queued_ns``.
+  A daemon thread, the watcher, waits for the outputs (``block_until_ready``) and records the
+  slice, so the caller goes on at once. A device runs its queue in order, so a track's slices
+  follow each other and never overlap.
 
 A device track is one ``waffle.Track`` per JAX device, named ``platform:id`` (``cpu:0``), defined
 the first time the session sees the device. Its clock is ``time.monotonic_ns`` (1e9 ticks per
 second), synced with the host's clock when the track is defined and again at most once a
 second as slices are recorded, so the decoder's mapping follows any drift between the two.
 
-Precision: the begin is exact (read just before the dispatch). The end is late by the
-watcher's wake-up after the outputs become ready: tens of microseconds when the calling thread
-is waiting (in a later call, in ``block_until_ready``, in I/O), but up to Python's switch
-interval (``sys.getswitchinterval()``, 5 ms by default) when the calling thread keeps running
-Python code, since the watcher needs the GIL to read the clock. A slice also covers the time
-the call waited behind earlier work queued on the device: it is "dispatch to ready", not the
-kernel's own time. For the kernels' own times, merge a ``jax.profiler`` profile
-(``waffle.jax.merge_profile``).
+Precision: the dispatch time is exact to a microsecond. The end is late by the time the watcher
+takes to run once the outputs are ready, since it needs the GIL to read the clock: under a
+hundred microseconds (median, CPU JAX) when the calling thread waits (in I/O, in
+``block_until_ready``, in ``wait()``), milliseconds when it keeps running Python code, which
+gives the GIL up only every ``sys.getswitchinterval()`` (5 ms). A late end also delays the
+begin of a call queued behind it. ``docs/jax.md`` has the measurements. For the kernels' own
+times, merge a ``jax.profiler`` profile (``waffle.jax.merge_profile``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ _RESYNC_NS = 1_000_000_000
 
 _lock = threading.Lock()
 _tracks: dict[tuple[int, str], list[Any]] = {}  # (session, name) -> [Track, last sync ns]
+_last_end: dict[tuple[int, int], int] = {}  # the watcher's: (session, track id) -> last end
 _step: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("waffle.jax.step", default=None)
 
 
@@ -95,8 +97,8 @@ def _track(name: str) -> Any:
 
 def timed(fn: _F, *, name: Optional[str] = None) -> _F:
     """Wraps a compiled (jitted) function so that each call records its dispatch as a host span
-    and its device time, dispatch to outputs ready, as a slice on each output device's track
-    (see the module's docs for the precision). ``name`` defaults to the function's name.
+    and its device time, dispatch (or the previous call's end) to outputs ready, as a slice on
+    each output device's track (see the module's docs for the precision). ``name`` defaults to the function's name.
     Usable as a decorator: ``@waffle.jax.timed`` over ``@jax.jit``. Records nothing when no
     session is recording; never waits for the device on the calling thread."""
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
@@ -175,7 +177,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_watcher)
 
 
-def _record(label: str, fields: dict[str, Any], begin: int, launch: Any, out: Any) -> None:
+def _record(label: str, fields: dict[str, Any], dispatched: int, launch: Any, out: Any) -> None:
     """Waits for the outputs device by device (in id order) and records one slice a device."""
     import jax
 
@@ -186,7 +188,14 @@ def _record(label: str, fields: dict[str, Any], begin: int, launch: Any, out: An
     for device in sorted(shards, key=lambda d: d.id):
         jax.block_until_ready(shards[device])
         end = time.monotonic_ns()
-        device_track(device).slice(label, begin, end, launched_by=launch, **fields)
+        track = device_track(device)
+        # A device runs its queue in order: a call dispatched while the one before still ran
+        # starts when that one is ready, so the track's slices follow each other and never
+        # overlap (the time spent queued is the field queued_ns).
+        key = (_session.generation(), track.id)
+        begin = min(max(dispatched, _last_end.get(key, 0)), end)
+        _last_end[key] = end
+        track.slice(label, begin, end, launched_by=launch, queued_ns=begin - dispatched, **fields)
 
 
 __all__ = ["device_track", "step", "timed", "wait"]

@@ -94,7 +94,7 @@ def _read(f: Path) -> Any:
         from jax.profiler import ProfileData
     except ImportError as err:
         raise ImportError(
-            f"{f}: reading a profile needs jax.profiler.ProfileData (jaxlib 0.4.36 or newer)"
+            f"{f}: reading a profile needs jax.profiler.ProfileData, which this jaxlib lacks"
         ) from err
     data = f.read_bytes()
     try:

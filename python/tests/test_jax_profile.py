@@ -5,6 +5,7 @@ checked against the `.xplane.pb` read independently (`xplane_wire`), on waffle's
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,82 @@ def test_merge_takes_a_file_and_refuses_what_is_not_a_profile(rec, tmp_path):
     waffle.shutdown()
     with pytest.raises(RuntimeError, match="no waffle session is recording"):
         wj.merge_profile(pb)
+
+
+def _xspace(start: int, absolute: int) -> bytes:
+    """A profile as a GPU run would write it, built from text: a device plane (`XLA Ops`, `XLA
+    Modules`), a host plane whose executor line has one op and one bookkeeping event, and
+    `Task Environment` with the profile's start. Times are offsets from `start`, except the
+    line `Stream #7`, whose `timestamp_ns` is the Unix time `absolute` (a profile whose times
+    were not made relative)."""
+    text = f"""
+    planes {{
+      name: "/device:GPU:0"
+      lines {{ name: "XLA Ops" timestamp_ns: 1000
+        events {{ metadata_id: 1 offset_ps: 2000000 duration_ps: 3000000 stats {{ metadata_id: 1 str_value: "jit_step" }} }}
+        events {{ metadata_id: 2 offset_ps: 6000000 duration_ps: 500000 stats {{ metadata_id: 2 int64_value: 5 }} }} }}
+      lines {{ name: "XLA Modules" timestamp_ns: 1000
+        events {{ metadata_id: 3 offset_ps: 1000000 duration_ps: 6000000 }} }}
+      lines {{ name: "Stream #7" timestamp_ns: {absolute}
+        events {{ metadata_id: 1 offset_ps: 0 duration_ps: 1000000 }} }}
+      event_metadata {{ key: 1 value {{ id: 1 name: "fusion.1" }} }}
+      event_metadata {{ key: 2 value {{ id: 2 name: "copy.2" }} }}
+      event_metadata {{ key: 3 value {{ id: 3 name: "jit_step(1)" }} }}
+      stat_metadata {{ key: 1 value {{ id: 1 name: "hlo_module" }} }}
+      stat_metadata {{ key: 2 value {{ id: 2 name: "_internal" }} }}
+    }}
+    planes {{
+      name: "/host:CPU"
+      lines {{ name: "python" timestamp_ns: 0 events {{ metadata_id: 1 offset_ps: 0 duration_ps: 9000000 }} }}
+      lines {{ name: "executor" timestamp_ns: 0
+        events {{ metadata_id: 2 offset_ps: 1000000 duration_ps: 1000000 stats {{ metadata_id: 1 str_value: "add" }} }}
+        events {{ metadata_id: 3 offset_ps: 3000000 duration_ps: 1000000 }} }}
+      event_metadata {{ key: 1 value {{ id: 1 name: "$train.py:12 step" }} }}
+      event_metadata {{ key: 2 value {{ id: 2 name: "add" }} }}
+      event_metadata {{ key: 3 value {{ id: 3 name: "ThunkExecutor::Execute" }} }}
+      stat_metadata {{ key: 1 value {{ id: 1 name: "hlo_op" }} }}
+    }}
+    planes {{
+      name: "Task Environment"
+      stats {{ metadata_id: 1 uint64_value: {start} }}
+      stat_metadata {{ key: 1 value {{ id: 1 name: "profile_start_time" }} }}
+    }}
+    """
+    return jax.profiler.ProfileData.text_proto_to_serialized_xspace(text)
+
+
+def test_device_planes_and_unix_times_land_where_the_profile_says(rec, tmp_path):
+    start = time.time_ns() - 5_000_000  # a profile that began 5 ms ago
+    absolute = start + 8_000
+    pb = tmp_path / "gpu.xplane.pb"
+    pb.write_bytes(_xspace(start, absolute))
+    counts = wj.merge_profile(pb)
+    assert counts == {
+        "/device:GPU:0 / XLA Ops": 2,
+        "/device:GPU:0 / XLA Modules": 1,
+        "/device:GPU:0 / Stream #7": 1,
+        "/host:CPU / executor": 1,
+    }
+    t = rec.stop()
+    _, slices = device_tracks(t.doc)
+    got = {(s.track, s.name): s for s in slices}
+    want = {  # (track, name): (begin, end) in Unix ns, from the text above
+        ("/device:GPU:0 / XLA Ops", "fusion.1"): (start + 3_000, start + 6_000),
+        ("/device:GPU:0 / XLA Ops", "copy.2"): (start + 7_000, start + 7_500),
+        ("/device:GPU:0 / XLA Modules", "jit_step(1)"): (start + 2_000, start + 8_000),
+        ("/device:GPU:0 / Stream #7", "fusion.1"): (absolute, absolute + 1_000),
+        ("/host:CPU / executor", "add"): (start + 1_000, start + 2_000),
+    }
+    assert sorted(got) == sorted(want)
+    # One sync at the merge pairs time.time_ns() with waffle's clock: the slices land where the
+    # profile says, within what separates those two readings.
+    for key, (begin, end) in want.items():
+        s = got[key]
+        assert abs(s.begin_ns - begin) < TOLERANCE_NS and abs(s.end_ns - end) < TOLERANCE_NS, (key, s)
+        # Durations are exact, but for the line of Unix times: jaxlib's reader gives times as
+        # doubles, 256 ns apart at today's Unix ns.
+        exact = 2 if key[0] != "/device:GPU:0 / Stream #7" else 256
+        assert s.end_ns - s.begin_ns == pytest.approx(end - begin, abs=exact), (key, s)
+    assert got[("/device:GPU:0 / XLA Ops", "fusion.1")].fields == {"hlo_module": "jit_step"}
+    assert got[("/device:GPU:0 / XLA Ops", "copy.2")].fields == {}  # `_internal` left out
+    assert got[("/host:CPU / executor", "add")].fields == {"hlo_op": "add"}

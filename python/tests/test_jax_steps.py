@@ -98,6 +98,41 @@ def test_step_outside_timed_calls_is_a_plain_step_span(rec):
     assert s is not None
 
 
+TWO_DEVICES = """
+import sys
+import jax, jax.numpy as jnp, numpy as np
+import waffle, waffle.jax as wj
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+waffle.start(sys.argv[1])
+mesh = Mesh(np.array(jax.devices()[:2]), ("data",))
+step = wj.timed(jax.jit(lambda x: jnp.tanh(x @ x.T), out_shardings=NamedSharding(mesh, P("data"))))
+x = jax.device_put(jnp.ones((256, 128)), NamedSharding(mesh, P("data")))
+for i in range(2):
+    with wj.step(i):
+        y = step(x)
+y.block_until_ready()
+waffle.shutdown()
+"""
+
+
+def test_a_sharded_output_gets_a_slice_on_each_devices_track(tmp_path):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    path = tmp_path / "two.bin"
+    res = subprocess.run([sys.executable, "-c", TWO_DEVICES, str(path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    doc = _native.decode([str(path)])
+    tracks, slices = device_tracks(doc)
+    assert sorted(t.name for t in tracks.values()) == ["cpu:0", "cpu:1"]
+    spans = [s for t in doc["processes"][0]["threads"] for s in t["spans"] if s["name"] == "<lambda>"]
+    dispatches = sorted((s for s in spans if "track" not in s["fields"]), key=lambda s: s["start_ns"])
+    assert [d["fields"]["step"] for d in dispatches] == [0, 1]
+    for d in dispatches:  # one slice a device, both launched by the dispatch span
+        mine = sorted((s for s in slices if s.launched_by == d["id"]), key=lambda s: s.track)
+        assert [s.track for s in mine] == ["cpu:0", "cpu:1"]
+        assert all(s.end_ns > d["start_ns"] and s.fields["step"] == d["fields"]["step"] for s in mine)
+
+
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
     out = tmp_path_factory.mktemp("jax-steps")

@@ -17,7 +17,8 @@ left out). The file is read with jaxlib's own reader, ``jax.profiler.ProfileData
 
 Time base: the profiler stores times relative to the profile's start, which the plane ``Task
 Environment`` holds as Unix ns (``profile_start_time``), so an event's Unix time is that plus
-its ``start_ns``. The tracks' ticks are Unix ns, synced once with ``time.time_ns()`` when the
+its ``start_ns``. A line whose times are Unix ns already (beyond 1973) is taken as it is; jaxlib
+gives times as doubles, so such a line's times are 256 ns apart. The tracks' ticks are Unix ns, synced once with ``time.time_ns()`` when the
 merge runs; the decoder then places every slice on waffle's own time base (also Unix ns,
 anchored when the session started). What separates the two is how far ``time.time_ns()`` and
 waffle's clock drift apart between the profiled work and the merge: on CPU JAX, the test finds

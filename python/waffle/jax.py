@@ -21,7 +21,8 @@
   ``duration_s`` field, and plain ``record_event`` calls (cache hits and misses, ...) become
   events; their keyword metadata become fields.
 
-Nothing here imports ``jax`` until ``install()`` is called, and a listener never raises into JAX.
+Nothing here imports ``jax`` until ``install()`` is called or a timed call or a merge needs it,
+and a listener never raises into JAX.
 """
 
 from __future__ import annotations

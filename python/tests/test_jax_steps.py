@@ -82,6 +82,17 @@ def test_timed_records_dispatch_and_device_time_without_blocking(rec):
     print(f"device end after dispatch end (ms): {[round(x / 1e6, 2) for x in late]}")
 
 
+def test_wait_returns_once_the_slices_are_recorded_or_the_time_is_up(rec):
+    x = jnp.full((512, 512), 0.01, jnp.float32)
+    heavy(x).block_until_ready()
+    assert wj.wait(timeout=30)
+    out = heavy(x)
+    assert wj.wait(timeout=0) is False  # the device is still at it
+    assert wj.wait(timeout=30) is True and out.is_ready()
+    t = rec.stop()
+    assert len([s for s in t.spans if s["name"] == "heavy" and "track" in s["fields"]]) == 2
+
+
 def test_not_recording_runs_the_function_and_records_nothing():
     waffle.shutdown()
     assert not waffle.is_recording()

@@ -34,6 +34,7 @@ import contextvars
 import functools
 import os
 import queue
+import sys
 import threading
 import time
 from typing import Any, Callable, Iterator, Optional, TypeVar
@@ -98,9 +99,10 @@ def _track(name: str) -> Any:
 def timed(fn: _F, *, name: Optional[str] = None) -> _F:
     """Wraps a compiled (jitted) function so that each call records its dispatch as a host span
     and its device time, dispatch (or the previous call's end) to outputs ready, as a slice on
-    each output device's track (see the module's docs for the precision). ``name`` defaults to the function's name.
-    Usable as a decorator: ``@waffle.jax.timed`` over ``@jax.jit``. Records nothing when no
-    session is recording; never waits for the device on the calling thread."""
+    each output device's track (see the module's docs for the precision). ``name`` defaults to
+    the function's name. Usable as a decorator: ``@waffle.jax.timed`` over ``@jax.jit``.
+    Records nothing when no session is recording; never waits for the device on the calling
+    thread."""
     label = name or getattr(fn, "__name__", None) or type(fn).__name__
 
     @functools.wraps(fn)
@@ -120,12 +122,31 @@ def timed(fn: _F, *, name: Optional[str] = None) -> _F:
     return call  # type: ignore[return-value]
 
 
-def wait() -> None:
+def wait(timeout: Optional[float] = None) -> bool:
     """Waits until every ``timed`` call so far has its device slices recorded and pushed to
-    the collector. ``waffle.shutdown`` calls it before the session stops."""
+    the collector, at most ``timeout`` seconds; returns whether they all were.
+    ``waffle.shutdown`` waits this way (up to ``SHUTDOWN_WAIT_S``) before the session stops."""
     w = _watcher_thread
-    if w is not None:
-        w.queue.join()
+    if w is None:
+        return True
+    q = w.queue
+    with q.all_tasks_done:
+        return q.all_tasks_done.wait_for(lambda: q.unfinished_tasks == 0, timeout)
+
+
+#: How long ``waffle.shutdown`` waits for outputs not ready yet (a device that never finishes
+#: must not hang the exit); their slices are left out after that.
+SHUTDOWN_WAIT_S = 10.0
+
+
+def _before_stop() -> None:
+    if not wait(SHUTDOWN_WAIT_S):
+        pending = _watcher_thread.queue.unfinished_tasks if _watcher_thread else 0
+        print(
+            f"waffle.jax: {pending} timed calls' outputs were not ready after {SHUTDOWN_WAIT_S} s;"
+            " their device slices are left out",
+            file=sys.stderr,
+        )
 
 
 class _Watcher(threading.Thread):
@@ -163,7 +184,7 @@ def _watcher() -> _Watcher:
         if _watcher_thread is None:
             _watcher_thread = _Watcher()
             _watcher_thread.start()
-            _session.before_stop(wait)
+            _session.before_stop(_before_stop)
         return _watcher_thread
 
 

@@ -144,7 +144,8 @@ def test_merge_takes_a_file_and_refuses_what_is_not_a_profile(rec, tmp_path):
 
 def _xspace(start: int, absolute: int) -> bytes:
     """A profile as a GPU run would write it, built from text: a device plane (`XLA Ops`, `XLA
-    Modules`), a host plane whose executor line has one op and one bookkeeping event, and
+    Modules`), a host plane whose executor line has one op and one bookkeeping event and which
+    has an `XLA Ops` line of its own, and
     `Task Environment` with the profile's start. Times are offsets from `start`, except the
     line `Stream #7`, whose `timestamp_ns` is the Unix time `absolute` (a profile whose times
     were not made relative)."""
@@ -170,6 +171,7 @@ def _xspace(start: int, absolute: int) -> bytes:
       lines {{ name: "executor" timestamp_ns: 0
         events {{ metadata_id: 2 offset_ps: 1000000 duration_ps: 1000000 stats {{ metadata_id: 1 str_value: "add" }} }}
         events {{ metadata_id: 3 offset_ps: 3000000 duration_ps: 1000000 }} }}
+      lines {{ name: "XLA Ops" timestamp_ns: 0 events {{ metadata_id: 2 offset_ps: 4000000 duration_ps: 2000000 }} }}
       event_metadata {{ key: 1 value {{ id: 1 name: "$train.py:12 step" }} }}
       event_metadata {{ key: 2 value {{ id: 2 name: "add" }} }}
       event_metadata {{ key: 3 value {{ id: 3 name: "ThunkExecutor::Execute" }} }}
@@ -195,6 +197,7 @@ def test_device_planes_and_unix_times_land_where_the_profile_says(rec, tmp_path)
         "/device:GPU:0 / XLA Modules": 1,
         "/device:GPU:0 / Stream #7": 1,
         "/host:CPU / executor": 1,
+        "/host:CPU / XLA Ops": 1,
     }
     t = rec.stop()
     _, slices = device_tracks(t.doc)
@@ -205,6 +208,7 @@ def test_device_planes_and_unix_times_land_where_the_profile_says(rec, tmp_path)
         ("/device:GPU:0 / XLA Modules", "jit_step(1)"): (start + 2_000, start + 8_000),
         ("/device:GPU:0 / Stream #7", "fusion.1"): (absolute, absolute + 1_000),
         ("/host:CPU / executor", "add"): (start + 1_000, start + 2_000),
+        ("/host:CPU / XLA Ops", "add"): (start + 4_000, start + 6_000),
     }
     assert sorted(got) == sorted(want)
     # One sync at the merge pairs time.time_ns() with waffle's clock: the slices land where the

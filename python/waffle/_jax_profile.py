@@ -6,8 +6,9 @@ of lines (threads, streams) of timed events. The XLA ops the runtime executed ar
 
 - on a device plane (``/device:*``), every line (``XLA Ops``, ``XLA Modules``, a stream's
   kernels...) is device work;
-- on the host plane, the CPU runtime's executor threads record each op it ran as an event
-  with an ``hlo_op`` stat (``hlo_module``, ``program_id``, ``run_id`` beside it); Python's own
+- on the host plane, the lines ``XLA Ops`` and ``XLA Modules`` when there are any, and the
+  CPU runtime's executor threads, which record each op it ran as an event with an ``hlo_op``
+  stat (``hlo_module``, ``program_id``, ``run_id`` beside it); Python's own
   frames (the ``python`` line) and the runtime's bookkeeping are left out, since waffle records
   the host side itself.
 
@@ -42,6 +43,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: Times below this are relative to the profile's start; above it, already Unix ns (a
 #: profile that was not normalised). 1e17 ns is 1973.
 _ABSOLUTE_NS = 10**17
+
+#: Lines of XLA's own, taken whole wherever they are (a host plane has them on some backends).
+_XLA_LINES = ("XLA Ops", "XLA Modules")
 
 _tracks: dict[tuple[int, str], Any] = {}
 
@@ -121,10 +125,11 @@ def _op_lines(profile: Any) -> Iterator[tuple[str, list[tuple[str, int, int, dic
         if not device and not plane.name.startswith("/host:"):
             continue
         for line in plane.lines:
+            every = device or line.name in _XLA_LINES
             events = []
             for ev in line.events:
                 stats = {k: v for k, v in ev.stats if not k.startswith("_")}
-                if not device and "hlo_op" not in stats:
+                if not every and "hlo_op" not in stats:
                     continue
                 start = round(ev.start_ns)  # float ns: XSpace counts picoseconds
                 offset = 0 if start >= _ABSOLUTE_NS else base

@@ -88,17 +88,15 @@ def outline(path: Path) -> str:
     and the XLA ops within the step (read with the decoder's plain-dict view)."""
     from waffle._native import decode
 
-    threads = decode([str(path)])["processes"][0]["threads"]
-    items = [x for t in threads for x in t["spans"] + t["events"]]
-    # A device track is a thread named after it; its slices are spans whose first field,
-    # `track`, names it, on the host's time base.
+    (process,) = decode([str(path)])["processes"]
+    items = [x for t in process["threads"] for x in t["spans"] + t["events"]]
+    # A device track's slices are the spans of the thread `thread` names, on the host's time.
     slices = [
-        (x["fields"]["track"], x["name"], x["start_ns"], x["end_ns"], x)
-        for t in threads
-        for x in t["spans"]
-        if list(x["fields"])[:1] == ["track"] and x["fields"]["track"] == t["name"]
+        (track["name"], x["name"], x["start_ns"], x["end_ns"], x)
+        for track in process["tracks"]
+        for x in process["threads"][track["thread"]]["spans"]
     ]
-    tracks = {s[0] for s in slices}
+    tracks = {track["name"] for track in process["tracks"]}
     us = lambda ns: f"{ns / 1e3:,.0f} us"  # noqa: E731
     lines = [f"tracks: {', '.join(sorted(tracks))}"]
     for s in sorted((x for x in items if x["name"] == "step"), key=lambda x: x["start_ns"]):
@@ -110,7 +108,7 @@ def outline(path: Path) -> str:
                 continue
             lines.append(f"  {track:<12} slice (dispatch to ready)    {us(end - begin)}")
         # The step waits for its result, so its ops lie inside it.
-        ops = [(o[3] - o[2], o[1]) for o in slices if o[0].startswith("/") and s["start_ns"] <= o[2] <= o[3] <= s["end_ns"]]
+        ops = [(o[3] - o[2], o[1]) for o in slices if " / " in o[0] and s["start_ns"] <= o[2] <= o[3] <= s["end_ns"]]
         ops.sort(reverse=True)
         longest = ", ".join(f"{n} {us(d)}" for d, n in ops[:3])
         lines.append(f"  XLA ops      {len(ops)} from the profile, {us(sum(d for d, _ in ops))}: {longest}, ...")

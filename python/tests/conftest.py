@@ -94,32 +94,26 @@ class DeviceTrack:
 
 
 def device_tracks(doc: dict[str, Any]) -> tuple[dict[int, DeviceTrack], list[TrackSlice]]:
-    """The device tracks of a decoded trace, by id, and their slices: a track's definition and
-    sync points are events of the thread that recorded them; the decoder hands its slices over
-    as the spans of a thread named after it, each with the field `track` first and its launcher
-    as first link, on the host's time base."""
+    """The device tracks of a decoded trace, by id, and their slices: the decoder lists each
+    process's `tracks`, and hands a track's slices over as the spans of a thread named after it
+    (`thread`, an index into `threads`), each with the field `track` first and its launcher as
+    first link, on the host's time base."""
     tracks: dict[int, DeviceTrack] = {}
-    syncs = []
     slices = []
     for p in doc["processes"]:
         for t in p["threads"]:
             for e in t["events"]:
-                f = e["fields"]
-                if e["name"] == "track" and list(f) == ["track.name", "track.rate"]:
-                    tracks[e["id"]] = DeviceTrack(e["id"], f["track.name"], f["track.rate"])
-                elif e["name"] == "track.sync" and list(f) == ["track.id", "track.ticks"]:
-                    syncs.append((f["track.id"], f["track.ticks"], e["ts_ns"]))
-                assert list(f)[:1] != ["track.id"] or e["name"] == "track.sync", f"slice left as an event: {e}"
-            for s in t["spans"]:
+                assert list(e["fields"])[:3] != ["track.id", "track.begin", "track.end"], f"a slice left as an event: {e}"
+        for tr in p["tracks"]:
+            tracks[tr["id"]] = DeviceTrack(tr["id"], tr["name"], tr["ticks_per_second"], list(tr["syncs"]))
+            thread = p["threads"][tr["thread"]]
+            assert thread["name"] == tr["name"] and thread["events"] == []
+            for s in thread["spans"]:
                 f = dict(s["fields"])
-                if list(f)[:1] == ["track"] and f["track"] == t["name"]:
-                    links = s["links"]
-                    slices.append(
-                        TrackSlice(s["name"], f.pop("track"), s["start_ns"], s["end_ns"], f,
-                              links[0] if links else None, s["parent"])
-                    )
-    for track_id, ticks, ts in syncs:
-        tracks[track_id].syncs.append((ticks, ts))
+                assert f.pop("track") == tr["name"]
+                links = s["links"]
+                slices.append(TrackSlice(s["name"], tr["name"], s["start_ns"], s["end_ns"], f,
+                                         links[0] if links else None, s["parent"]))
     return tracks, slices
 
 

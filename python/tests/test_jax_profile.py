@@ -56,7 +56,7 @@ def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
 
     # The profile's XLA ops, read independently: events with an `hlo_op` stat on the host plane.
     want = sorted(
-        (f"/host:CPU / {line}", e.name, base + e.begin_ns, base + e.end_ns)
+        (f"cpu:{e.stats['device_ordinal']} / {line}", e.name, base + e.begin_ns, base + e.end_ns)
         for p in planes
         if p.name == "/host:CPU"
         for line, events in p.lines.items()
@@ -65,7 +65,7 @@ def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
     )
     assert len(want) >= 3  # at least one op a call
     tracks, slices = device_tracks(t.doc)
-    ops = [s for s in slices if s.track.startswith("/host:CPU / ")]
+    ops = [s for s in slices if s.track.startswith("cpu:0 / ")]
     assert sorted((s.track, s.name) for s in ops) == [(tr, n) for tr, n, _, _ in want]
     for s in ops:
         assert s.fields["hlo_module"] == "jit_model" and s.fields["hlo_op"] == s.name
@@ -144,8 +144,8 @@ def test_merge_takes_a_file_and_refuses_what_is_not_a_profile(rec, tmp_path):
 
 def _xspace(start: int, absolute: int) -> bytes:
     """A profile as a GPU run would write it, built from text: a device plane (`XLA Ops`, `XLA
-    Modules`), a host plane whose executor line has one op and one bookkeeping event and which
-    has an `XLA Ops` line of its own, and
+    Modules`), a host plane whose executor line has an op of no known device, one of CPU
+    device 1 and a bookkeeping event, and which has an `XLA Ops` line of its own, and
     `Task Environment` with the profile's start. Times are offsets from `start`, except the
     line `Stream #7`, whose `timestamp_ns` is the Unix time `absolute` (a profile whose times
     were not made relative)."""
@@ -170,12 +170,15 @@ def _xspace(start: int, absolute: int) -> bytes:
       lines {{ name: "python" timestamp_ns: 0 events {{ metadata_id: 1 offset_ps: 0 duration_ps: 9000000 }} }}
       lines {{ name: "executor" timestamp_ns: 0
         events {{ metadata_id: 2 offset_ps: 1000000 duration_ps: 1000000 stats {{ metadata_id: 1 str_value: "add" }} }}
-        events {{ metadata_id: 3 offset_ps: 3000000 duration_ps: 1000000 }} }}
+        events {{ metadata_id: 3 offset_ps: 3000000 duration_ps: 1000000 }}
+        events {{ metadata_id: 2 offset_ps: 5000000 duration_ps: 1000000
+                  stats {{ metadata_id: 1 str_value: "add" }} stats {{ metadata_id: 2 int64_value: 1 }} }} }}
       lines {{ name: "XLA Ops" timestamp_ns: 0 events {{ metadata_id: 2 offset_ps: 4000000 duration_ps: 2000000 }} }}
       event_metadata {{ key: 1 value {{ id: 1 name: "$train.py:12 step" }} }}
       event_metadata {{ key: 2 value {{ id: 2 name: "add" }} }}
       event_metadata {{ key: 3 value {{ id: 3 name: "ThunkExecutor::Execute" }} }}
       stat_metadata {{ key: 1 value {{ id: 1 name: "hlo_op" }} }}
+      stat_metadata {{ key: 2 value {{ id: 2 name: "device_ordinal" }} }}
     }}
     planes {{
       name: "Task Environment"
@@ -193,21 +196,23 @@ def test_device_planes_and_unix_times_land_where_the_profile_says(rec, tmp_path)
     pb.write_bytes(_xspace(start, absolute))
     counts = wj.merge_profile(pb)
     assert counts == {
-        "/device:GPU:0 / XLA Ops": 2,
-        "/device:GPU:0 / XLA Modules": 1,
-        "/device:GPU:0 / Stream #7": 1,
+        "gpu:0 / XLA Ops": 2,
+        "gpu:0 / XLA Modules": 1,
+        "gpu:0 / Stream #7": 1,
         "/host:CPU / executor": 1,
+        "cpu:1 / executor": 1,
         "/host:CPU / XLA Ops": 1,
     }
     t = rec.stop()
     _, slices = device_tracks(t.doc)
     got = {(s.track, s.name): s for s in slices}
     want = {  # (track, name): (begin, end) in Unix ns, from the text above
-        ("/device:GPU:0 / XLA Ops", "fusion.1"): (start + 3_000, start + 6_000),
-        ("/device:GPU:0 / XLA Ops", "copy.2"): (start + 7_000, start + 7_500),
-        ("/device:GPU:0 / XLA Modules", "jit_step(1)"): (start + 2_000, start + 8_000),
-        ("/device:GPU:0 / Stream #7", "fusion.1"): (absolute, absolute + 1_000),
+        ("gpu:0 / XLA Ops", "fusion.1"): (start + 3_000, start + 6_000),
+        ("gpu:0 / XLA Ops", "copy.2"): (start + 7_000, start + 7_500),
+        ("gpu:0 / XLA Modules", "jit_step(1)"): (start + 2_000, start + 8_000),
+        ("gpu:0 / Stream #7", "fusion.1"): (absolute, absolute + 1_000),
         ("/host:CPU / executor", "add"): (start + 1_000, start + 2_000),
+        ("cpu:1 / executor", "add"): (start + 5_000, start + 6_000),
         ("/host:CPU / XLA Ops", "add"): (start + 4_000, start + 6_000),
     }
     assert sorted(got) == sorted(want)
@@ -218,8 +223,8 @@ def test_device_planes_and_unix_times_land_where_the_profile_says(rec, tmp_path)
         assert abs(s.begin_ns - begin) < TOLERANCE_NS and abs(s.end_ns - end) < TOLERANCE_NS, (key, s)
         # Durations are exact, but for the line of Unix times: jaxlib's reader gives times as
         # doubles, 256 ns apart at today's Unix ns.
-        exact = 2 if key[0] != "/device:GPU:0 / Stream #7" else 256
+        exact = 2 if key[0] != "gpu:0 / Stream #7" else 256
         assert s.end_ns - s.begin_ns == pytest.approx(end - begin, abs=exact), (key, s)
-    assert got[("/device:GPU:0 / XLA Ops", "fusion.1")].fields == {"hlo_module": "jit_step"}
-    assert got[("/device:GPU:0 / XLA Ops", "copy.2")].fields == {}  # `_internal` left out
+    assert got[("gpu:0 / XLA Ops", "fusion.1")].fields == {"hlo_module": "jit_step"}
+    assert got[("gpu:0 / XLA Ops", "copy.2")].fields == {}  # `_internal` left out
     assert got[("/host:CPU / executor", "add")].fields == {"hlo_op": "add"}

@@ -171,10 +171,10 @@ def test_example_trace_holds_steps_ops_and_tracks(example):
     assert [s["fields"]["step"] for s in steps] == [0, 1, 2]
     tracks, slices = device_tracks(doc)
     track_names = {t.name for t in tracks.values()}
-    assert "cpu:0" in track_names and any(n.startswith("/host:CPU / ") for n in track_names)
+    assert "cpu:0" in track_names and any(n.startswith("cpu:0 / tf_") for n in track_names)
     mine = [s for s in slices if s.track == "cpu:0"]
     assert [s.name for s in mine] == ["train_step"] * 3
-    ops = [s for s in slices if s.track.startswith("/host:CPU / ")]
+    ops = [s for s in slices if s.track.startswith("cpu:0 / ")]
     assert ops and all(s.fields["hlo_module"] == "jit_train_step" for s in ops)
     # Each step waited for its result: the step holds its ops, and only its own (one run_id).
     for s in steps:
@@ -191,5 +191,5 @@ def test_example_perfetto_output_draws_the_device_tracks(example):
     device = by_name["cpu:0"]
     assert [s.name for s in device.slices] == ["train_step"] * 3
     assert all(s.flow_in for s in device.slices)  # the arrow from the dispatch span
-    executors = [t for n, t in by_name.items() if n.startswith("/host:CPU / ")]
+    executors = [t for n, t in by_name.items() if n.startswith("cpu:0 / ")]
     assert sum(len(t.slices) for t in executors) > 0

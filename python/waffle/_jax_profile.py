@@ -7,32 +7,37 @@ of lines (threads, streams) of timed events. The XLA ops the runtime executed ar
 - on a device plane (``/device:*``), every line (``XLA Ops``, ``XLA Modules``, a stream's
   kernels...) is device work;
 - on the host plane, the lines ``XLA Ops`` and ``XLA Modules`` when there are any, and the
-  CPU runtime's executor threads, which record each op it ran as an event with an ``hlo_op``
-  stat (``hlo_module``, ``program_id``, ``run_id`` beside it); Python's own
-  frames (the ``python`` line) and the runtime's bookkeeping are left out, since waffle records
-  the host side itself.
+  CPU runtime's executor threads, which record each op they ran as an event with an
+  ``hlo_op`` stat (``hlo_module``, ``program_id``, ``run_id``, ``device_ordinal`` beside it);
+  Python's own frames (the ``python`` line) and the runtime's bookkeeping are left out, since
+  waffle records the host side itself.
 
-Each such line becomes a ``waffle.Track`` named ``PLANE / LINE`` and each event a slice on it,
-its stats as fields (those whose names start with ``_`` are the profiler's internals and are
-left out). The file is read with jaxlib's own reader, ``jax.profiler.ProfileData``.
+Each such line becomes a ``waffle.Track`` named ``DEVICE / LINE`` and each event a slice on
+it: ``gpu:0 / XLA Ops`` for the plane ``/device:GPU:0``, ``cpu:0 / tf_XLAPjRtCpuClient/...``
+for the ops an executor thread ran for CPU device 0 (their ``device_ordinal``), so that they
+sit by the tracks of ``timed`` and waffle's XSpace export puts them on that device's plane;
+``/host:CPU / LINE`` when no device is known. The events' stats become the slices' fields
+(but those whose names start with ``_``, the profiler's internals). The file is read with
+jaxlib's own reader, ``jax.profiler.ProfileData``.
 
 Time base: the profiler stores times relative to the profile's start, which the plane ``Task
 Environment`` holds as Unix ns (``profile_start_time``), so an event's Unix time is that plus
-its ``start_ns``. A line whose times are Unix ns already (beyond 1973) is taken as it is; jaxlib
-gives times as doubles, so such a line's times are 256 ns apart. The tracks' ticks are Unix ns, synced once with ``time.time_ns()`` when the
-merge runs; the decoder then places every slice on waffle's own time base (also Unix ns,
-anchored when the session started). What separates the two is how far ``time.time_ns()`` and
-waffle's clock drift apart between the profiled work and the merge: on CPU JAX, the test finds
-the ops inside the span that called them within its stated tolerance
-(``python/tests/test_jax_profile.py``).
+its ``start_ns``. A line whose times are Unix ns already (beyond 1973) is taken as it is;
+jaxlib gives times as doubles, so such a line's times are 256 ns apart. The tracks' ticks are
+Unix ns, synced with ``time.time_ns()`` when the merge runs; the decoder then places every
+slice on waffle's own time base (also Unix ns, anchored when the session started). What
+separates the two is the time between those two readings and how far the wall clock and
+waffle's clock drift apart between the profiled work and the merge: microseconds on CPU JAX
+(``docs/jax.md``, ``python/tests/test_jax_profile.py``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, Optional, Union
 
 import waffle
 
@@ -116,9 +121,15 @@ def _start_time(profile: Any) -> int:
     return 0
 
 
+def _device(plane: str) -> Optional[str]:
+    """``gpu:0`` for the plane ``/device:GPU:0``, as JAX and ``timed`` name devices."""
+    m = re.fullmatch(r"/device:([A-Za-z]+):(\d+)", plane)
+    return f"{m[1].lower()}:{int(m[2])}" if m else None
+
+
 def _op_lines(profile: Any) -> Iterator[tuple[str, list[tuple[str, int, int, dict[str, Any]]]]]:
-    """(track name, [(op name, begin, end, fields)]) for each line holding XLA ops; begin and
-    end in Unix ns."""
+    """(track name, [(op name, begin, end, fields)]) for each line holding XLA ops, a host line
+    split by the ops' ``device_ordinal``; begin and end in Unix ns."""
     base = _start_time(profile)
     for plane in profile.planes:
         device = plane.name.startswith("/device:")
@@ -126,7 +137,7 @@ def _op_lines(profile: Any) -> Iterator[tuple[str, list[tuple[str, int, int, dic
             continue
         for line in plane.lines:
             every = device or line.name in _XLA_LINES
-            events = []
+            tracks: dict[str, list[tuple[str, int, int, dict[str, Any]]]] = {}
             for ev in line.events:
                 stats = {k: v for k, v in ev.stats if not k.startswith("_")}
                 if not every and "hlo_op" not in stats:
@@ -136,9 +147,12 @@ def _op_lines(profile: Any) -> Iterator[tuple[str, list[tuple[str, int, int, dic
                 begin = offset + start
                 end = offset + round(ev.end_ns)
                 fields = {k: v for k, v in stats.items() if isinstance(v, (int, float, str))}
-                events.append((ev.name, begin, max(begin, end), fields))
-            if events:
-                yield f"{plane.name} / {line.name}", events
+                owner = _device(plane.name)
+                if owner is None and isinstance(stats.get("device_ordinal"), int):
+                    owner = f"cpu:{stats['device_ordinal']}"  # the CPU client's executor threads
+                name = f"{owner or plane.name} / {line.name}"
+                tracks.setdefault(name, []).append((ev.name, begin, max(begin, end), fields))
+            yield from tracks.items()
 
 
 __all__ = ["merge_profile", "profile_files"]

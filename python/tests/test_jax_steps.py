@@ -17,6 +17,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from conftest import consumer_module, device_tracks  # noqa: E402
 import waffle  # noqa: E402
+import xplane_wire  # noqa: E402
 import waffle.jax as wj  # noqa: E402
 from waffle import _native  # noqa: E402
 
@@ -181,6 +182,15 @@ def test_example_trace_holds_steps_ops_and_tracks(example):
         inside = {o.fields["run_id"] for o in ops if s["start_ns"] <= o.begin_ns <= o.end_ns <= s["end_ns"]}
         assert len(inside) == 1, (s, inside)
     assert stdout.startswith("3 steps, last loss ") and stdout.count("\nstep ") == 3
+
+
+def test_example_in_xspace_puts_the_tracks_on_the_cpu_device_plane(example, tmp_path):
+    out, _ = example
+    _native.export([str(out / "jax-steps.bin")], str(tmp_path / "run.xplane.pb"), "xspace")
+    planes = {p.name: p for p in xplane_wire.read((tmp_path / "run.xplane.pb").read_bytes())}
+    lines = planes["/device:CPU:0"].lines
+    assert len(lines["cpu:0"]) == 3
+    assert any(name.startswith("cpu:0 / tf_") and events for name, events in lines.items())
 
 
 def test_example_perfetto_output_draws_the_device_tracks(example):

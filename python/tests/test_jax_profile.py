@@ -22,8 +22,9 @@ from waffle import _native  # noqa: E402
 
 #: How far an op may lie outside the span that called it and waited for it: the error of the
 #: time base (the profiler's Unix clock against waffle's, paired once at the merge). Measured:
-#: the profiler's `PjitFunction` events fall inside waffle's dispatch spans with a few
-#: microseconds to spare (printed below), so 50 us is ten times what is seen.
+#: the profiler's `PjitFunction` events fall inside waffle's dispatch spans with about 1 to 13
+#: microseconds to spare at each end, and no op has stuck out of its call (printed below), so
+#: 50 us is several times what is seen.
 TOLERANCE_NS = 50_000
 
 
@@ -56,7 +57,7 @@ def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
 
     # The profile's XLA ops, read independently: events with an `hlo_op` stat on the host plane.
     want = sorted(
-        (f"cpu:{e.stats['device_ordinal']} / {line}", e.name, base + e.begin_ns, base + e.end_ns)
+        (f"cpu:{e.stats['device_ordinal']} / {line}", e.name, base + round(e.begin_ns), base + round(e.end_ns))
         for p in planes
         if p.name == "/host:CPU"
         for line, events in p.lines.items()
@@ -71,20 +72,20 @@ def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
         assert s.fields["hlo_module"] == "jit_model" and s.fields["hlo_op"] == s.name
         assert not any(k.startswith("_") for k in s.fields)
 
-    # One time base: every op lies inside one of the `call` spans, which waited for it.
+    # One time base: each call ran one program (one run_id), and every op of the k-th run lies
+    # inside the k-th `call` span, which waited for it.
     calls = sorted(t.named("call"), key=lambda c: c["start_ns"])
     assert len(calls) == 3
+    runs: dict[int, list] = {}
     for s in ops:
-        inside = [
-            c for c in calls if c["start_ns"] - TOLERANCE_NS <= s.begin_ns <= s.end_ns <= c["end_ns"] + TOLERANCE_NS
-        ]
-        assert len(inside) == 1, (s, calls)
-    # Each call ran its ops: the three runs (run_id) are the three calls, in order.
-    runs = sorted({s.fields["run_id"]: min(o.begin_ns for o in ops if o.fields["run_id"] == s.fields["run_id"])
-                   for s in ops}.items(), key=lambda kv: kv[1])
+        runs.setdefault(s.fields["run_id"], []).append(s)
     assert len(runs) == 3
-    for (_, first_op), call in zip(runs, calls):
-        assert call["start_ns"] - TOLERANCE_NS <= first_op <= call["end_ns"] + TOLERANCE_NS
+    outside = []
+    for run, call in zip(sorted(runs.values(), key=lambda r: min(o.begin_ns for o in r)), calls):
+        for s in run:
+            assert call["start_ns"] - TOLERANCE_NS <= s.begin_ns <= s.end_ns <= call["end_ns"] + TOLERANCE_NS, (s, call)
+            outside.append(max(call["start_ns"] - s.begin_ns, s.end_ns - call["end_ns"], 0))
+    print(f"ops outside their call span by at most {max(outside)} ns")
 
     # The offset, checked on what both recorded: the profiler's `PjitFunction(model)` (the
     # dispatch, Unix ns) against waffle's dispatch span `model` around the same call.
@@ -99,7 +100,7 @@ def test_merged_ops_are_the_profiles_and_lie_inside_their_calls(rec, tmp_path):
     assert len(outer) == 3
     slack = []
     for e, d in zip(outer, dispatches):
-        begin, end = base + e.begin_ns, base + e.end_ns
+        begin, end = base + round(e.begin_ns), base + round(e.end_ns)
         assert d["start_ns"] - TOLERANCE_NS <= begin <= end <= d["end_ns"] + TOLERANCE_NS
         slack.append((begin - d["start_ns"], d["end_ns"] - end))
     print(f"PjitFunction inside waffle's dispatch span by (begin, end) ns: {slack}")

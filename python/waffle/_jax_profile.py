@@ -73,7 +73,7 @@ def profile_files(path: PathLike) -> list[Path]:
 def merge_profile(path: PathLike) -> dict[str, int]:
     """Records the XLA op events of a ``jax.profiler`` profile (an ``.xplane.pb``, or a log
     directory: its newest run) as slices on waffle device tracks, on the trace's time base.
-    Returns how many slices each track got (``{"/host:CPU / tf_XLA...": 12}``).
+    Returns how many slices each track got (``{"cpu:0 / tf_XLAPjRtCpuClient/...": 18}``).
 
     Raises ``RuntimeError`` when no session is recording, ``FileNotFoundError`` when there is
     no profile, and ``ValueError`` naming the file when it is not an XSpace."""

@@ -68,16 +68,13 @@ def main() -> None:
         x = jax.random.normal(kx, (256, 32))
         y = jnp.sin(x[:, :1]) + 0.1 * jax.random.normal(ky, (256, 1))
         params = init(kp, [32, 64, 1])
-        with jax.profiler.trace(str(args.out / "profile")):
+        # jax.profiler.trace, merged into the trace when the block ends.
+        with waffle.jax.profile(args.out / "profile") as merged:
             for i in range(args.steps):
                 with waffle.jax.step(i):
                     params, value = train_step(params, x, y)
                     value = float(value)  # waits for the step's result inside the step
                 waffle.event("loss", step=i, value=value)
-            # Lets the watcher record the last device slice while this thread waits (it needs
-            # the GIL to read its clock), before the profiler stops and holds the GIL.
-            waffle.jax.wait()
-        merged = waffle.jax.merge_profile(args.out / "profile")
     waffle.shutdown()
     print(f"{args.steps} steps, last loss {value:.4f}; merged {sum(merged.values())} XLA ops")
     print(outline(trace))

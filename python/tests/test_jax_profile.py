@@ -1,6 +1,7 @@
-"""`waffle.jax.merge_profile` on CPU JAX: a jitted function called in a few steps under both
-waffle and `jax.profiler.trace`; the profile's XLA ops merged as slices on device tracks and
-checked against the `.xplane.pb` read independently (`xplane_wire`), on waffle's time base."""
+"""`waffle.jax.merge_profile` and `profile` on CPU JAX: a jitted function called in a few
+steps under both waffle and `jax.profiler.trace`; the profile's XLA ops merged as slices on
+device tracks and checked against the `.xplane.pb` read independently (`xplane_wire`), on
+waffle's time base; a profile with a GPU plane built from text; bad input."""
 
 from __future__ import annotations
 
@@ -141,6 +142,24 @@ def test_merge_takes_a_file_and_refuses_what_is_not_a_profile(rec, tmp_path):
     waffle.shutdown()
     with pytest.raises(RuntimeError, match="no waffle session is recording"):
         wj.merge_profile(pb)
+
+
+def test_profile_block_is_merged_when_it_ends(rec, tmp_path):
+    x = jnp.full((128, 128), 0.01, jnp.float32)
+    timed = wj.timed(model)
+    jax.block_until_ready(model(x, x))
+    with wj.profile(tmp_path / "logdir") as counts:
+        with waffle.span("call"):
+            jax.block_until_ready(timed(x, x))
+        assert counts == {}  # filled when the block ends
+    assert counts and all(name.startswith("cpu:0 / ") for name in counts)
+    t = rec.stop()
+    _, slices = device_tracks(t.doc)
+    call = t.one("call")
+    ops = [s for s in slices if s.track in counts]
+    assert len(ops) == sum(counts.values())
+    assert all(call["start_ns"] - TOLERANCE_NS <= s.begin_ns <= s.end_ns <= call["end_ns"] + TOLERANCE_NS for s in ops)
+    assert len([s for s in slices if s.track == "cpu:0"]) == 1
 
 
 def _xspace(start: int, absolute: int) -> bytes:

@@ -33,6 +33,7 @@ waffle's clock drift apart between the profiled work and the merge: microseconds
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -87,6 +88,24 @@ def merge_profile(path: PathLike) -> dict[str, int]:
                 track.slice(name, begin, end, **fields)
             counts[track_name] = counts.get(track_name, 0) + len(events)
     return counts
+
+
+@contextlib.contextmanager
+def profile(logdir: PathLike) -> Iterator[dict[str, int]]:
+    """``jax.profiler.trace(logdir)`` merged into the trace when the block ends: on leaving it,
+    waits for ``timed`` calls' pending slices (the watcher then runs while this thread waits,
+    see ``waffle.jax.timed``), stops the profiler and merges the profile it wrote. The dict it
+    yields is filled with ``merge_profile``'s counts then (a block left by an exception merges
+    nothing). Wait for the outputs whose ops the profile should hold before the block ends."""
+    import jax
+
+    from ._jax_devices import wait
+
+    counts: dict[str, int] = {}
+    with jax.profiler.trace(os.fspath(logdir)):
+        yield counts
+        wait()
+    counts.update(merge_profile(logdir))
 
 
 def _track(name: str) -> Any:
@@ -155,4 +174,4 @@ def _op_lines(profile: Any) -> Iterator[tuple[str, list[tuple[str, int, int, dic
             yield from tracks.items()
 
 
-__all__ = ["merge_profile", "profile_files"]
+__all__ = ["merge_profile", "profile", "profile_files"]

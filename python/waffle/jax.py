@@ -6,7 +6,8 @@
   outputs ready, as a slice on a ``waffle.Track`` per JAX device (``cpu:0``), measured by a
   watcher thread so the caller never waits (precision: ``waffle._jax_devices``);
 - ``merge_profile(path)``: the XLA ops of a ``jax.profiler`` profile (``.xplane.pb``) as slices
-  on device tracks, on the trace's time base (``waffle._jax_profile``).
+  on device tracks, on the trace's time base (``waffle._jax_profile``); ``with profile(logdir):``
+  profiles a block and merges the profile when it ends.
 
 ``docs/jax.md`` shows a trace with all of them.
 
@@ -33,7 +34,7 @@ from typing import Any
 import waffle
 
 from ._jax_devices import device_track, step, timed, wait
-from ._jax_profile import merge_profile, profile_files
+from ._jax_profile import merge_profile, profile, profile_files
 
 _PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "jax.jaxpr_trace",
@@ -120,6 +121,7 @@ __all__ = [
     "install",
     "installed",
     "merge_profile",
+    "profile",
     "profile_files",
     "step",
     "timed",

@@ -52,10 +52,10 @@ def test_timed_records_dispatch_and_device_time_without_blocking(rec):
     assert [s["fields"]["step"] for s in steps] == [0, 1, 2]
     dispatches = [s for s in t.named("heavy") if "track" not in s["fields"]]
     assert len(dispatches) == 4
-    by_step = {d["fields"].get("step"): d for d in dispatches}
+    by_step = {d["fields"].get("in_step"): d for d in dispatches}
     for i, s in enumerate(steps):
         d = by_step[i]
-        assert d["parent"] == s["id"] and d["fields"] == {"fun_name": "heavy", "step": i}
+        assert d["parent"] == s["id"] and d["fields"] == {"fun_name": "heavy", "in_step": i}
 
     tracks, slices = device_tracks(t.doc)
     device = jax.devices()[0]
@@ -138,11 +138,11 @@ def test_a_sharded_output_gets_a_slice_on_each_devices_track(tmp_path):
     assert sorted(t.name for t in tracks.values()) == ["cpu:0", "cpu:1"]
     spans = [s for t in doc["processes"][0]["threads"] for s in t["spans"] if s["name"] == "<lambda>"]
     dispatches = sorted((s for s in spans if "track" not in s["fields"]), key=lambda s: s["start_ns"])
-    assert [d["fields"]["step"] for d in dispatches] == [0, 1]
+    assert [d["fields"]["in_step"] for d in dispatches] == [0, 1]
     for d in dispatches:  # one slice a device, both launched by the dispatch span
         mine = sorted((s for s in slices if s.launched_by == d["id"]), key=lambda s: s.track)
         assert [s.track for s in mine] == ["cpu:0", "cpu:1"]
-        assert all(s.end_ns > d["start_ns"] and s.fields["step"] == d["fields"]["step"] for s in mine)
+        assert all(s.end_ns > d["start_ns"] and s.fields["in_step"] == d["fields"]["in_step"] for s in mine)
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +190,10 @@ def test_example_in_xspace_puts_the_tracks_on_the_cpu_device_plane(example, tmp_
     planes = {p.name: p for p in xplane_wire.read((tmp_path / "run.xplane.pb").read_bytes())}
     lines = planes["/device:CPU:0"].lines
     assert len(lines["cpu:0"]) == 3
+    # The step spans are xprof's steps (`_r`, `step_num`), and only they: a dispatch span and
+    # its slice carry `in_step`, not the `step` field that makes a span a step marker.
+    markers = [e for events in planes["/host:CPU"].lines.values() for e in events if "_r" in e.stats]
+    assert sorted((e.name, e.stats["step_num"]) for e in markers) == [("step", 0), ("step", 1), ("step", 2)]
     assert any(name.startswith("cpu:0 / tf_") and events for name, events in lines.items())
 
 

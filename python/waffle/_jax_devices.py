@@ -4,8 +4,9 @@ JAX dispatches a compiled call asynchronously: the call returns once the work is
 the device (for CPU JAX, XLA's CPU runtime on its own threads) finishes it later. ``timed``
 records both sides without blocking the caller:
 
-- a host span (named after the function, fields ``fun_name`` and ``step`` when known) around
-  the dispatch, on the calling thread;
+- a host span (named after the function, fields ``fun_name`` and, inside ``step(n)``,
+  ``in_step``: not ``step``, the field that makes a span a step marker) around the dispatch,
+  on the calling thread;
 - a slice on the device's track, from the dispatch (or, for a call queued behind an earlier
   one, from the moment that one was ready) to the moment the outputs are ready, with the
   dispatch span as its launcher (``launched_by``) and the time spent queued as ``queued_ns``.
@@ -58,7 +59,7 @@ _step: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("waffle.ja
 
 def step(n: int) -> contextlib.AbstractContextManager[Any]:
     """A step marker: the span ``step`` with field ``step=n`` (``waffle.step`` when this build
-    has it). ``timed`` calls inside it record the step number on their dispatch spans."""
+    has it). ``timed`` calls inside it record the step number as ``in_step``."""
     native_step = getattr(waffle, "step", None)
     marker = native_step(n) if native_step is not None else waffle.span("step", step=n)
     return _current_step(n, marker)
@@ -112,7 +113,7 @@ def timed(fn: _F, *, name: Optional[str] = None) -> _F:
         fields: dict[str, Any] = {"fun_name": label}
         n = _step.get()
         if n is not None:
-            fields["step"] = n
+            fields["in_step"] = n
         with waffle.span(label, **fields) as launch:
             begin = time.monotonic_ns()
             out = fn(*args, **kwargs)

@@ -5,6 +5,12 @@
 //! thread records until the guard drops. Between processes a context travels as a W3C
 //! `traceparent` header ([`Context::write_traceparent`], [`Context::from_traceparent`]) or as 25
 //! bytes ([`Context::to_bytes`]).
+//!
+//! A context whose span was dropped by head sampling holds a sampled-out id
+//! ([`SpanId::is_sampled_out`]): its `traceparent` has the sampled flag clear, entering it drops
+//! what is recorded inside, and a `traceparent` read with the flag clear gives such a context
+//! (the span id's lower 32 bits are then zeroed), so that the receiving process follows the
+//! decision made where the trace started.
 
 use crate::{
     ids::{SpanId, TraceId},
@@ -124,6 +130,12 @@ impl Context {
         self.span_id.is_null()
     }
 
+    /// Whether its span is recorded (or may be): `false` if head sampling left it out, here
+    /// or in the process the context came from (`traceparent`'s sampled flag clear).
+    pub const fn is_sampled(&self) -> bool {
+        !self.span_id.is_sampled_out()
+    }
+
     /// Makes this context's span the parent of what this thread records until the guard drops.
     /// A null context changes nothing.
     pub fn enter(&self) -> ContextGuard {
@@ -133,7 +145,8 @@ impl Context {
         ContextGuard { prev, _not_send: PhantomData }
     }
 
-    /// The W3C `traceparent` header for this context (sampled flag set).
+    /// The W3C `traceparent` header for this context: the sampled flag (`01`) is set unless
+    /// the span was sampled out (`00`).
     pub fn write_traceparent(&self) -> Traceparent {
         let mut b = [b'-'; 55];
         b[0] = b'0';
@@ -141,7 +154,7 @@ impl Context {
         put_hex(&mut b[3..35], self.trace_id.to_u128(), 32);
         put_hex(&mut b[36..52], u128::from(self.span_id.to_u64()), 16);
         b[53] = b'0';
-        b[54] = b'1';
+        b[54] = if self.is_sampled() { b'1' } else { b'0' };
         Traceparent(b)
     }
 
@@ -152,6 +165,9 @@ impl Context {
     }
 
     /// Reads a W3C `traceparent` header (version 00, or a later version's first four fields).
+    /// With the sampled flag clear, the span id becomes a sampled-out id (its lower 32 bits
+    /// zeroed, see [`SpanId::is_sampled_out`]), so that this process drops what it does for
+    /// that span.
     pub fn from_traceparent(header: &str) -> Result<Context, ContextError> {
         let b = header.trim().as_bytes();
         if b.len() < 55 {
@@ -166,8 +182,10 @@ impl Context {
         }
         let trace = parse_hex(&b[3..35]).filter(|&t| t != 0).ok_or(ContextError::TraceId)?;
         let span = parse_hex(&b[36..52]).filter(|&s| s != 0).ok_or(ContextError::SpanId)?;
-        parse_hex(&b[53..55]).ok_or(ContextError::Flags)?;
-        Ok(Context { trace_id: TraceId::from_u128(trace), span_id: SpanId::from_u64(span as u64) })
+        let flags = parse_hex(&b[53..55]).ok_or(ContextError::Flags)?;
+        let span = span as u64;
+        let span = if flags & 1 == 0 { crate::local::sample::sampled_out(span) } else { span };
+        Ok(Context { trace_id: TraceId::from_u128(trace), span_id: SpanId::from_u64(span) })
     }
 
     /// The compact binary form: a version byte (0), the trace id (16 bytes) and the span id
@@ -240,5 +258,21 @@ mod tests {
             Ok(SpanId::from_u64(0x00f067aa0ba902b7))
         );
         assert_eq!(Context::from_bytes(&[0; 3]), Err(ContextError::Length));
+    }
+
+    #[test]
+    fn the_sampled_flag_follows_the_span_id() {
+        let trace = TraceId::from_u128(0x4bf92f3577b34da6a3ce929d0e0e4736);
+        let dropped = Context::new(trace, SpanId::from_u64(0xabcde001_00000000));
+        assert!(!dropped.is_sampled());
+        let tp = dropped.write_traceparent();
+        assert_eq!(tp.as_str(), "00-4bf92f3577b34da6a3ce929d0e0e4736-abcde00100000000-00");
+        assert_eq!(Context::from_traceparent(tp.as_str()), Ok(dropped));
+        // Another tracer's unsampled parent becomes a sampled-out id of the same upper bits.
+        let foreign = Context::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+        assert_eq!(foreign.map(|c| c.span_id()), Ok(SpanId::from_u64(0x00f067aa_00000000)));
+        assert!(!foreign.unwrap().is_sampled());
+        let kept = Context::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assert!(kept.unwrap().is_sampled());
     }
 }

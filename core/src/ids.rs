@@ -4,7 +4,9 @@
 //! salt and the stream's index, given by the runtime when the stream starts), the lower 32 count
 //! the spans and events of that stream. The producer never writes an id into a record: each data
 //! chunk carries the stream's counter at its start, and the decoder counts along, deriving the
-//! same numbers. Zero is the null id, which links and parents ignore.
+//! same numbers. Zero is the null id, which links and parents ignore. An id
+//! whose counter is zero (and that is not null) is *sampled out*: it names a span or event that
+//! head sampling did not record (see [`crate::local::sample`]).
 
 use core::fmt;
 
@@ -35,6 +37,13 @@ macro_rules! id_type {
             #[inline(always)]
             pub const fn is_null(self) -> bool {
                 self.0 == 0
+            }
+
+            /// Whether head sampling left this span or event out of the trace (its lower 32
+            /// bits are zero, which no recorded id's are; see [`crate::local::sample`]).
+            #[inline(always)]
+            pub const fn is_sampled_out(self) -> bool {
+                crate::local::sample::is_sampled_out(self.0)
             }
         }
 

@@ -122,7 +122,7 @@ pub mod __private {
     pub use crate::callsite::{Callsite, Field, Kind, CALLSITES};
     pub use crate::encode::{FieldValue, Writer};
     pub use crate::runtime::state;
-    pub use crate::span::{correlate, event, link, span_begin, Causes};
+    pub use crate::span::{correlate, event, follow, link, span_begin, Causes};
     pub use crate::task::Instrument;
     pub use crate::wire::FieldType;
     pub use linkme;

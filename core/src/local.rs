@@ -81,6 +81,14 @@ pub struct Local {
     epoch: u32,
     /// Set while acquiring a slot, so that a record made meanwhile is not taken re-entrantly.
     busy: bool,
+    /// Dropped spans open and dropped contexts entered (sampling, in `local/sample.rs`).
+    suppressed: u64,
+    /// Whether the latest span or event was dropped by sampling.
+    latest_dropped: bool,
+    /// What the causes of the record being made say about keeping it.
+    hint: sample::Hint,
+    /// Roots decided by hash in this session.
+    roots: u64,
 }
 
 impl Local {
@@ -103,6 +111,10 @@ impl Local {
         generation: 0,
         epoch: 0,
         busy: false,
+        suppressed: 0,
+        latest_dropped: false,
+        hint: sample::Hint::None,
+        roots: 0,
     };
 
     /// Makes sure this context has a slot of the current session; `false` if it has none.
@@ -141,6 +153,7 @@ impl Local {
         self.dropped = 0;
         self.depth = 0;
         self.current = 0;
+        self.reset_sampling();
         self.next_id = slot.next_id();
         self.flush_ticks = FLUSH_TICKS.load(core::sync::atomic::Ordering::Relaxed) as u64;
         self.last_ts = clock::now();
@@ -225,6 +238,12 @@ impl Local {
         callsite: u32,
         fields: &F,
     ) -> u64 {
+        // Sampling: inside a dropped root, or a root while roots are decided (cold).
+        if self.suppressed != 0 || (self.depth == 0 && sample::on()) {
+            if let Some(id) = self.sample(state, record_tag) {
+                return id;
+            }
+        }
         if !self.ready(state) {
             return 0;
         }
@@ -283,6 +302,9 @@ impl Local {
     #[inline(always)]
     fn end_with(&mut self, state: u32, prev: u64, at_last: bool) {
         self.current = prev;
+        if self.leave_dropped() {
+            return;
+        }
         // A span begun in a session ends in it even after recording is paused.
         let state = if state == 0 { self.epoch } else { state };
         if !self.ready(state) {
@@ -365,6 +387,8 @@ impl Drop for Local {
 }
 
 mod causal;
+
+pub mod sample;
 
 mod tls;
 

@@ -97,6 +97,12 @@ pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, lin
         });
         let cause_temps: Vec<_> =
             (0..extras.causes.len()).map(|i| format_ident!("__waffle_c{}", i)).collect();
+        // A root that names causes is kept or dropped by sampling as they were.
+        let follow = if cause_temps.is_empty() {
+            quote!()
+        } else {
+            quote!(::waffle::__private::follow(&[#(#cause_temps),*]);)
+        };
         let (corr_let, corr_write) = match &extras.correlate {
             Some((_, v)) => (
                 quote!(let __waffle_corr: u64 = (#v) as u64;),
@@ -107,6 +113,7 @@ pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, lin
         quote! {
             #(let #cause_temps = #causes;)*
             #corr_let
+            #follow
             let __waffle_r = #record;
             if #recorded {
                 #(::waffle::__private::link(__waffle_state, #cause_temps);)*

@@ -62,7 +62,8 @@ impl Local {
     #[inline]
     pub fn link(&mut self, state: u32, target: u64) {
         let source = self.next_id.wrapping_sub(1);
-        if target == 0 || target == source {
+        // A link to a sampled-out id is never written: every cause in the file is recorded.
+        if target == 0 || target == source || self.latest_dropped || super::sample::is_sampled_out(target) {
             return;
         }
         if target >> 32 == source >> 32 && target < source {
@@ -84,6 +85,9 @@ impl Local {
     /// so the slot is there; the rest (no slot, the area full) is `timeless`'s.
     #[inline(always)]
     pub fn correlate(&mut self, state: u32, value: u64) {
+        if self.latest_dropped {
+            return;
+        }
         if self.epoch == state && self.slot.is_some() {
             let mut w = Writer::new(self.staging, self.len);
             w.byte(tag::CORRELATE);
@@ -100,7 +104,13 @@ impl Local {
     /// Adopts `span` (from anywhere) as the current parent; returns the id to restore with
     /// [`Local::exit`], or `None` if nothing was recorded.
     pub fn enter(&mut self, state: u32, span: u64) -> Option<u64> {
-        if span == 0 || !self.timeless(state, tag::ENTER, 1, &|w| w.bytes(&span.to_le_bytes())) {
+        if span == 0 {
+            return None;
+        }
+        if self.enter_dropped(span) {
+            return Some(core::mem::replace(&mut self.current, span));
+        }
+        if !self.timeless(state, tag::ENTER, 1, &|w| w.bytes(&span.to_le_bytes())) {
             return None;
         }
         Some(core::mem::replace(&mut self.current, span))
@@ -110,6 +120,9 @@ impl Local {
     pub fn exit(&mut self, state: u32, prev: u64) {
         let state = if state == 0 { self.epoch } else { state };
         self.current = prev;
+        if self.leave_dropped() {
+            return;
+        }
         self.timeless(state, tag::EXIT, -1, &|_| {});
     }
 
@@ -118,12 +131,15 @@ impl Local {
     pub fn detach(&mut self, state: u32, span: u64, prev: u64) {
         let state = if state == 0 { self.epoch } else { state };
         self.current = prev;
+        if self.leave_dropped() {
+            return;
+        }
         self.timeless(state, tag::DETACH, -1, &|w| w.bytes(&span.to_le_bytes()));
     }
 
     /// Ends a detached span, from whichever context runs this.
     pub fn async_end(&mut self, state: u32, span: u64) {
-        if !self.ready(state) {
+        if super::sample::is_sampled_out(span) || !self.ready(state) {
             return;
         }
         let ts = clock::now();

@@ -18,6 +18,8 @@ pub struct Config {
     pub(crate) labels: Vec<(String, String)>,
     pub(crate) parent: Option<waffle::Context>,
     pub(crate) trace_id: Option<waffle::TraceId>,
+    /// The fraction of roots kept (1: all, sampling off).
+    pub(crate) sample: f64,
     pub(crate) queue_bytes: usize,
     pub(crate) staging_bytes: usize,
     pub(crate) drain_interval: Duration,
@@ -57,12 +59,19 @@ impl Config {
         let parent = env("WAFFLE_TRACEPARENT").and_then(|t| waffle::Context::from_traceparent(&t).ok());
         let trace_id =
             env("WAFFLE_TRACE_ID").and_then(|t| parse_trace_id(&t)).or_else(|| launcher::job_trace_id(env));
+        let sample = env("WAFFLE_SAMPLE").map_or(1.0, |v| {
+            parse_sample(&v).unwrap_or_else(|| {
+                eprintln!("waffle: WAFFLE_SAMPLE={v:?} is not a number from 0 to 1; every span is kept");
+                1.0
+            })
+        });
         Config {
             path: path.as_ref().to_owned(),
             process_name: None,
             labels,
             parent,
             trace_id,
+            sample,
             queue_bytes: 4 << 20,
             staging_bytes: 16 << 10,
             drain_interval: Duration::from_millis(1),
@@ -103,6 +112,19 @@ impl Config {
     /// is used.
     pub fn trace_id(mut self, id: waffle::TraceId) -> Config {
         self.trace_id = Some(id).filter(|t| !t.is_null());
+        self
+    }
+
+    /// Keeps a fraction `rate` (0 to 1; default 1, everything, or `WAFFLE_SAMPLE`) of the
+    /// roots (spans and events begun outside any span or entered context), each with
+    /// everything recorded inside it: head sampling for long runs. A dropped root costs less
+    /// than a recorded span; a root naming causes is kept if one of them was kept; a process
+    /// with a parent context ([`Config::parent`]) follows its sampled flag instead (every root
+    /// kept, or none). The file's header carries the label `waffle.sample` with the rate. What
+    /// is guaranteed, and what is not: `docs/sampling.md` and [`waffle::local::sample`].
+    /// Values outside 0 to 1 are clamped; NaN means 1.
+    pub fn sample(mut self, rate: f64) -> Config {
+        self.sample = if rate.is_nan() { 1.0 } else { rate.clamp(0.0, 1.0) };
         self
     }
 
@@ -183,6 +205,11 @@ impl Config {
     pub(crate) fn start_automatic(self) -> Result<(), Error> {
         self.start_as(true).map(drop)
     }
+}
+
+/// A sampling rate: a decimal number from 0 to 1.
+fn parse_sample(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r))
 }
 
 /// A trace id written as 32 lower-case hex digits, not all zero.

@@ -83,12 +83,25 @@ impl Config {
             (None, None) => waffle::TraceId::from_u128(random_u128().max(1)),
         };
         waffle::runtime::set_trace_id(trace_id);
+        let mut labels = self.labels.clone();
+        // A parent context decided for the whole trace; otherwise this process decides.
+        let rate = match self.parent {
+            Some(p) if !p.is_sampled() => 0.0,
+            Some(_) => 1.0,
+            None => self.sample,
+        };
+        let seed = trace_id.to_u128();
+        waffle::local::sample::set_sample_rate(rate, (seed ^ seed >> 32 ^ seed >> 64 ^ seed >> 96) as u32);
+        if rate < 1.0 {
+            labels.retain(|(k, _)| k != "waffle.sample");
+            labels.push(("waffle.sample".to_owned(), format!("{rate}")));
+        }
         let live = self.live.as_ref().and_then(LiveWriter::take);
         let mut out = FrameWriter::new(Output::new(BufWriter::with_capacity(1 << 20, file), live))
             .map_err(|e| Error::io(&self.path, e))?;
         let preamble = Preamble {
             process_name: self.process_name.as_deref(),
-            labels: &self.labels,
+            labels: &labels,
             cal: &cal,
             salt,
             trace_id,

@@ -1,0 +1,224 @@
+//! Head sampling: keeping a fraction of the roots of a run, each with everything it encloses.
+//!
+//! A *root* is a span begun, or an event recorded, while its recording context has no open
+//! span and no entered context. With sampling on ([`set_sample_rate`]), each root is kept or
+//! dropped when it starts, and everything recorded inside a dropped root span (child spans,
+//! events, links, correlation values, its end, what a detached span of it does on other
+//! threads) is dropped with it, by a per-context count of open dropped spans and entered
+//! dropped contexts. Spans and events that are not roots are never decided: they follow their
+//! root. So a root is kept or dropped whole.
+//!
+//! The decision is, in this order:
+//! 1. inside a dropped root, or an entered sampled-out context: dropped;
+//! 2. a root that names causes (`caused_by`, from `span!`/`event!`/`#[instrument]`): kept if
+//!    one of its causes was kept, dropped if every one was dropped;
+//! 3. otherwise a hash of the session seed, the stream's index and the context's count of
+//!    roots so far, compared with `rate * 2^32`: the n-th root of the same thread of two
+//!    processes sharing a seed (the recorder derives it from the trace id) is decided alike.
+//!
+//! A dropped span or event takes no id from its stream (the file's ids stay consecutive and
+//! the format is unchanged): it gets a *sampled-out* id, non-null with its lower 32 bits zero,
+//! which no recorded id has (a stream's counter starts at 1). [`is_sampled_out`] recognises
+//! one; a link to one is never written, so every cause a recorded span or event names is
+//! recorded too; a [`Context`](crate::Context) holding one writes `traceparent` with the
+//! sampled flag clear, and entering it drops what is recorded inside.
+//!
+//! The one cost to a program that does not sample: a root's record reads one more global.
+
+use super::Local;
+use crate::wire::tag;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Whether roots are decided at all (off: every root is kept).
+static ON: AtomicBool = AtomicBool::new(false);
+/// A root is kept if its hash's upper 32 bits are below this.
+static THRESHOLD: AtomicU32 = AtomicU32::new(u32::MAX);
+/// Mixed into every decision's key; the same in processes that should decide alike.
+static SEED: AtomicU32 = AtomicU32::new(0);
+
+/// What the causes a root names say about it, set just before its record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hint {
+    /// No cause named (or none that is non-null): the hash decides.
+    None,
+    /// One cause was recorded.
+    Keep,
+    /// Every cause was sampled out.
+    Drop,
+}
+
+/// Keeps a fraction `rate` of roots from now on (1 or more, or NaN: all of them, and sampling
+/// is off; 0 or less: none), with `seed` mixed into each decision. Threads read it at each
+/// root, so it is meant to be set before a session's first record (the recorder does).
+pub fn set_sample_rate(rate: f64, seed: u32) {
+    let on = rate < 1.0; // false for NaN
+    // `as` saturates: a negative rate keeps nothing.
+    let threshold = if on { (rate * 4_294_967_296.0) as u32 } else { u32::MAX };
+    SEED.store(seed, Ordering::Relaxed);
+    THRESHOLD.store(threshold, Ordering::Relaxed);
+    ON.store(on, Ordering::Release);
+}
+
+/// The threshold roots are compared with, `rate * 2^32`, or `None` while sampling is off.
+pub fn sample_threshold() -> Option<u32> {
+    ON.load(Ordering::Acquire).then(|| THRESHOLD.load(Ordering::Relaxed))
+}
+
+/// Whether roots are being decided (read by every root's record).
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// Whether `id` names a span or event that sampling left out: non-null, lower 32 bits zero.
+#[inline(always)]
+pub const fn is_sampled_out(id: u64) -> bool {
+    id != 0 && id as u32 == 0
+}
+
+/// The sampled-out id standing for `id`: its upper 32 bits (the process salt and stream), or,
+/// if those are zero, `1 << 32`, so that it is never null.
+pub const fn sampled_out(id: u64) -> u64 {
+    let high = id & !0xFFFF_FFFF;
+    if high == 0 {
+        1 << 32
+    } else {
+        high
+    }
+}
+
+/// SplitMix64's finaliser: every input bit moves every output bit.
+const fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Whether the `n`-th root (from 0) of stream `stream` is kept under `seed` and `threshold`.
+pub const fn keeps_root(seed: u32, stream: u32, n: u64, threshold: u32) -> bool {
+    let key = (seed as u64) << 32 | (stream & 0xFFF) as u64;
+    ((mix(mix(key) ^ n) >> 32) as u32) < threshold
+}
+
+impl Local {
+    /// Decides a record that is a root while sampling is on, or that is made inside a dropped
+    /// root: `None` to record it, `Some(id)` if it is dropped, with the sampled-out id to hand
+    /// back (nothing is written, no id is taken; a dropped span begin opens a dropped span).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn sample(&mut self, state: u32, record_tag: u8) -> Option<u64> {
+        let hint = core::mem::replace(&mut self.hint, Hint::None);
+        if self.suppressed == 0 {
+            // The slot first: it sets the stream (and a new session resets the counts).
+            if !self.ready(state) || !on() {
+                return None;
+            }
+            let keep = match hint {
+                Hint::Keep => true,
+                Hint::Drop => false,
+                Hint::None => {
+                    let n = self.roots;
+                    self.roots += 1;
+                    let stream = (self.next_id >> 32) as u32;
+                    keeps_root(SEED.load(Ordering::Relaxed), stream, n, THRESHOLD.load(Ordering::Relaxed))
+                }
+            };
+            if keep {
+                self.latest_dropped = false;
+                return None;
+            }
+        }
+        self.latest_dropped = true;
+        if record_tag == tag::SPAN_BEGIN {
+            self.suppressed += 1;
+        }
+        Some(sampled_out(self.next_id))
+    }
+
+    /// Sets what the causes of the record about to be made say, if it will be a root decided
+    /// by sampling: `any` if a non-null cause was named, `kept` if one was not sampled out.
+    pub(crate) fn follow_causes(&mut self, any: bool, kept: bool) {
+        if self.depth == 0 && self.suppressed == 0 {
+            self.hint = match (any, kept) {
+                (_, true) => Hint::Keep,
+                (true, false) => Hint::Drop,
+                (false, false) => Hint::None,
+            };
+        }
+    }
+
+    /// Called where a span ends, is detached, or a context is exited: if the innermost open
+    /// item is a dropped one, closes it and returns `true` (nothing is to be written).
+    #[inline(always)]
+    pub(super) fn leave_dropped(&mut self) -> bool {
+        if self.suppressed != 0 {
+            self.suppressed -= 1;
+            return true;
+        }
+        false
+    }
+
+    /// Called where a context is entered: if `span` is sampled out, or this context is inside
+    /// a dropped root, opens a dropped region and returns `true` (nothing is to be written).
+    pub(super) fn enter_dropped(&mut self, span: u64) -> bool {
+        if is_sampled_out(span) || self.suppressed != 0 {
+            self.suppressed += 1;
+            return true;
+        }
+        self.latest_dropped = false;
+        false
+    }
+
+    /// Forgets the sampling state of an earlier session.
+    pub(super) fn reset_sampling(&mut self) {
+        self.suppressed = 0;
+        self.latest_dropped = false;
+        self.hint = Hint::None;
+        self.roots = 0;
+    }
+
+    /// Whether the latest span or event of this context was dropped by sampling (links and
+    /// correlation values made for it are then dropped too).
+    #[inline(always)]
+    pub fn latest_dropped(&self) -> bool {
+        self.latest_dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_out_ids_are_never_null_nor_recorded_ids() {
+        assert!(!is_sampled_out(0));
+        assert!(is_sampled_out(sampled_out(0)));
+        assert!(is_sampled_out(sampled_out(0x0000_0000_0000_0007)));
+        let first = crate::ids::stream_id_base(0xABCDE, 3);
+        assert!(!is_sampled_out(first));
+        assert_eq!(sampled_out(first + 41), first & !0xFFFF_FFFF);
+    }
+
+    /// A fixed seed: the kept fraction lies within five standard deviations of the rate.
+    #[test]
+    fn roots_are_kept_in_proportion_to_the_rate() {
+        for (rate, stream) in [(0.1, 0), (0.25, 1), (0.5, 7), (0.01, 4095)] {
+            let threshold = (rate * 4_294_967_296.0) as u32;
+            let n = 100_000u64;
+            let kept = (0..n).filter(|&i| keeps_root(0x5eed, stream, i, threshold)).count() as f64;
+            let (mean, sd) = (n as f64 * rate, (n as f64 * rate * (1.0 - rate)).sqrt());
+            assert!((kept - mean).abs() < 5.0 * sd, "rate {rate}: kept {kept} of {n}");
+        }
+        assert!((0..1000).all(|i| !keeps_root(1, 0, i, 0)));
+    }
+
+    #[test]
+    fn the_same_seed_decides_alike_and_another_differently() {
+        let t = 1 << 30;
+        let a: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, i, t) as u64);
+        let b: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, i, t) as u64);
+        let c: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(10, 2, i, t) as u64);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

@@ -9,7 +9,11 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::{hint::black_box, time::Duration};
 
 /// Runs the root span with two fields under a session keeping `rate` of roots.
-fn root_2_fields(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, name: &str, rate: f64) {
+fn root_2_fields(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    rate: f64,
+) {
     let session = waffle_std::Config::new("/dev/null")
         .queue_bytes(8 << 20)
         .sample(rate)

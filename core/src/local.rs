@@ -81,14 +81,8 @@ pub struct Local {
     epoch: u32,
     /// Set while acquiring a slot, so that a record made meanwhile is not taken re-entrantly.
     busy: bool,
-    /// Dropped spans open and dropped contexts entered (sampling, in `local/sample.rs`).
-    suppressed: u64,
-    /// Whether the latest span or event was dropped by sampling.
-    latest_dropped: bool,
-    /// What the causes of the record being made say about keeping it.
-    hint: sample::Hint,
-    /// Roots decided by hash in this session.
-    roots: u64,
+    /// Head sampling's per-context state (`local/sample.rs`).
+    sampling: sample::State,
 }
 
 impl Local {
@@ -111,10 +105,7 @@ impl Local {
         generation: 0,
         epoch: 0,
         busy: false,
-        suppressed: 0,
-        latest_dropped: false,
-        hint: sample::Hint::None,
-        roots: 0,
+        sampling: sample::State::EMPTY,
     };
 
     /// Makes sure this context has a slot of the current session; `false` if it has none.
@@ -153,7 +144,7 @@ impl Local {
         self.dropped = 0;
         self.depth = 0;
         self.current = 0;
-        self.reset_sampling();
+        self.sampling = sample::State::EMPTY;
         self.next_id = slot.next_id();
         self.flush_ticks = FLUSH_TICKS.load(core::sync::atomic::Ordering::Relaxed) as u64;
         self.last_ts = clock::now();
@@ -239,7 +230,7 @@ impl Local {
         fields: &F,
     ) -> u64 {
         // Sampling: inside a dropped root, or a root while roots are decided (cold).
-        if self.suppressed != 0 || (self.depth == 0 && sample::on()) {
+        if self.sampling.suppressed != 0 || (self.depth == 0 && sample::on()) {
             if let Some(id) = self.sample(state, record_tag) {
                 return id;
             }

@@ -63,7 +63,11 @@ impl Local {
     pub fn link(&mut self, state: u32, target: u64) {
         let source = self.next_id.wrapping_sub(1);
         // A link to a sampled-out id is never written: every cause in the file is recorded.
-        if target == 0 || target == source || self.latest_dropped || super::sample::is_sampled_out(target) {
+        if target == 0
+            || target == source
+            || self.sampling.latest_dropped
+            || super::sample::is_sampled_out(target)
+        {
             return;
         }
         if target >> 32 == source >> 32 && target < source {
@@ -85,7 +89,7 @@ impl Local {
     /// so the slot is there; the rest (no slot, the area full) is `timeless`'s.
     #[inline(always)]
     pub fn correlate(&mut self, state: u32, value: u64) {
-        if self.latest_dropped {
+        if self.sampling.latest_dropped {
             return;
         }
         if self.epoch == state && self.slot.is_some() {

@@ -38,7 +38,7 @@ static SEED: AtomicU32 = AtomicU32::new(0);
 
 /// What the causes a root names say about it, set just before its record.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Hint {
+enum Hint {
     /// No cause named (or none that is non-null): the hash decides.
     None,
     /// One cause was recorded.
@@ -52,7 +52,7 @@ pub(crate) enum Hint {
 /// root, so it is meant to be set before a session's first record (the recorder does).
 pub fn set_sample_rate(rate: f64, seed: u32) {
     let on = rate < 1.0; // false for NaN
-    // `as` saturates: a negative rate keeps nothing.
+                         // `as` saturates: a negative rate keeps nothing.
     let threshold = if on { (rate * 4_294_967_296.0) as u32 } else { u32::MAX };
     SEED.store(seed, Ordering::Relaxed);
     THRESHOLD.store(threshold, Ordering::Relaxed);
@@ -100,6 +100,24 @@ pub const fn keeps_root(seed: u32, stream: u32, n: u64, threshold: u32) -> bool 
     ((mix(mix(key) ^ n) >> 32) as u32) < threshold
 }
 
+/// A recording context's sampling state (a session's start resets it).
+pub(crate) struct State {
+    /// Dropped spans open and dropped contexts entered: while non-zero, nothing is written.
+    pub(super) suppressed: u64,
+    /// Whether the latest span or event was dropped.
+    pub(super) latest_dropped: bool,
+    /// What the causes of the record being made say about keeping it.
+    hint: Hint,
+    /// Roots decided by hash in this session.
+    roots: u64,
+}
+
+impl State {
+    /// Nothing open, nothing decided.
+    pub(crate) const EMPTY: State =
+        State { suppressed: 0, latest_dropped: false, hint: Hint::None, roots: 0 };
+}
+
 impl Local {
     /// Decides a record that is a root while sampling is on, or that is made inside a dropped
     /// root: `None` to record it, `Some(id)` if it is dropped, with the sampled-out id to hand
@@ -107,8 +125,8 @@ impl Local {
     #[cold]
     #[inline(never)]
     pub(super) fn sample(&mut self, state: u32, record_tag: u8) -> Option<u64> {
-        let hint = core::mem::replace(&mut self.hint, Hint::None);
-        if self.suppressed == 0 {
+        let hint = core::mem::replace(&mut self.sampling.hint, Hint::None);
+        if self.sampling.suppressed == 0 {
             // The slot first: it sets the stream (and a new session resets the counts).
             if !self.ready(state) || !on() {
                 return None;
@@ -117,20 +135,20 @@ impl Local {
                 Hint::Keep => true,
                 Hint::Drop => false,
                 Hint::None => {
-                    let n = self.roots;
-                    self.roots += 1;
+                    let n = self.sampling.roots;
+                    self.sampling.roots += 1;
                     let stream = (self.next_id >> 32) as u32;
                     keeps_root(SEED.load(Ordering::Relaxed), stream, n, THRESHOLD.load(Ordering::Relaxed))
                 }
             };
             if keep {
-                self.latest_dropped = false;
+                self.sampling.latest_dropped = false;
                 return None;
             }
         }
-        self.latest_dropped = true;
+        self.sampling.latest_dropped = true;
         if record_tag == tag::SPAN_BEGIN {
-            self.suppressed += 1;
+            self.sampling.suppressed += 1;
         }
         Some(sampled_out(self.next_id))
     }
@@ -138,8 +156,8 @@ impl Local {
     /// Sets what the causes of the record about to be made say, if it will be a root decided
     /// by sampling: `any` if a non-null cause was named, `kept` if one was not sampled out.
     pub(crate) fn follow_causes(&mut self, any: bool, kept: bool) {
-        if self.depth == 0 && self.suppressed == 0 {
-            self.hint = match (any, kept) {
+        if self.depth == 0 && self.sampling.suppressed == 0 {
+            self.sampling.hint = match (any, kept) {
                 (_, true) => Hint::Keep,
                 (true, false) => Hint::Drop,
                 (false, false) => Hint::None,
@@ -151,8 +169,8 @@ impl Local {
     /// item is a dropped one, closes it and returns `true` (nothing is to be written).
     #[inline(always)]
     pub(super) fn leave_dropped(&mut self) -> bool {
-        if self.suppressed != 0 {
-            self.suppressed -= 1;
+        if self.sampling.suppressed != 0 {
+            self.sampling.suppressed -= 1;
             return true;
         }
         false
@@ -161,27 +179,19 @@ impl Local {
     /// Called where a context is entered: if `span` is sampled out, or this context is inside
     /// a dropped root, opens a dropped region and returns `true` (nothing is to be written).
     pub(super) fn enter_dropped(&mut self, span: u64) -> bool {
-        if is_sampled_out(span) || self.suppressed != 0 {
-            self.suppressed += 1;
+        if is_sampled_out(span) || self.sampling.suppressed != 0 {
+            self.sampling.suppressed += 1;
             return true;
         }
-        self.latest_dropped = false;
+        self.sampling.latest_dropped = false;
         false
-    }
-
-    /// Forgets the sampling state of an earlier session.
-    pub(super) fn reset_sampling(&mut self) {
-        self.suppressed = 0;
-        self.latest_dropped = false;
-        self.hint = Hint::None;
-        self.roots = 0;
     }
 
     /// Whether the latest span or event of this context was dropped by sampling (links and
     /// correlation values made for it are then dropped too).
     #[inline(always)]
     pub fn latest_dropped(&self) -> bool {
-        self.latest_dropped
+        self.sampling.latest_dropped
     }
 }
 

@@ -36,6 +36,11 @@
 //! a runtime handles them) close the file — last records, END — before the process dies of
 //! the signal. `docs/reliability.md` lists what each kind of ending keeps.
 //!
+//! Long runs can keep a sample: [`Config::sample`] (or `WAFFLE_SAMPLE=0.1`) keeps a fraction
+//! of root spans, each whole, decided once per root (a root naming causes follows them; no
+//! recorded link names a dropped item) and followed across processes through `traceparent`'s
+//! sampled flag (`docs/sampling.md`).
+//!
 //! Modules: [`session`] starts and stops recording, the collector writes the file, [`clock`]
 //! calibrates ticks, [`dynamic`] holds run-time callsites, [`autostart`] and [`launcher`] start
 //! a recording from the environment.

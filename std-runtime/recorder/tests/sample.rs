@@ -83,8 +83,9 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
         }
         .instrument(waffle::span!("task", i));
         let ctx = Context::current();
-        flags_agree &= ctx.write_traceparent().as_str().ends_with(if ctx.is_sampled() { "-01" } else { "-00" });
-        flags_agree &= ctx.is_sampled() == !root.id().is_sampled_out() && ctx.span_id() == root.id();
+        flags_agree &=
+            ctx.write_traceparent().as_str().ends_with(if ctx.is_sampled() { "-01" } else { "-00" });
+        flags_agree &= ctx.is_sampled() != root.id().is_sampled_out() && ctx.span_id() == root.id();
         kept.push(!root.id().is_sampled_out());
         drop(root);
         tx.send((i, ctx, Box::pin(task))).unwrap();
@@ -115,7 +116,7 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
     // Every link in the file names a recorded item; the effects' links all survive.
     let index = t.index();
     let mut links = 0;
-    for (_, r) in &index {
+    for r in index.values() {
         let v = t.describe(*r);
         for l in v.links {
             assert!(index.contains_key(l), "{} links to {l:016x}, not in the trace", v.callsite.name);
@@ -145,7 +146,8 @@ fn child_process() {
     session.stop().unwrap();
 }
 
-/// Runs [`child_process`] in a new process with `env`; returns its trace and its stderr.
+/// Runs [`child_process`] in a new process with `env`, recording to [`path`]`(name)`; returns
+/// its trace and its stderr.
 fn run_child(name: &str, env: &[(&str, &str)]) -> (Trace, String) {
     let p = path(name);
     let mut cmd = Command::new(std::env::current_exe().unwrap());
@@ -156,9 +158,7 @@ fn run_child(name: &str, env: &[(&str, &str)]) -> (Trace, String) {
     cmd.envs(env.iter().copied());
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let t = decode(&p);
-    let _ = std::fs::remove_file(&p);
-    (t, String::from_utf8_lossy(&out.stderr).into_owned())
+    (decode(&p), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -188,11 +188,14 @@ fn a_child_process_follows_the_sampled_flag_of_its_traceparent() {
     // Sampled parent: every root kept, even with a local rate of 0, under the parent's span.
     let (t, _) = run_child("sampled.bin", &[("WAFFLE_TRACEPARENT", &kept.1), ("WAFFLE_SAMPLE", "0")]);
     let seen = items(&t);
-    assert!((0..100).all(|i| seen.get(&("root".into(), i)) == Some(&1) && seen.get(&("child".into(), i)) == Some(&1)));
+    assert!((0..100)
+        .all(|i| seen.get(&("root".into(), i)) == Some(&1) && seen.get(&("child".into(), i)) == Some(&1)));
     assert_eq!(t.processes[0].header.parent, kept.0.span_id().to_u64());
     let labels = &t.processes[0].header.labels;
     assert!(!labels.iter().any(|(k, _)| k == "waffle.sample"), "{labels:?}");
-    let _ = std::fs::remove_file(&p);
+    for f in [p, path("unsampled.bin"), path("sampled.bin")] {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 #[test]
@@ -208,9 +211,21 @@ fn waffle_sample_from_the_environment_and_a_bad_value() {
     let children: HashSet<u64> = seen.keys().filter(|(n, _)| n == "child").map(|(_, i)| *i).collect();
     assert_eq!(roots, children, "whole roots");
     assert!(roots.len() < 50, "kept {} of 100 at 0.1", roots.len());
+    // The decoder's summary says the file is a sample.
+    let out = Command::new(common::decoder_binary())
+        .arg(path("tenth.bin"))
+        .arg("-o")
+        .arg(path("tenth.chrome.json"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains(", head-sampled: roots kept at rate 0.1"), "{stderr}");
 
     let (t, stderr) = run_child("bad.bin", &[("WAFFLE_SAMPLE", "lots")]);
     let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("WAFFLE_SAMPLE")).collect();
     assert_eq!(lines, ["waffle: WAFFLE_SAMPLE=\"lots\" is not a number from 0 to 1; every span is kept"]);
     assert_eq!(items(&t).len(), 200, "sampling off: everything kept");
+    for f in ["none.bin", "tenth.bin", "tenth.chrome.json", "bad.bin"] {
+        let _ = std::fs::remove_file(path(f));
+    }
 }

@@ -335,7 +335,7 @@ fn hang(args: &HangArgs) -> Result<(), String> {
 fn summary(processes: &[ProcessStats]) {
     for p in processes {
         eprintln!(
-            "{}: pid {} ({}), {} threads, {} spans, {} events{}{}",
+            "{}: pid {} ({}), {} threads, {} spans, {} events{}{}{}",
             p.source,
             p.pid,
             p.name,
@@ -348,6 +348,7 @@ fn summary(processes: &[ProcessStats]) {
                 String::new()
             },
             if p.complete { "" } else { ", not closed cleanly" },
+            p.sample.as_ref().map_or(String::new(), |r| format!(", head-sampled: roots kept at rate {r}")),
         );
     }
 }

@@ -85,6 +85,14 @@ pub struct ProcessStats {
     pub dropped: u64,
     /// Whether the file ended with a clean-shutdown frame.
     pub complete: bool,
+    /// The fraction of roots head sampling kept, if the process sampled (its `waffle.sample`
+    /// label): the file holds only those roots, each whole.
+    pub sample: Option<String>,
+}
+
+/// The `waffle.sample` label of a header: the rate a sampling process kept roots at.
+pub fn sample_label(h: &waffle::wire::Header) -> Option<String> {
+    h.labels.iter().find(|(k, _)| k == "waffle.sample").map(|(_, v)| v.clone())
 }
 
 impl ProcessStats {
@@ -99,6 +107,7 @@ impl ProcessStats {
             events: p.threads.iter().map(|t| t.events.len() as u64).sum(),
             dropped: p.dropped,
             complete: p.complete,
+            sample: sample_label(&p.header),
         }
     }
 }

@@ -93,6 +93,7 @@ impl ProcessInfo {
             events: self.events,
             dropped: self.dropped,
             complete: self.complete,
+            sample: crate::decode::sample_label(&self.header),
         }
     }
 }

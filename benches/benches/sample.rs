@@ -4,8 +4,14 @@
 //! of one run, each under its own session recording to `/dev/null`.
 //!
 //! `cargo bench -p waffle-benches --bench sample`; see README.md for the figures.
+//!
+//! On a machine too busy for timings, instructions count instead: with `SAMPLE_LOOP=n` set,
+//! the binary skips criterion and records `n` such roots under a session configured from the
+//! environment (`WAFFLE_SAMPLE`), each in [`one_root`], which callgrind can count alone:
+//! `SAMPLE_LOOP=200000 WAFFLE_SAMPLE=0 valgrind --tool=callgrind --toggle-collect='sample::one_root'
+//! target/release/deps/sample-<hash>`.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use std::{hint::black_box, time::Duration};
 
 /// Runs the root span with two fields under a session keeping `rate` of roots.
@@ -36,6 +42,23 @@ fn root_2_fields(
     );
 }
 
+/// One root span with two fields, not inlined so that callgrind can count it alone.
+#[inline(never)]
+fn one_root(i: u64) {
+    let s = waffle::span!("bench2", n = i, x = 1.5f64);
+    black_box(&s);
+}
+
+/// `SAMPLE_LOOP=n`: `n` roots under a session from the environment, then exit.
+fn instruction_loop(n: u64) {
+    let session = waffle_std::Config::new("/dev/null").queue_bytes(8 << 20).start().expect("start a session");
+    for i in 0..n {
+        one_root(black_box(i));
+    }
+    let stats = session.stop().expect("stop the session");
+    println!("{n} roots, {} data bytes, {} records dropped", stats.data_bytes, stats.dropped);
+}
+
 fn sample(c: &mut Criterion) {
     let mut group = c.benchmark_group("sample");
     root_2_fields(&mut group, "sampling_off_2_fields", 1.0);
@@ -58,4 +81,10 @@ criterion_group! {
     config = config();
     targets = sample
 }
-criterion_main!(benches);
+fn main() {
+    if let Some(n) = std::env::var("SAMPLE_LOOP").ok().and_then(|n| n.parse().ok()) {
+        return instruction_loop(n);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -144,7 +144,7 @@ impl Local {
         self.dropped = 0;
         self.depth = 0;
         self.current = 0;
-        self.sampling = sample::State::EMPTY;
+        self.sampling = sample::State::start();
         self.next_id = slot.next_id();
         self.flush_ticks = FLUSH_TICKS.load(core::sync::atomic::Ordering::Relaxed) as u64;
         self.last_ts = clock::now();
@@ -229,14 +229,14 @@ impl Local {
         callsite: u32,
         fields: &F,
     ) -> u64 {
-        // Sampling: inside a dropped root, or a root while roots are decided (cold).
-        if self.sampling.suppressed != 0 || (self.depth == 0 && sample::on()) {
-            if let Some(id) = self.sample(state, record_tag) {
-                return id;
-            }
-        }
         if !self.ready(state) {
             return 0;
+        }
+        // Sampling: a root while roots are decided, or inside a dropped root (cold).
+        if self.depth < self.sampling.watch {
+            if let Some(id) = self.sample(record_tag) {
+                return id;
+            }
         }
         let ts = clock::now();
         let mut w = Writer::new(self.staging, self.len);

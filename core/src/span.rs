@@ -153,21 +153,21 @@ pub fn event<F: Fn(&mut Writer<'_>)>(state: u32, callsite: &'static Callsite, fi
 /// Before a record that names `causes`: if it will be a root decided by sampling, its causes
 /// decide it (kept if one of them was kept). Costs one load while sampling is off.
 #[inline(always)]
-pub fn follow(causes: &dyn Causes) {
+pub fn follow(state: u32, causes: &dyn Causes) {
     if crate::local::sample::on() {
-        follow_slow(causes);
+        follow_slow(state, causes);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn follow_slow(causes: &dyn Causes) {
+fn follow_slow(state: u32, causes: &dyn Causes) {
     let (mut any, mut kept) = (false, false);
     causes.each_cause(&mut |id| {
         any |= id != 0;
         kept |= id != 0 && !crate::local::sample::is_sampled_out(id);
     });
-    with_local(|l| l.follow_causes(any, kept));
+    with_local(|l| l.follow_causes(state, any, kept));
 }
 
 /// Records that the span or event just begun on this thread was caused by `causes`.

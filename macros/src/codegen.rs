@@ -101,7 +101,7 @@ pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, lin
         let follow = if cause_temps.is_empty() {
             quote!()
         } else {
-            quote!(::waffle::__private::follow(&[#(#cause_temps),*]);)
+            quote!(::waffle::__private::follow(__waffle_state, &[#(#cause_temps),*]);)
         };
         let (corr_let, corr_write) = match &extras.correlate {
             Some((_, v)) => (

@@ -108,7 +108,8 @@ impl Local {
     /// Adopts `span` (from anywhere) as the current parent; returns the id to restore with
     /// [`Local::exit`], or `None` if nothing was recorded.
     pub fn enter(&mut self, state: u32, span: u64) -> Option<u64> {
-        if span == 0 {
+        // Ready first: a session's first record resets the sampling state.
+        if span == 0 || !self.ready(state) {
             return None;
         }
         if self.enter_dropped(span) {

@@ -23,7 +23,9 @@
 //! recorded too; a [`Context`](crate::Context) holding one writes `traceparent` with the
 //! sampled flag clear, and entering it drops what is recorded inside.
 //!
-//! The one cost to a program that does not sample: a root's record reads one more global.
+//! What a program that does not sample pays: each span begin and event compares its context's
+//! depth with a per-context word (`State::watch`, 0 then), each span end tests one count. A
+//! context reads whether sampling is on once per session, at its first record.
 
 use super::Local;
 use crate::wire::tag;
@@ -102,6 +104,13 @@ pub const fn keeps_root(seed: u32, stream: u32, n: u64, threshold: u32) -> bool 
 
 /// A recording context's sampling state (a session's start resets it).
 pub(crate) struct State {
+    /// The hot path's one test: a record whose context's depth (open spans and entered
+    /// contexts) is below this is decided here. 0 while sampling is off and nothing dropped
+    /// is open (never below), 1 while it is on (roots, at depth 0), `u64::MAX` inside a
+    /// dropped root (everything).
+    pub(super) watch: u64,
+    /// Whether sampling was on when the session's first record of this context was made.
+    on: bool,
     /// Dropped spans open and dropped contexts entered: while non-zero, nothing is written.
     pub(super) suppressed: u64,
     /// Whether the latest span or event was dropped.
@@ -113,24 +122,32 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// Nothing open, nothing decided.
+    /// Nothing open, nothing decided, sampling off.
     pub(crate) const EMPTY: State =
-        State { suppressed: 0, latest_dropped: false, hint: Hint::None, roots: 0 };
+        State { watch: 0, on: false, suppressed: 0, latest_dropped: false, hint: Hint::None, roots: 0 };
+
+    /// The state a context starts a session with: sampling as it is set now.
+    pub(super) fn start() -> State {
+        let on = on();
+        State { watch: u64::from(on), on, ..State::EMPTY }
+    }
+
+    fn open_dropped(&mut self) {
+        self.suppressed += 1;
+        self.watch = u64::MAX;
+    }
 }
 
 impl Local {
-    /// Decides a record that is a root while sampling is on, or that is made inside a dropped
-    /// root: `None` to record it, `Some(id)` if it is dropped, with the sampled-out id to hand
-    /// back (nothing is written, no id is taken; a dropped span begin opens a dropped span).
+    /// Decides a record below [`State::watch`]: a root while sampling is on, or anything
+    /// inside a dropped root. `None` to record it, `Some(id)` if it is dropped, with the
+    /// sampled-out id to hand back (nothing is written, no id is taken; a dropped span begin
+    /// opens a dropped span). The context is ready (it has its slot for this session).
     #[cold]
     #[inline(never)]
-    pub(super) fn sample(&mut self, state: u32, record_tag: u8) -> Option<u64> {
+    pub(super) fn sample(&mut self, record_tag: u8) -> Option<u64> {
         let hint = core::mem::replace(&mut self.sampling.hint, Hint::None);
         if self.sampling.suppressed == 0 {
-            // The slot first: it sets the stream (and a new session resets the counts).
-            if !self.ready(state) || !on() {
-                return None;
-            }
             let keep = match hint {
                 Hint::Keep => true,
                 Hint::Drop => false,
@@ -148,15 +165,16 @@ impl Local {
         }
         self.sampling.latest_dropped = true;
         if record_tag == tag::SPAN_BEGIN {
-            self.sampling.suppressed += 1;
+            self.sampling.open_dropped();
         }
         Some(sampled_out(self.next_id))
     }
 
     /// Sets what the causes of the record about to be made say, if it will be a root decided
     /// by sampling: `any` if a non-null cause was named, `kept` if one was not sampled out.
-    pub(crate) fn follow_causes(&mut self, any: bool, kept: bool) {
-        if self.depth == 0 && self.sampling.suppressed == 0 {
+    pub(crate) fn follow_causes(&mut self, state: u32, any: bool, kept: bool) {
+        // Ready first: a session's first record resets the state.
+        if self.ready(state) && self.depth == 0 && self.sampling.suppressed == 0 {
             self.sampling.hint = match (any, kept) {
                 (_, true) => Hint::Keep,
                 (true, false) => Hint::Drop,
@@ -171,16 +189,20 @@ impl Local {
     pub(super) fn leave_dropped(&mut self) -> bool {
         if self.sampling.suppressed != 0 {
             self.sampling.suppressed -= 1;
+            if self.sampling.suppressed == 0 {
+                self.sampling.watch = u64::from(self.sampling.on);
+            }
             return true;
         }
         false
     }
 
-    /// Called where a context is entered: if `span` is sampled out, or this context is inside
-    /// a dropped root, opens a dropped region and returns `true` (nothing is to be written).
+    /// Called where a context is entered (the context ready): if `span` is sampled out, or
+    /// this context is inside a dropped root, opens a dropped region and returns `true`
+    /// (nothing is to be written).
     pub(super) fn enter_dropped(&mut self, span: u64) -> bool {
         if is_sampled_out(span) || self.sampling.suppressed != 0 {
-            self.sampling.suppressed += 1;
+            self.sampling.open_dropped();
             return true;
         }
         self.sampling.latest_dropped = false;

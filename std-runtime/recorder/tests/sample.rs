@@ -69,6 +69,7 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
     });
     let n = 2000u64;
     let mut kept = Vec::new();
+    let mut marks = Vec::new();
     let mut flags_agree = true;
     let mut previous_event = EventId::NULL;
     for i in 0..n {
@@ -92,6 +93,11 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
         // A root naming a cause follows it.
         let effect = waffle::span!("effect", i, caused_by = previous_event);
         assert_eq!(effect.id().is_sampled_out(), previous_event.is_sampled_out(), "root {i}");
+        drop(effect);
+        // A top-level event is a root of its own; a binding's link after it goes with it.
+        let mark = waffle::event!("mark", i);
+        waffle::link_raw(&previous_event, None);
+        marks.push(!mark.is_sampled_out());
     }
     drop(tx);
     worker.join().unwrap();
@@ -105,6 +111,8 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
     let kept_n = kept.iter().filter(|&&k| k).count() as f64;
     let (mean, sd) = (n as f64 * 0.25, (n as f64 * 0.25 * 0.75).sqrt());
     assert!((kept_n - mean).abs() < 5.0 * sd, "kept {kept_n} roots of {n}");
+    let marks_n = marks.iter().filter(|&&k| k).count() as f64;
+    assert!((marks_n - mean).abs() < 5.0 * sd, "kept {marks_n} top-level events of {n}");
     for (i, &k) in kept.iter().enumerate() {
         let i = i as u64;
         for name in INSIDE.iter().chain(&["effect"]) {
@@ -112,7 +120,15 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
             assert_eq!(count, usize::from(k), "{name} of root {i} (kept: {k})");
         }
     }
-    assert_eq!(seen.values().sum::<usize>(), kept_n as usize * (INSIDE.len() + 1), "nothing else");
+    for (i, &k) in marks.iter().enumerate() {
+        assert_eq!(
+            seen.get(&("mark".to_owned(), i as u64)).copied().unwrap_or(0),
+            usize::from(k),
+            "mark {i}"
+        );
+    }
+    let all = kept_n as usize * (INSIDE.len() + 1) + marks_n as usize;
+    assert_eq!(seen.values().sum::<usize>(), all, "nothing else");
     // Every link in the file names a recorded item; the effects' links all survive.
     let index = t.index();
     let mut links = 0;
@@ -126,9 +142,11 @@ fn a_fraction_of_roots_is_kept_each_whole_with_its_causes() {
         }
         links += v.links.len();
     }
-    // `child` of a kept root keeps its link when the previous root was kept too.
+    // `child` of a kept root keeps its link when the previous root was kept too; `mark` when
+    // it was kept and its root too.
     let both = kept.windows(2).filter(|w| w[0] && w[1]).count();
-    assert_eq!(links, kept_n as usize + both);
+    let marked = kept.iter().zip(&marks).filter(|(&r, &m)| r && m).count();
+    assert_eq!(links, kept_n as usize + both + marked);
     assert!(t.processes[0].threads.iter().all(|th| th.dropped == 0));
     let _ = std::fs::remove_file(&p);
 }

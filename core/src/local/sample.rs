@@ -12,8 +12,8 @@
 //! 1. inside a dropped root, or an entered sampled-out context: dropped;
 //! 2. a root that names causes (`caused_by`, from `span!`/`event!`/`#[instrument]`): kept if
 //!    one of its causes was kept, dropped if every one was dropped;
-//! 3. otherwise a hash of the session seed, the stream's index and the context's count of
-//!    roots so far, compared with `rate * 2^32`: the n-th root of the same thread of two
+//! 3. otherwise a hash of the session seed, the stream's index and owner generation, and the
+//!    context's count of roots so far, compared with `rate * 2^32`: the n-th root of the same stream index in two
 //!    processes sharing a seed (the recorder derives it from the trace id) is decided alike.
 //!
 //! A dropped span or event takes no id from its stream (the file's ids stay consecutive and
@@ -96,9 +96,11 @@ const fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Whether the `n`-th root (from 0) of stream `stream` is kept under `seed` and `threshold`.
-pub const fn keeps_root(seed: u32, stream: u32, n: u64, threshold: u32) -> bool {
-    let key = (seed as u64) << 32 | (stream & 0xFFF) as u64;
+/// Whether the `n`-th root (from 0) of stream `stream`'s owner `owner` (the slot's owner
+/// generation: a thread that takes over a slot another left does not repeat its decisions) is
+/// kept under `seed` and `threshold`.
+pub const fn keeps_root(seed: u32, stream: u32, owner: u32, n: u64, threshold: u32) -> bool {
+    let key = (seed as u64) << 32 | ((owner & 0xF_FFFF) as u64) << 12 | (stream & 0xFFF) as u64;
     ((mix(mix(key) ^ n) >> 32) as u32) < threshold
 }
 
@@ -155,7 +157,8 @@ impl Local {
                     let n = self.sampling.roots;
                     self.sampling.roots += 1;
                     let stream = (self.next_id >> 32) as u32;
-                    keeps_root(SEED.load(Ordering::Relaxed), stream, n, THRESHOLD.load(Ordering::Relaxed))
+                    let (seed, threshold) = (SEED.load(Ordering::Relaxed), THRESHOLD.load(Ordering::Relaxed));
+                    keeps_root(seed, stream, self.generation, n, threshold)
                 }
             };
             if keep {
@@ -237,20 +240,22 @@ mod tests {
         for (rate, stream) in [(0.1, 0), (0.25, 1), (0.5, 7), (0.01, 4095)] {
             let threshold = (rate * 4_294_967_296.0) as u32;
             let n = 100_000u64;
-            let kept = (0..n).filter(|&i| keeps_root(0x5eed, stream, i, threshold)).count() as f64;
+            let kept = (0..n).filter(|&i| keeps_root(0x5eed, stream, 1, i, threshold)).count() as f64;
             let (mean, sd) = (n as f64 * rate, (n as f64 * rate * (1.0 - rate)).sqrt());
             assert!((kept - mean).abs() < 5.0 * sd, "rate {rate}: kept {kept} of {n}");
         }
-        assert!((0..1000).all(|i| !keeps_root(1, 0, i, 0)));
+        assert!((0..1000).all(|i| !keeps_root(1, 0, 1, i, 0)));
     }
 
     #[test]
     fn the_same_seed_decides_alike_and_another_differently() {
         let t = 1 << 30;
-        let a: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, i, t) as u64);
-        let b: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, i, t) as u64);
-        let c: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(10, 2, i, t) as u64);
+        let a: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, 1, i, t) as u64);
+        let b: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, 1, i, t) as u64);
+        let c: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(10, 2, 1, i, t) as u64);
+        let d: u64 = (0..64).fold(0, |acc, i| acc << 1 | keeps_root(9, 2, 2, i, t) as u64);
         assert_eq!(a, b);
         assert_ne!(a, c);
+        assert_ne!(a, d, "the next owner of a slot decides afresh");
     }
 }

@@ -247,3 +247,28 @@ fn waffle_sample_from_the_environment_and_a_bad_value() {
         let _ = std::fs::remove_file(path(f));
     }
 }
+
+/// Short-lived threads, one root each, reusing the same few slots: each is decided afresh
+/// (a slot's next owner does not repeat the previous owner's decisions).
+#[test]
+fn threads_that_reuse_a_slot_decide_afresh() {
+    let _one = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    let p = path("churn.bin");
+    let session = waffle_std::Config::new(&p).sample(0.5).start().unwrap();
+    let n = 400u64;
+    // Each root's stream index (a sampled-out id keeps it) and whether it was kept.
+    let mut decided: HashMap<u64, Vec<bool>> = HashMap::new();
+    for i in 0..n {
+        let id = std::thread::spawn(move || waffle::span!("root", i).id()).join().unwrap();
+        decided.entry(id.to_u64() >> 32 & 0xFFF).or_default().push(!id.is_sampled_out());
+    }
+    session.stop().unwrap();
+    let kept = decided.values().flatten().filter(|&&k| k).count() as u64;
+    let (mean, sd) = (n as f64 * 0.5, (n as f64 * 0.25).sqrt());
+    assert!((kept as f64 - mean).abs() < 5.0 * sd, "kept {kept} of {n}");
+    let reused: Vec<&Vec<bool>> = decided.values().filter(|d| d.len() >= 4).collect();
+    assert!(reused.len() >= 5, "slots were reused: {decided:?}");
+    assert!(reused.iter().any(|d| d.contains(&true) && d.contains(&false)), "{reused:?}");
+    assert_eq!(items(&decode(&p)).len() as u64, kept);
+    let _ = std::fs::remove_file(&p);
+}

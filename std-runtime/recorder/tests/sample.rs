@@ -238,6 +238,15 @@ fn waffle_sample_from_the_environment_and_a_bad_value() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.contains(", head-sampled: roots kept at rate 0.1"), "{stderr}");
+    // And `why` says that a chain may stop short at a dropped root.
+    let out = Command::new(common::decoder_binary())
+        .arg("why")
+        .arg(path("tenth.bin"))
+        .args(["--event", "child"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("was head-sampled (waffle.sample=0.1)"), "{stdout}");
 
     let (t, stderr) = run_child("bad.bin", &[("WAFFLE_SAMPLE", "lots")]);
     let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("WAFFLE_SAMPLE")).collect();

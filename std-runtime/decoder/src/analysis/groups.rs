@@ -86,6 +86,20 @@ pub(super) fn notes(
     names.into_iter().map(|name| unmatched.unmatched[name].describe(name, &|r| rank_name(trace, r))).collect()
 }
 
+/// A sentence for each process that head sampling thinned (`waffle.sample` label): a cause in
+/// a root it dropped is not in its file, so a chain can stop short there.
+pub(super) fn sampled(trace: &Trace) -> Vec<String> {
+    let sampled = trace.processes.iter().enumerate().filter_map(|(process, p)| {
+        let rate = p.header.label("waffle.sample")?;
+        let who = rank_name(trace, &Rank { process, field: RankField::None });
+        Some(format!(
+            "{who} was head-sampled (waffle.sample={rate}): its file holds only the roots it kept, \
+             each whole, and no recorded item names a dropped one, but a cause in a dropped root was never recorded"
+        ))
+    });
+    sampled.collect()
+}
+
 /// A rank as a reader knows it: the process's `rank` label (or its pid), and the span's own
 /// `rank` field when it has one.
 fn rank_name(trace: &Trace, rank: &Rank) -> String {

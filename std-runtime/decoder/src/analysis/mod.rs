@@ -328,7 +328,8 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
         steps.push(Step { depth: node.depth, relation: node.relation, from: node.from, reached, occurrence });
         stack.extend(node.children.iter().rev());
     }
-    let notes = notes(trace, &index, &visited, &unmatched);
+    let mut notes = notes(trace, &index, &visited, &unmatched);
+    notes.extend(groups::sampled(trace));
 
     Ok(Explanation {
         symptom: info(trace, symptom, t0),

@@ -39,6 +39,14 @@
 //!   DATA and TAIL heads, CLOCK and END payloads encoded with postcard, and the frame envelope), shared
 //!   by the recorder and the decoder. It needs `alloc`, not `std`, so a bare-metal recorder can
 //!   write the same files; without it the crate never allocates.
+//! - `half`: [`tensor!`] over slices of `half::f16` and `half::bf16`.
+//!
+//! ## Tensors and steps
+//! [`tensor!`] records what a tensor is rather than its contents: its element count, an XXH3-64
+//! hash of its bytes, RMS, min, max and NaN/Inf counts ([`tensor::Fingerprint`]), so that two
+//! runs' traces say where their numbers first diverged. [`step!`] marks a training or
+//! simulation step. Both are ordinary events and spans with the reserved fields of
+//! [`wire::reserved`]; fingerprints are off unless the runtime turns them on.
 
 #![no_std]
 #![warn(missing_docs)]
@@ -59,6 +67,7 @@ pub mod queue;
 pub mod runtime;
 mod span;
 mod task;
+pub mod tensor;
 mod track;
 pub mod wire;
 
@@ -116,16 +125,78 @@ pub use waffle_macros::event;
 /// ```
 pub use waffle_macros::instrument;
 
+/// Records a tensor's fingerprint as one event and returns its [`EventId`] (null while
+/// recording or tensor fingerprints are off).
+///
+/// `tensor!(name, &data, shape = [d0, d1, ...], key = value, ...)`: `data` is a slice (or
+/// anything that slices: an array, a `Vec`) of `f32`, `f64`, `half::f16`, `half::bf16`
+/// (feature `half`) or any integer type. The event carries the reserved fields of
+/// [`wire::reserved::tensor`]: name, dtype, shape, element count, XXH3-64 hash of the
+/// little-endian bytes, RMS, min and max of the finite elements, NaN/+Inf/-Inf counts (see
+/// [`tensor::Fingerprint`]); `key = value` fields, `caused_by` and `correlate` follow as in
+/// [`span!`]. The event is named after the tensor when `name` is a string literal; any other
+/// `&str` expression works too (the event is then named `tensor`, the name is in `tensor.name`).
+/// `shape` is an array of integers or a slice of `u64` or `usize`; without it the shape is the
+/// element count.
+///
+/// Fingerprints are off unless the session turns them on (`WAFFLE_TENSORS=1`, or
+/// `waffle_std::Config::tensors(true)`, through [`runtime::set_tensors`]): off, `tensor!` costs
+/// what a disabled span costs and touches neither the name nor the data.
+///
+/// ```
+/// let data = vec![0.5f32; 2560];
+/// let id: waffle::EventId = waffle::tensor!("blk0/attn_norm", &data, shape = [1, 2560], layer = 0u64);
+/// let name = format!("blk{}/out", 1);
+/// waffle::tensor!(&name, &data[..16], caused_by = id);
+/// ```
+pub use waffle_macros::tensor;
+
+/// Opens a step span: named `step`, its first field `step` the number (any integer, written as
+/// `u64`), then any `key = value` fields; it ends when the guard is dropped. Exporters draw
+/// steps on a track of their own (Perfetto) or as step markers (XSpace).
+///
+/// ```
+/// for n in 0..3u32 {
+///     let _step = waffle::step!(n, batch = 32u64);
+/// }
+/// ```
+pub use waffle_macros::step;
+
 /// Used by generated code; not part of the API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::callsite::{Callsite, Field, Kind, CALLSITES};
     pub use crate::encode::{FieldValue, Writer};
-    pub use crate::runtime::state;
+    pub use crate::runtime::{state, tensors};
     pub use crate::span::{correlate, event, follow, link, span_begin, Causes};
     pub use crate::task::Instrument;
+    pub use crate::tensor::{Fingerprint, Shape};
     pub use crate::wire::FieldType;
     pub use linkme;
+
+    /// A step number as `step!` records it.
+    #[inline(always)]
+    pub fn step_number<N: StepNumber>(n: N) -> u64 {
+        n.to_u64()
+    }
+
+    /// The integer types `step!` takes.
+    pub trait StepNumber {
+        /// The number as the `step` field's `u64`.
+        fn to_u64(self) -> u64;
+    }
+
+    macro_rules! step_numbers {
+        ($($t:ty),*) => {$(
+            impl StepNumber for $t {
+                #[inline(always)]
+                fn to_u64(self) -> u64 {
+                    self as u64
+                }
+            }
+        )*};
+    }
+    step_numbers!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
 
     /// `false` with the `compile-out` feature: every record is then dead code.
     pub const COMPILED_IN: bool = !cfg!(feature = "compile-out");

@@ -7,7 +7,7 @@
 //! older epoch trades it in on its next record.
 
 use crate::{ids::TraceId, queue::StreamSlot};
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 /// What a runtime provides to the producer side.
 pub struct Hooks {
@@ -61,6 +61,21 @@ pub fn set_enabled(on: bool) {
 /// The epoch of the current session, also while recording is paused (0: none).
 pub fn last_epoch() -> u32 {
     EPOCH.load(Ordering::Acquire)
+}
+
+/// Whether `tensor!` (and the bindings' tensor calls) fingerprint tensors: off unless a runtime
+/// turns it on (`WAFFLE_TENSORS=1`, `Config::tensors`), since hashing reads the whole tensor.
+static TENSORS: AtomicBool = AtomicBool::new(false);
+
+/// Turns tensor fingerprints on or off; read beside [`state`] by every `tensor!`.
+pub fn set_tensors(on: bool) {
+    TENSORS.store(on, Ordering::Relaxed);
+}
+
+/// Whether tensor fingerprints are on (see [`set_tensors`]); spans and events ignore it.
+#[inline(always)]
+pub fn tensors() -> bool {
+    TENSORS.load(Ordering::Relaxed)
 }
 
 /// Whether spans and events record now.

@@ -48,6 +48,26 @@ pub fn callsite(
 /// Emits an expression that records the span begin (a `waffle::Span` guard) or the event (a
 /// `waffle::EventId`). Field values are evaluated once, and only when recording is on.
 pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, line_span: Span) -> TokenStream {
+    record_when(kind, name, fields, extras, line_span, &Guard::default())
+}
+
+/// What a record needs besides recording being on: a further condition (`tensor!` asks that
+/// tensors be on) and statements run once it holds, before the field values.
+#[derive(Default)]
+pub struct Guard {
+    pub condition: Option<TokenStream>,
+    pub prelude: TokenStream,
+}
+
+/// [`record`], also requiring `guard`.
+pub fn record_when(
+    kind: Kind,
+    name: &str,
+    fields: &[FieldSpec],
+    extras: &Extras,
+    line_span: Span,
+    guard: &Guard,
+) -> TokenStream {
     let key = extras.correlate.as_ref().map_or(String::new(), |(k, _)| k.value());
     let callsite = callsite(kind, name, fields, &key, line_span);
     // Spans that point at each value (so a type error names the value, not the whole macro)
@@ -122,10 +142,13 @@ pub fn record(kind: Kind, name: &str, fields: &[FieldSpec], extras: &Extras, lin
             __waffle_r
         }
     };
+    let condition = guard.condition.as_ref().map(|c| quote!(&& #c));
+    let prelude = &guard.prelude;
     quote! {{
         #callsite
         let __waffle_state = ::waffle::__private::state();
-        if ::waffle::__private::COMPILED_IN && __waffle_state != 0 {
+        if ::waffle::__private::COMPILED_IN && __waffle_state != 0 #condition {
+            #prelude
             #(let #temps = &(#values);)*
             #body
         } else {

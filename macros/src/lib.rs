@@ -13,6 +13,7 @@ mod args;
 mod codegen;
 mod instrument;
 mod record;
+mod tensor;
 
 use proc_macro::TokenStream;
 
@@ -32,4 +33,16 @@ pub fn event(input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn instrument(attr: TokenStream, item: TokenStream) -> TokenStream {
     instrument::expand(attr.into(), item.into()).into()
+}
+
+/// Records a tensor's fingerprint as an event and returns its `EventId`. See `waffle::tensor!`.
+#[proc_macro]
+pub fn tensor(input: TokenStream) -> TokenStream {
+    tensor::expand_tensor(input.into()).into()
+}
+
+/// Opens a step span (`step`, with the step number as its first field). See `waffle::step!`.
+#[proc_macro]
+pub fn step(input: TokenStream) -> TokenStream {
+    tensor::expand_step(input.into()).into()
 }

@@ -1,6 +1,7 @@
 //! How to record: [`Config`], the builder a session starts from (output file, process name and
-//! labels, trace id and parent, buffer sizes, drain interval, hooks run at stop), with its
-//! defaults read from the environment. [`crate::session`] does the starting and stopping.
+//! labels, trace id and parent, buffer sizes, drain interval, hooks run at stop, tensor
+//! fingerprints), with its defaults read from the environment. [`crate::session`] does the
+//! starting and stopping.
 
 use crate::{error::Error, launcher, live::LiveWriter, session::Session};
 use std::{
@@ -26,6 +27,7 @@ pub struct Config {
     pub(crate) exit_wait: Duration,
     pub(crate) at_stop: Vec<AtStop>,
     pub(crate) live: Option<LiveWriter>,
+    pub(crate) tensors: bool,
 }
 
 /// The error an [`at_stop`](Config::at_stop) hook returns.
@@ -78,6 +80,7 @@ impl Config {
             exit_wait: Duration::from_millis(250),
             at_stop: Vec::new(),
             live: None,
+            tensors: env("WAFFLE_TENSORS").is_some_and(|v| tensors_on(&v)),
         }
     }
 
@@ -191,6 +194,14 @@ impl Config {
         self
     }
 
+    /// Whether `waffle::tensor!` (and `waffle.tensor`, `waffle_tensor_*`) record fingerprints
+    /// in this session: off by default, since each one reads the whole tensor; on when
+    /// `WAFFLE_TENSORS` is `1` (or `true`, `yes`, `on`) at [`Config::new`].
+    pub fn tensors(mut self, on: bool) -> Config {
+        self.tensors = on;
+        self
+    }
+
     /// Starts recording.
     ///
     /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
@@ -210,6 +221,11 @@ impl Config {
 /// A sampling rate: a decimal number from 0 to 1.
 fn parse_sample(s: &str) -> Option<f64> {
     s.trim().parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r))
+}
+
+/// Whether a `WAFFLE_TENSORS` value turns fingerprints on.
+fn tensors_on(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
 }
 
 /// A trace id written as 32 lower-case hex digits, not all zero.

@@ -112,6 +112,7 @@ impl Config {
         waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
         let collector =
             Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
+        waffle::runtime::set_tensors(self.tensors);
         let epoch = waffle::runtime::install(&registry::HOOKS);
         *active = Some(Active {
             epoch,

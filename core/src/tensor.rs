@@ -1,0 +1,317 @@
+//! Tensor fingerprints: what `waffle::tensor!` (and the C and Python bindings) record about an
+//! array instead of its contents.
+//!
+//! A [`Fingerprint`] is the element count, an XXH3-64 hash of the elements' little-endian bytes,
+//! the root mean square, smallest and largest of the finite elements, and how many elements are
+//! NaN, +Inf and -Inf. Two runs that compute the same tensor record the same hash, so the first
+//! tensor whose hash differs between two traces is where they diverged; the statistics say how
+//! (a NaN appeared, the scale drifted). The fields and their order are
+//! [`wire::reserved::tensor`](crate::wire::reserved::tensor).
+//!
+//! The hash is XXH3-64 with seed 0 (crate `xxhash-rust`, no_std): it is well kept, the fastest
+//! portable 64-bit hash there is, and its output is fixed by a published specification, so that
+//! Python (`xxhash`), C (`libxxhash`) and Rust compute the same value for the same bytes and a
+//! fingerprint can be checked outside waffle.
+//!
+//! Computing one reads the data once from memory: it is cut into blocks that fit the L2 cache,
+//! and each block is first folded into the statistics and then fed to the streaming hash while it
+//! is still cached. Sums of squares are taken in `f64` in eight independent lanes (the compiler
+//! turns them into vector code); non-finite elements are only counted in the first pass, and
+//! split into NaN, +Inf and -Inf by a second pass over the data only when there are some. No
+//! allocation, no `std`.
+
+use crate::{encode::Writer, wire::MAX_STR_LEN, FieldValue};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
+
+/// Elements per lane group of the statistics loop.
+const LANES: usize = 8;
+/// Bytes per block: statistics, then hash, while the block is in the L2 cache.
+const BLOCK_BYTES: usize = 64 << 10;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type a tensor may have: the floats (`f32`, `f64`, and `half::f16`/`half::bf16`
+/// with the feature `half`) and every integer type.
+pub trait Element: Copy + sealed::Sealed {
+    /// The name recorded as `tensor.dtype`.
+    const DTYPE: &'static str;
+    /// The value as an `f64` (integers beyond 2^53 rounded).
+    fn to_f64(self) -> f64;
+    /// The element's little-endian bytes, written to the front of `out`; returns how many.
+    fn write_le(self, out: &mut [u8]) -> usize;
+}
+
+macro_rules! element {
+    ($($t:ty => $name:literal, $conv:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: &'static str = $name;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                let conv: fn($t) -> f64 = $conv;
+                conv(self)
+            }
+            #[inline(always)]
+            fn write_le(self, out: &mut [u8]) -> usize {
+                let b = self.to_le_bytes();
+                out[..b.len()].copy_from_slice(&b);
+                b.len()
+            }
+        }
+    )*};
+}
+
+element! {
+    f32 => "f32", f64::from;
+    f64 => "f64", |x| x;
+    i8 => "i8", f64::from;
+    i16 => "i16", f64::from;
+    i32 => "i32", f64::from;
+    i64 => "i64", |x| x as f64;
+    u8 => "u8", f64::from;
+    u16 => "u16", f64::from;
+    u32 => "u32", f64::from;
+    u64 => "u64", |x| x as f64;
+}
+
+#[cfg(feature = "half")]
+element! {
+    half::f16 => "f16", |x| f64::from(x.to_f32());
+    half::bf16 => "bf16", |x| f64::from(f32::from_bits(u32::from(x.to_bits()) << 16));
+}
+
+/// What is recorded about one tensor (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fingerprint {
+    /// The element type's name (`tensor.dtype`).
+    pub dtype: &'static str,
+    /// The number of elements.
+    pub count: u64,
+    /// XXH3-64, seed 0, of the elements' little-endian bytes.
+    pub hash: u64,
+    /// Root mean square of the finite elements; NaN when none is finite.
+    pub rms: f64,
+    /// Smallest finite element; NaN when none is finite.
+    pub min: f64,
+    /// Largest finite element; NaN when none is finite.
+    pub max: f64,
+    /// How many elements are NaN.
+    pub nan: u64,
+    /// How many elements are +Inf.
+    pub pos_inf: u64,
+    /// How many elements are -Inf.
+    pub neg_inf: u64,
+}
+
+/// The running sums of the statistics pass, one per lane.
+struct Lanes {
+    squares: [f64; LANES],
+    low: [f64; LANES],
+    high: [f64; LANES],
+    non_finite: [u64; LANES],
+}
+
+impl Lanes {
+    fn new() -> Lanes {
+        Lanes {
+            squares: [0.0; LANES],
+            low: [f64::INFINITY; LANES],
+            high: [f64::NEG_INFINITY; LANES],
+            non_finite: [0; LANES],
+        }
+    }
+
+    /// Folds `group` (at most [`LANES`] elements) into the lanes.
+    #[inline(always)]
+    fn fold<T: Element>(&mut self, group: &[T]) {
+        for (i, &x) in group.iter().enumerate() {
+            let v = x.to_f64();
+            let finite = v.is_finite();
+            let f = if finite { v } else { 0.0 };
+            self.squares[i] += f * f;
+            let lo = if finite { v } else { f64::INFINITY };
+            let hi = if finite { v } else { f64::NEG_INFINITY };
+            self.low[i] = if lo < self.low[i] { lo } else { self.low[i] };
+            self.high[i] = if hi > self.high[i] { hi } else { self.high[i] };
+            self.non_finite[i] += u64::from(!finite);
+        }
+    }
+
+    #[inline(never)]
+    fn fold_block<T: Element>(&mut self, block: &[T]) {
+        let mut groups = block.chunks_exact(LANES);
+        for g in &mut groups {
+            self.fold(g);
+        }
+        self.fold(groups.remainder());
+    }
+}
+
+/// The bytes of `data` as they lie in memory (little-endian targets hash them in place).
+#[cfg(target_endian = "little")]
+fn bytes_of<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: every `Element` is a primitive integer or float (or `half`'s `repr(transparent)`
+    // wrappers of `u16`): no padding, every byte initialised; `u8` has alignment 1 and the
+    // length is the slice's size in bytes, so the new slice covers exactly the same memory.
+    unsafe { core::slice::from_raw_parts(data.as_ptr().cast::<u8>(), core::mem::size_of_val(data)) }
+}
+
+/// Feeds the little-endian bytes of `block` to `hasher`.
+fn hash_block<T: Element>(hasher: &mut Xxh3Default, block: &[T]) {
+    #[cfg(target_endian = "little")]
+    hasher.update(bytes_of(block));
+    #[cfg(not(target_endian = "little"))]
+    for group in block.chunks(32) {
+        let mut buf = [0u8; 256];
+        let mut n = 0;
+        for &x in group {
+            n += x.write_le(&mut buf[n..]);
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+/// XXH3-64 (seed 0) of the little-endian bytes of `data`, alone.
+pub fn hash<T: Element>(data: &[T]) -> u64 {
+    #[cfg(target_endian = "little")]
+    return xxh3_64(bytes_of(data));
+    #[cfg(not(target_endian = "little"))]
+    {
+        let mut h = Xxh3Default::new();
+        hash_block(&mut h, data);
+        h.digest()
+    }
+}
+
+impl Fingerprint {
+    /// Fingerprints `data`, reading it once.
+    pub fn of<T: Element>(data: &[T]) -> Fingerprint {
+        let per_block = (BLOCK_BYTES / core::mem::size_of::<T>().max(1)).max(LANES);
+        let mut lanes = Lanes::new();
+        let hash = if data.len() <= per_block {
+            lanes.fold_block(data);
+            hash(data)
+        } else {
+            let mut hasher = Xxh3Default::new();
+            for block in data.chunks(per_block) {
+                lanes.fold_block(block);
+                hash_block(&mut hasher, block);
+            }
+            hasher.digest()
+        };
+        let non_finite: u64 = lanes.non_finite.iter().sum();
+        let (mut nan, mut pos_inf, mut neg_inf) = (0, 0, 0);
+        if non_finite > 0 {
+            for v in data.iter().map(|x| x.to_f64()).filter(|v| !v.is_finite()) {
+                match v {
+                    f64::INFINITY => pos_inf += 1,
+                    f64::NEG_INFINITY => neg_inf += 1,
+                    _ => nan += 1,
+                }
+            }
+        }
+        let count = data.len() as u64;
+        let finite = count - non_finite;
+        let (rms, min, max) = if finite == 0 {
+            (f64::NAN, f64::NAN, f64::NAN)
+        } else {
+            let s = &lanes.squares;
+            let squares = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+            let min = lanes.low.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+            let max = lanes.high.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            (sqrt(squares / finite as f64), min, max)
+        };
+        Fingerprint { dtype: T::DTYPE, count, hash, rms, min, max, nan, pos_inf, neg_inf }
+    }
+}
+
+/// The square root: `f64::sqrt` with `std`; without it (`core` has none), Newton's iteration
+/// from a first guess that halves the exponent, which converges to within an ulp.
+fn sqrt(x: f64) -> f64 {
+    #[cfg(feature = "std")]
+    return x.sqrt();
+    #[cfg(not(feature = "std"))]
+    {
+        if !(x > 0.0 && x.is_finite()) {
+            return x; // 0, +Inf and NaN are their own roots; x is a mean of squares, never < 0
+        }
+        let mut y = f64::from_bits((x.to_bits() >> 1) + (1023u64 << 51));
+        for _ in 0..8 {
+            y = 0.5 * (y + x / y);
+        }
+        y
+    }
+}
+
+/// A tensor's dimensions, as the program gave them.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape<'a> {
+    /// No shape given: recorded as the element count.
+    Count(u64),
+    /// Dimensions; none for a scalar.
+    Dims(&'a [u64]),
+    /// Dimensions as `usize` (what Rust and Python code usually hold).
+    Sizes(&'a [usize]),
+}
+
+impl<'a> From<&'a [u64]> for Shape<'a> {
+    fn from(d: &'a [u64]) -> Shape<'a> {
+        Shape::Dims(d)
+    }
+}
+
+impl<'a> From<&'a [usize]> for Shape<'a> {
+    fn from(d: &'a [usize]) -> Shape<'a> {
+        Shape::Sizes(d)
+    }
+}
+
+impl Shape<'_> {
+    /// The `tensor.shape` text: dimensions joined by `x` (`1x2560`), cut at [`MAX_STR_LEN`]
+    /// bytes; returns its length in `out`.
+    pub fn write(&self, out: &mut [u8; MAX_STR_LEN]) -> usize {
+        let mut n = 0;
+        let mut put = |i: usize, d: u64| {
+            let mut digits = [0u8; 20];
+            let mut k = digits.len();
+            let mut d = d;
+            loop {
+                k -= 1;
+                digits[k] = b'0' + (d % 10) as u8;
+                d /= 10;
+                if d == 0 {
+                    break;
+                }
+            }
+            let sep: &[u8] = if i == 0 { b"" } else { b"x" };
+            for &b in sep.iter().chain(&digits[k..]) {
+                if n < out.len() {
+                    out[n] = b;
+                    n += 1;
+                }
+            }
+        };
+        match *self {
+            Shape::Count(c) => put(0, c),
+            Shape::Dims(d) => d.iter().enumerate().for_each(|(i, &d)| put(i, d)),
+            Shape::Sizes(d) => d.iter().enumerate().for_each(|(i, &d)| put(i, d as u64)),
+        }
+        n
+    }
+}
+
+impl FieldValue for Shape<'_> {
+    const TYPE: crate::wire::FieldType = crate::wire::FieldType::Str;
+    fn encode(&self, w: &mut Writer<'_>) {
+        let mut buf = [0u8; MAX_STR_LEN];
+        let n = self.write(&mut buf);
+        w.varint(n as u64);
+        w.bytes(&buf[..n]);
+    }
+}
+
+#[cfg(test)]
+#[path = "tensor_tests.rs"]
+mod tests;

@@ -20,7 +20,11 @@
 //! split into NaN, +Inf and -Inf by a second pass over the data only when there are some. No
 //! allocation, no `std`.
 
-use crate::{encode::Writer, wire::MAX_STR_LEN, FieldValue};
+use crate::{
+    encode::Writer,
+    wire::{FieldType, MAX_STR_LEN},
+    FieldValue,
+};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 /// Elements per lane group of the statistics loop.
@@ -103,6 +107,45 @@ pub struct Fingerprint {
     pub pos_inf: u64,
     /// How many elements are -Inf.
     pub neg_inf: u64,
+}
+
+/// The reserved fields of a tensor event with their types, in schema order: what a binding
+/// registers its tensor callsite with (the macro writes the same schema).
+pub const SCHEMA: [(&str, FieldType); 11] = {
+    use crate::wire::reserved::tensor::*;
+    use FieldType::{Str, F64, U64};
+    [
+        (NAME, Str),
+        (DTYPE, Str),
+        (SHAPE, Str),
+        (COUNT, U64),
+        (HASH, U64),
+        (RMS, F64),
+        (MIN, F64),
+        (MAX, F64),
+        (NAN, U64),
+        (POS_INF, U64),
+        (NEG_INF, U64),
+    ]
+};
+
+impl Fingerprint {
+    /// Writes the fields of [`SCHEMA`] for a tensor called `name` of shape `shape`: what a
+    /// binding's event writes before any fields of its own.
+    pub fn encode(&self, name: &str, shape: Shape<'_>, w: &mut Writer<'_>) {
+        name.encode(w);
+        self.dtype.encode(w);
+        shape.encode(w);
+        for v in [self.count, self.hash] {
+            v.encode(w);
+        }
+        for v in [self.rms, self.min, self.max] {
+            v.encode(w);
+        }
+        for v in [self.nan, self.pos_inf, self.neg_inf] {
+            v.encode(w);
+        }
+    }
 }
 
 /// The running sums of the statistics pass, one per lane.
@@ -303,7 +346,7 @@ impl Shape<'_> {
 }
 
 impl FieldValue for Shape<'_> {
-    const TYPE: crate::wire::FieldType = crate::wire::FieldType::Str;
+    const TYPE: FieldType = FieldType::Str;
     fn encode(&self, w: &mut Writer<'_>) {
         let mut buf = [0u8; MAX_STR_LEN];
         let n = self.write(&mut buf);

@@ -103,3 +103,29 @@ fn shapes_are_dimensions_joined_by_x() {
     assert_eq!(text(Shape::Dims(&[])), "");
     assert_eq!(text(Shape::Dims(&[7; 600])).len(), MAX_STR_LEN);
 }
+
+#[test]
+fn the_schema_is_the_reserved_keys_in_order() {
+    let keys: Vec<&str> = SCHEMA.iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, crate::wire::reserved::tensor::ALL);
+}
+
+#[test]
+fn encoded_fields_follow_the_schema() {
+    let fp = Fingerprint::of(&[2u8, 2]);
+    let mut buf = [0u8; 128];
+    let mut w = Writer::new(&mut buf, 0);
+    fp.encode("t", Shape::Dims(&[2, 1]), &mut w);
+    let n = w.pos();
+    let mut want = std::vec![1, b't', 2, b'u', b'8', 3, b'2', b'x', b'1', 2];
+    let mut h = [0u8; 10];
+    let mut hw = Writer::new(&mut h, 0);
+    hw.varint(fp.hash);
+    let hn = hw.pos();
+    want.extend_from_slice(&h[..hn]);
+    for v in [2.0f64, 2.0, 2.0] {
+        want.extend_from_slice(&v.to_le_bytes());
+    }
+    want.extend_from_slice(&[0, 0, 0]);
+    assert_eq!(&buf[..n], &want[..]);
+}

@@ -410,6 +410,138 @@ const char *waffle_status_str(int32_t status);
 // Successful calls leave it alone.
 waffle_status_t waffle_last_status(void);
 
+// Records the fingerprint of the `count` `float`s at `data` as one event and returns its id:
+// the tensor's name (`name`, NUL-terminated), element type, shape (the `ndim` dimensions at
+// `shape`; NULL for none, which records the element count), count, XXH3-64 hash of its bytes
+// in little-endian order, RMS, min and max of its finite elements and its NaN, +Inf and -Inf
+// counts. Returns the null id, reading nothing, while no session records or fingerprints are
+// off (see `waffle_set_tensors`); the null id and a status (`waffle_last_status`) for NULL or
+// misaligned pointers, a negative dimension or more than 32.
+//
+// # Safety
+// `name` is NULL or NUL-terminated; `data` is NULL or points to `count` readable elements;
+// `shape` is NULL or points to `ndim` readable values.
+struct waffle_event_id_t waffle_tensor_f32(const char *name,
+                                           const float *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `double`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_f64(const char *name,
+                                           const double *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for IEEE half-precision floats, given as their 16-bit patterns.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_f16(const char *name,
+                                           const uint16_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for bfloat16 values, given as their 16-bit patterns (the high half of
+// the `float` they round).
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_bf16(const char *name,
+                                            const uint16_t *data,
+                                            size_t count,
+                                            const int64_t *shape,
+                                            size_t ndim);
+
+// `waffle_tensor_f32` for `int8_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_i8(const char *name,
+                                          const int8_t *data,
+                                          size_t count,
+                                          const int64_t *shape,
+                                          size_t ndim);
+
+// `waffle_tensor_f32` for `int16_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_i16(const char *name,
+                                           const int16_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `int32_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_i32(const char *name,
+                                           const int32_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `int64_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_i64(const char *name,
+                                           const int64_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `uint8_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_u8(const char *name,
+                                          const uint8_t *data,
+                                          size_t count,
+                                          const int64_t *shape,
+                                          size_t ndim);
+
+// `waffle_tensor_f32` for `uint16_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_u16(const char *name,
+                                           const uint16_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `uint32_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_u32(const char *name,
+                                           const uint32_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// `waffle_tensor_f32` for `uint64_t`s.
+//
+// # Safety
+// As `waffle_tensor_f32`.
+struct waffle_event_id_t waffle_tensor_u64(const char *name,
+                                           const uint64_t *data,
+                                           size_t count,
+                                           const int64_t *shape,
+                                           size_t ndim);
+
+// Turns tensor fingerprints on or off for the session that records now (a session starts
+// with them on when `WAFFLE_TENSORS=1` was set, else off).
+void waffle_set_tensors(bool on);
+
 // Defines a track named `name` (NUL-terminated, invalid UTF-8 replaced) whose clock counts
 // `ticks_per_second`. Returns the null track, recording nothing, while no session records or
 // when `name` is NULL (see `waffle_last_status`). A track holds no resources; see

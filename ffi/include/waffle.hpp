@@ -406,6 +406,10 @@ namespace Waffle = waffle;
     ::waffle::detail::event_at(var, __VA_ARGS__);                                              \
   }))
 
+// WAFFLE_STEP(n): a step span ("step", its first field "step" the number n) until the end of
+// the enclosing block.
+#define WAFFLE_STEP(n) WAFFLE_SPAN("step", "step", static_cast<std::uint64_t>(n))
+
 // The C macros' key-values (see waffle_macros.h), as waffle_kv_t values for the macros above:
 // WAFFLE_SPAN("op", WAFFLE_KV_CAUSE_EVENT(cause), "count", n, WAFFLE_KV_I64("rank", rank)).
 #define WAFFLE_KV_I64(key_, v_) ::waffle::detail::kv_value((key_), static_cast<std::int64_t>(v_))

@@ -4,6 +4,7 @@
  *   WAFFLE_SPAN("solve", WAFFLE_KV_U64("cells", n));          // until the end of the block
  *   waffle_event_id_t bad = WAFFLE_EVENT("diverged", WAFFLE_KV_F64("residual", r));
  *   WAFFLE_SPAN("restart", WAFFLE_KV_CAUSE_EVENT(bad));        // an arrow from bad to restart
+ *   WAFFLE_STEP(step);                                          // a step, until the block exits
  *
  * Each use defines a `static waffle_callsite_t` with the name, function, file and line. Its
  * first execution registers the name and the keys and types of its key-values and caches the
@@ -150,6 +151,13 @@ static inline uint64_t waffle__span_id_bits(waffle_span_id_t id) { return id.id;
 static inline uint64_t waffle__event_id_bits(waffle_event_id_t id) { return id.id; }
 
 #endif /* __cplusplus */
+
+/* WAFFLE_STEP(n): a training or simulation step until the enclosing block exits: a span named
+ * "step" whose first field "step" is the number n (as uint64_t). Exporters draw steps on a
+ * track of their own. */
+#ifndef WAFFLE_STEP
+#define WAFFLE_STEP(n) WAFFLE_SPAN("step", WAFFLE_KV_U64("step", (n)))
+#endif
 
 /* ---- the original examples' short names ------------------------------------------------- */
 

@@ -57,6 +57,7 @@ mod kvs;
 mod record;
 mod session;
 mod status;
+mod tensor;
 mod track;
 mod types;
 
@@ -64,6 +65,7 @@ pub use context::*;
 pub use record::*;
 pub use session::*;
 pub use status::*;
+pub use tensor::*;
 pub use track::*;
 pub use types::*;
 

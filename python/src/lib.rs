@@ -12,7 +12,9 @@
 //! - [`task`]: coroutines of instrumented `async def`s, re-synchronised on every resume;
 //! - [`track`]: `waffle.Track`, a device track (a GPU queue) in its own clock;
 //! - [`ids`]: `SpanId`, `EventId`, `Context` and the context variable;
-//! - [`session`]: start/stop, and decoding and exporting with `waffle-std`.
+//! - [`session`]: start/stop, and decoding and exporting with `waffle-std`;
+//! - `tensor`: `waffle.tensor(name, array)`, a tensor's fingerprint read through the buffer
+//!   protocol.
 //!
 //! Records from Python go into the same per-thread buffers as Rust spans, so a Rust library
 //! instrumented with `waffle::span!` and loaded in the same extension lands in the same trace.
@@ -25,7 +27,9 @@
 //! waffle.shutdown()
 //! ```
 
-#![forbid(unsafe_code)]
+// Denied, not forbidden: `tensor` sees a Python buffer's memory as a slice of its element type.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 pub mod callsites;
@@ -35,6 +39,7 @@ pub mod session;
 mod shadow;
 pub mod span;
 pub mod task;
+mod tensor;
 pub mod track;
 
 use pyo3::prelude::*;
@@ -73,6 +78,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<track::Track>()?;
     m.add_function(wrap_pyfunction!(span::span, m)?)?;
     m.add_function(wrap_pyfunction!(span::event, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::set_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::tensors_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(ids::extract_context, m)?)?;
     m.add_function(wrap_pyfunction!(ids::enter_context, m)?)?;
     m.add_function(wrap_pyfunction!(ids::leave_context, m)?)?;

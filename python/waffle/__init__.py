@@ -43,6 +43,11 @@ Example (writes ``demo.pftrace``; open it in ui.perfetto.dev)::
 - Native code (Rust ``waffle::span!`` in an extension module of this process) nests under the
   Python span that is current when it runs, in the same trace.
 
+- ``tensor(name, array, caused_by=None, **fields)`` records a tensor's fingerprint (element
+  count, XXH3-64 hash of its bytes, RMS/min/max of the finite elements, NaN/Inf counts) as one
+  event, reading NumPy arrays and other buffers in place; off unless ``WAFFLE_TENSORS=1`` at
+  start or :func:`set_tensors`. ``with step(n):`` marks a training or simulation step.
+
 Names are interned once: each distinct span name and set of field names becomes one run-time
 callsite the first time it is seen, and later calls record only its id and the values.
 """
@@ -60,7 +65,18 @@ from ._exporters import (
     exporter_for_path,
 )
 from ._instrument import inject_context, instrument
-from ._native import Context, EventId, Span, SpanId, Track, event, extract_context, span
+from ._native import (
+    Context,
+    EventId,
+    Span,
+    SpanId,
+    Track,
+    event,
+    extract_context,
+    set_tensors,
+    span,
+    tensor,
+)
 from ._session import _from_environment, flush, is_recording, set_exporter, shutdown, start
 
 __version__: str = _native.__version__
@@ -85,9 +101,18 @@ __all__ = [
     "instrument",
     "is_recording",
     "set_exporter",
+    "set_tensors",
     "shutdown",
     "span",
     "start",
+    "step",
+    "tensor",
 ]
 
 _from_environment()
+
+
+def step(n: int, /, **fields: object) -> Span:
+    """A step span: ``with waffle.step(n):`` marks one training or simulation step, named
+    ``step`` with the number as its first field ``step`` (then ``fields``)."""
+    return span("step", step=int(n), **fields)  # type: ignore[arg-type]

@@ -133,6 +133,17 @@ def span(name: str, /, *, caused_by: Causes = None, **fields: FieldValue) -> Spa
 def event(name: str, /, *, caused_by: Causes = None, **fields: FieldValue) -> EventId:
     """Records an instant event; returns its id."""
 
+def tensor(name: str, array: Any, /, *, caused_by: Causes = None, **fields: FieldValue) -> EventId:
+    """Records a tensor's fingerprint (count, XXH3-64 of its little-endian bytes, RMS/min/max of
+    the finite elements, NaN/+Inf/-Inf counts) as one event; returns its id (null while
+    recording or fingerprints are off). Takes buffers and anything with ``__array__``."""
+
+def set_tensors(on: bool) -> None:
+    """Turns tensor fingerprints on or off for the session recording now."""
+
+def tensors_enabled() -> bool:
+    """Whether tensor fingerprints are on."""
+
 def extract_context() -> Context:
     """The context of the running thread or asyncio task."""
 

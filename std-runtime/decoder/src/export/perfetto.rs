@@ -15,6 +15,9 @@
 //! - a span is a `TYPE_SLICE_BEGIN` and a `TYPE_SLICE_END` on its thread's track, an event a
 //!   `TYPE_INSTANT`; fields are debug annotations, and a span that never ended gets
 //!   `waffle.unfinished = true` and ends where the decoder ends it;
+//! - a step span (named `step`, its first field `step`: `waffle::wire::reserved`) is a slice
+//!   on a track named "Steps" under its process track, one per thread with steps, its
+//!   children still on the thread's track (`writer::steps`);
 //! - a device track (`waffle::Track`: a GPU queue) is a track named after it under its
 //!   process track, with a sequence of its own; its slices are slices on it, and the span or
 //!   event that launched each is the source of a flow into it (its first link);
@@ -176,5 +179,7 @@ fn process_track(process: &Header, pid: i32, uuid: u64) -> proto::TrackDescripto
 
 #[cfg(test)]
 mod causal_tests;
+#[cfg(test)]
+mod steps_tests;
 #[cfg(test)]
 mod tests;

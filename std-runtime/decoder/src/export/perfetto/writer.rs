@@ -39,8 +39,10 @@ use crate::{
 };
 
 mod causal;
+mod steps;
 
 use causal::Causal;
+use steps::Steps;
 
 /// Packets are handed to the output in blocks of about this size.
 const BLOCK: usize = 1 << 20;
@@ -62,6 +64,8 @@ pub(super) struct Writer<'o> {
     causal: Causal,
     /// The current process's callsites matched by order, by callsite index.
     order: Vec<OrderSite>,
+    /// Step spans and their tracks.
+    steps: Steps,
 }
 
 impl<'o> Writer<'o> {
@@ -80,6 +84,7 @@ impl<'o> Writer<'o> {
             ev: Packets::with_capacity(BLOCK + (64 << 10)),
             causal: Causal::default(),
             order: Vec::new(),
+            steps: Steps::default(),
         }
     }
 
@@ -255,7 +260,7 @@ impl Pass for Writer<'_> {
 }
 
 impl Sink for Writer<'_> {
-    /// The span's own track if it is detached, else 0 (its thread's track).
+    /// The span's own track if detached, `STEP` and its track for a step, else 0 (the thread's).
     type Span = u64;
 
     /// Writes the process's track and its threads' tracks, each thread's as the first packet
@@ -265,6 +270,7 @@ impl Sink for Writer<'_> {
         let p = self.process;
         self.cal = self.next_calibration.take().unwrap_or(header.calibration).converter();
         self.plan.keys.next_process();
+        self.steps.next_process();
         self.order = self.plan.order.get_mut(p).map(std::mem::take).unwrap_or_default();
         self.process_track = self.uuid();
         self.next_seq += 1;
@@ -304,6 +310,9 @@ impl Sink for Writer<'_> {
         }
         let target = self.target(t, r.id);
         if !target.is_some_and(|i| self.plan.targets[i].detached) {
+            if self.steps.is_step(r) {
+                return self.step_begin(t, r, target);
+            }
             self.item(t, r, TYPE_SLICE_BEGIN, None, target);
             self.seqs[t].open.push(r.id);
             return 0;
@@ -339,9 +348,9 @@ impl Sink for Writer<'_> {
             return;
         }
         if span != 0 {
-            // On a track of its own, yet ended on its stack: only if the two passes read
-            // different records. It still ends on its own track.
-            return self.detached_end(t, span, ticks, ended);
+            // A step, or on a track of its own yet ended on its stack: only if the two passes
+            // read different records. It still ends on its own track.
+            return self.off_thread_end(t, span, ticks, ended);
         }
         let ts = self.time(t, ticks);
         let seq = &mut self.seqs[t];

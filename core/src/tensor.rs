@@ -15,7 +15,7 @@
 //!
 //! Computing one reads the data once from memory: it is cut into blocks that fit the L2 cache,
 //! and each block is first folded into the statistics and then fed to the streaming hash while it
-//! is still cached. Sums of squares are taken in `f64` in eight independent lanes (the compiler
+//! is still cached. Sums of squares are taken in `f64` in four independent lanes (the compiler
 //! turns them into vector code); non-finite elements are only counted in the first pass, and
 //! split into NaN, +Inf and -Inf by a second pass over the data only when there are some. No
 //! allocation, no `std`.
@@ -27,8 +27,9 @@ use crate::{
 };
 use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
-/// Elements per lane group of the statistics loop.
-const LANES: usize = 8;
+/// Elements per lane group of the statistics loop: four lanes of four sums each fill SSE2's
+/// sixteen registers (eight lanes spilled them to the stack) and two AVX2 registers a sum.
+const LANES: usize = 4;
 /// Bytes per block: statistics, then hash, while the block is in the L2 cache.
 const BLOCK_BYTES: usize = 64 << 10;
 
@@ -54,8 +55,7 @@ macro_rules! element {
             const DTYPE: &'static str = $name;
             #[inline(always)]
             fn to_f64(self) -> f64 {
-                let conv: fn($t) -> f64 = $conv;
-                conv(self)
+                ($conv)(self)
             }
             #[inline(always)]
             fn write_le(self, out: &mut [u8]) -> usize {
@@ -69,21 +69,21 @@ macro_rules! element {
 
 element! {
     f32 => "f32", f64::from;
-    f64 => "f64", |x| x;
+    f64 => "f64", |x: f64| x;
     i8 => "i8", f64::from;
     i16 => "i16", f64::from;
     i32 => "i32", f64::from;
-    i64 => "i64", |x| x as f64;
+    i64 => "i64", |x: i64| x as f64;
     u8 => "u8", f64::from;
     u16 => "u16", f64::from;
     u32 => "u32", f64::from;
-    u64 => "u64", |x| x as f64;
+    u64 => "u64", |x: u64| x as f64;
 }
 
 #[cfg(feature = "half")]
 element! {
-    half::f16 => "f16", |x| f64::from(x.to_f32());
-    half::bf16 => "bf16", |x| f64::from(f32::from_bits(u32::from(x.to_bits()) << 16));
+    half::f16 => "f16", |x: half::f16| f64::from(x.to_f32());
+    half::bf16 => "bf16", |x: half::bf16| f64::from(f32::from_bits(u32::from(x.to_bits()) << 16));
 }
 
 /// What is recorded about one tensor (see the [module docs](self)).
@@ -170,26 +170,69 @@ impl Lanes {
     #[inline(always)]
     fn fold<T: Element>(&mut self, group: &[T]) {
         for (i, &x) in group.iter().enumerate() {
-            let v = x.to_f64();
-            let finite = v.is_finite();
-            let f = if finite { v } else { 0.0 };
-            self.squares[i] += f * f;
-            let lo = if finite { v } else { f64::INFINITY };
-            let hi = if finite { v } else { f64::NEG_INFINITY };
-            self.low[i] = if lo < self.low[i] { lo } else { self.low[i] };
-            self.high[i] = if hi > self.high[i] { hi } else { self.high[i] };
-            self.non_finite[i] += u64::from(!finite);
+            fold_one(
+                x.to_f64(),
+                &mut self.squares[i],
+                &mut self.low[i],
+                &mut self.high[i],
+                &mut self.non_finite[i],
+            );
         }
     }
 
+    /// Folds `block` into the lanes, with AVX2 where the processor has it (with `std`, which
+    /// can ask; checked once, cached by the standard library).
     #[inline(never)]
     fn fold_block<T: Element>(&mut self, block: &[T]) {
+        #[cfg(all(feature = "std", target_arch = "x86_64"))]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2, which is all `fold_block_avx2` enables.
+            return unsafe { self.fold_block_avx2(block) };
+        }
+        self.fold_block_here(block)
+    }
+
+    /// [`Lanes::fold_block_here`] compiled for AVX2: four `f64` lanes per instruction instead
+    /// of SSE2's two (about twice the throughput).
+    ///
+    /// # Safety
+    /// The processor supports AVX2.
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    #[target_feature(enable = "avx2")]
+    unsafe fn fold_block_avx2<T: Element>(&mut self, block: &[T]) {
+        self.fold_block_here(block)
+    }
+
+    /// Folds `block` into the lanes: whole groups with the lanes in locals (so that the
+    /// compiler keeps them in vector registers), then the remainder.
+    #[inline(always)]
+    fn fold_block_here<T: Element>(&mut self, block: &[T]) {
+        let (mut sq, mut lo, mut hi, mut bad) = (self.squares, self.low, self.high, self.non_finite);
         let mut groups = block.chunks_exact(LANES);
         for g in &mut groups {
-            self.fold(g);
+            let g: &[T; LANES] = g.try_into().expect("chunks_exact gives whole groups");
+            for i in 0..LANES {
+                fold_one(g[i].to_f64(), &mut sq[i], &mut lo[i], &mut hi[i], &mut bad[i]);
+            }
         }
+        (self.squares, self.low, self.high, self.non_finite) = (sq, lo, hi, bad);
         self.fold(groups.remainder());
     }
+}
+
+/// One element into one lane: its square, bounds and finiteness, without branches.
+#[inline(always)]
+fn fold_one(v: f64, squares: &mut f64, low: &mut f64, high: &mut f64, non_finite: &mut u64) {
+    // `v - v` is 0 for finite `v` and NaN for NaN and ±Inf: one compare, no integer masks.
+    #[allow(clippy::eq_op)]
+    let finite = v - v == 0.0;
+    let f = if finite { v } else { 0.0 };
+    *squares += f * f;
+    let lo = if finite { v } else { f64::INFINITY };
+    let hi = if finite { v } else { f64::NEG_INFINITY };
+    *low = if lo < *low { lo } else { *low };
+    *high = if hi > *high { hi } else { *high };
+    *non_finite += u64::from(!finite);
 }
 
 /// The bytes of `data` as they lie in memory (little-endian targets hash them in place).
@@ -244,6 +287,19 @@ impl Fingerprint {
             }
             hasher.digest()
         };
+        Fingerprint::finish(data, &lanes, hash)
+    }
+
+    /// [`Fingerprint::of`] in two passes over the whole of `data` (statistics, then hash), for
+    /// the benchmark that compares the two.
+    #[doc(hidden)]
+    pub fn of_two_passes<T: Element>(data: &[T]) -> Fingerprint {
+        let mut lanes = Lanes::new();
+        lanes.fold_block(data);
+        Fingerprint::finish(data, &lanes, hash(data))
+    }
+
+    fn finish<T: Element>(data: &[T], lanes: &Lanes, hash: u64) -> Fingerprint {
         let non_finite: u64 = lanes.non_finite.iter().sum();
         let (mut nan, mut pos_inf, mut neg_inf) = (0, 0, 0);
         if non_finite > 0 {
@@ -261,7 +317,7 @@ impl Fingerprint {
             (f64::NAN, f64::NAN, f64::NAN)
         } else {
             let s = &lanes.squares;
-            let squares = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+            let squares = (s[0] + s[1]) + (s[2] + s[3]);
             let min = lanes.low.iter().fold(f64::INFINITY, |a, &b| a.min(b));
             let max = lanes.high.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
             (sqrt(squares / finite as f64), min, max)

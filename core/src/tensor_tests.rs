@@ -129,3 +129,12 @@ fn encoded_fields_follow_the_schema() {
     want.extend_from_slice(&[0, 0, 0]);
     assert_eq!(&buf[..n], &want[..]);
 }
+
+#[test]
+fn one_pass_and_two_passes_agree() {
+    let data: Vec<f32> =
+        (0..70_000).map(|i| if i % 9_999 == 0 { f32::NAN } else { i as f32 * 0.5 }).collect();
+    let (a, b) = (Fingerprint::of(&data), Fingerprint::of_two_passes(&data));
+    assert_eq!((a.hash, a.min, a.max, a.nan, a.count), (b.hash, b.min, b.max, b.nan, b.count));
+    assert_eq!(a.nan, 8);
+}

@@ -1,7 +1,8 @@
 //! What `tensor!` costs: off (no session, and a session with fingerprints off) against a
 //! disabled span, and on, the fingerprint's throughput for 1 MiB and 64 MiB of `f32` and
 //! `bf16` against a plain read of the same memory (a wrapping sum of its 32-bit words) in the
-//! same run, and the one-pass fingerprint against statistics and hash in two passes.
+//! same run, and the fingerprint in one pass of blocks against statistics and hash in two
+//! passes (`Fingerprint::of` picks by size).
 //!
 //! `cargo bench -p waffle-benches --bench tensors`; figures in README.md.
 
@@ -66,6 +67,9 @@ fn on(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("tensor! bf16", mib), &bf16s, |b, d| {
             b.iter(|| waffle::tensor!("t", black_box(&d[..])))
+        });
+        g.bench_with_input(BenchmarkId::new("blocks f32", mib), &f32s, |b, d| {
+            b.iter(|| Fingerprint::of_blocks(black_box(&d[..])))
         });
         g.bench_with_input(BenchmarkId::new("two passes f32", mib), &f32s, |b, d| {
             b.iter(|| Fingerprint::of_two_passes(black_box(&d[..])))

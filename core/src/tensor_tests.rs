@@ -27,11 +27,15 @@ fn the_hash_is_xxh3_64_of_the_little_endian_bytes() {
 fn blocks_hash_as_one_input() {
     // Over one block, the streaming hash of the blocks equals the one-shot hash of the bytes.
     let data: Vec<f32> = (0..100_003).map(|i| (i as f32).sin()).collect();
-    let fp = Fingerprint::of(&data);
+    let fp = Fingerprint::of_blocks(&data);
     assert_eq!(fp.hash, xxh3_64(&le_bytes(&data)));
     assert_eq!(fp.count, 100_003);
+    // Over one block, `of` takes the blocks.
+    let big = std::vec![1.5f64; BLOCK_BYTES / 8 * 3 + 3];
+    assert_eq!(Fingerprint::of(&big), Fingerprint::of_blocks(&big));
+    assert_eq!(Fingerprint::of(&big).hash, xxh3_64(&le_bytes(&big)));
     let ints: Vec<u16> = (0..70_001u32).map(|i| (i * 7) as u16).collect();
-    assert_eq!(Fingerprint::of(&ints).hash, xxh3_64(&le_bytes(&ints)));
+    assert_eq!(Fingerprint::of_blocks(&ints).hash, xxh3_64(&le_bytes(&ints)));
 }
 
 #[test]
@@ -134,7 +138,7 @@ fn encoded_fields_follow_the_schema() {
 fn one_pass_and_two_passes_agree() {
     let data: Vec<f32> =
         (0..70_000).map(|i| if i % 9_999 == 0 { f32::NAN } else { i as f32 * 0.5 }).collect();
-    let (a, b) = (Fingerprint::of(&data), Fingerprint::of_two_passes(&data));
+    let (a, b) = (Fingerprint::of_blocks(&data), Fingerprint::of_two_passes(&data));
     assert_eq!((a.hash, a.min, a.max, a.nan, a.count), (b.hash, b.min, b.max, b.nan, b.count));
     assert_eq!(a.nan, 8);
 }

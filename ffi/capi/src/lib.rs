@@ -33,6 +33,10 @@
 //! }
 //! ```
 //!
+//! Tensor fingerprints (`waffle_tensor_f32` and one function per element type, off unless
+//! `WAFFLE_TENSORS=1` or `waffle_set_tensors`) and steps (`WAFFLE_STEP(n)`) are in the
+//! `tensor` module and the headers; see `docs/tensors.md`.
+//!
 //! Build with `cc -std=c11 prog.c -Iffi/include -Ltarget/release -lwaffle`, or statically with
 //! `target/release/libwaffle.a -lpthread -ldl -lm`.
 //!

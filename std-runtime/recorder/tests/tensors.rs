@@ -59,7 +59,8 @@ fn tensors_and_steps_decode_to_their_fingerprints() {
         let first = waffle::tensor!("blk0/attn_norm", &act, shape = [1, 2560], layer = 0u64);
         let name = format!("blk{}/bad", 1);
         let second = waffle::tensor!(&name, &bad, caused_by = first);
-        waffle::tensor!("halves", &halves[..], shape = vec![3usize]);
+        let dims: Vec<usize> = vec![halves.len()];
+        waffle::tensor!("halves", &halves[..], shape = dims);
         waffle::tensor!("ints", &ints, shape = [] as [u64; 0]);
         (first, second)
     };

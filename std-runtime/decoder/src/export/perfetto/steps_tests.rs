@@ -10,6 +10,9 @@ use proto::AnnotationValue;
 use std::collections::HashMap;
 use waffle::callsite::Kind;
 
+/// A track event as the test reads it: type, name, first annotation.
+type Slice = (i32, Option<String>, Option<AnnotationValue>);
+
 /// Thread 1: steps 0 and 1, each holding a `work` span; a span named `step` whose first field
 /// is not `step` (no step marker here). Thread 2: step 5 alone.
 fn stepped() -> Trace {
@@ -48,7 +51,7 @@ fn steps_have_a_track_of_their_own_under_the_process() {
 
     // Per track, in order: (type, name, first annotation).
     let mut names = HashMap::new();
-    let mut on: HashMap<u64, Vec<(i32, Option<String>, Option<AnnotationValue>)>> = HashMap::new();
+    let mut on: HashMap<u64, Vec<Slice>> = HashMap::new();
     for p in &packets {
         let seq = p.trusted_packet_sequence_id.unwrap();
         for e in p.interned_data.iter().flat_map(|d| &d.event_names) {

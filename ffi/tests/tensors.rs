@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{command, compile, decode, run_ok, scratch, Link, C_FLAGS};
+use common::{command, compile, decode, run_ok, scratch, Link, CXX_FLAGS, C_FLAGS};
 use waffle::wire::reserved;
 use waffle_decode::model::{Event, Value};
 use xxhash_rust::xxh3::xxh3_64;
@@ -46,8 +46,24 @@ fn c_tensors_decode_to_the_fingerprints_of_their_data() {
     let dir = scratch("tensors");
     let exe = dir.join("tensors");
     compile(&common::cc(), C_FLAGS, &[common::ffi_dir().join("tests/c/tensors.c")], &exe, Link::Shared, &[]);
+    check(&dir, &exe);
+}
+
+/// The same program compiled as C++17: `WAFFLE_STEP` from `waffle.hpp`, the functions from
+/// `waffle.h`.
+#[test]
+fn cpp_tensors_decode_alike() {
+    let dir = scratch("tensors-cpp");
+    let exe = dir.join("tensors");
+    let flags: Vec<&str> = CXX_FLAGS.iter().copied().chain(["-x", "c++"]).collect();
+    compile(&common::cxx(), &flags, &[common::ffi_dir().join("tests/c/tensors.c")], &exe, Link::Shared, &[]);
+    check(&dir, &exe);
+}
+
+/// Runs `exe` with fingerprints on and compares its trace with the fingerprints of its data.
+fn check(dir: &std::path::Path, exe: &std::path::Path) {
     let file = dir.join("trace.bin");
-    run_ok(command(&exe).env("WAFFLE_TENSORS", "1").arg(&file));
+    run_ok(command(exe).env("WAFFLE_TENSORS", "1").arg(&file));
     let trace = decode(&[file]);
     let thread = &trace.processes[0].threads[0];
 

@@ -12,12 +12,10 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod common;
+
 use criterion::{criterion_group, criterion_main, Criterion};
-use std::{
-    hint::black_box,
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::{hint::black_box, path::PathBuf, time::Instant};
 
 /// A minimal tracer written by hand: what any span must cost at least.
 mod raw {
@@ -372,16 +370,9 @@ fn overhead(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(50)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = bytes_per_pair, overhead
 }
 criterion_main!(benches);

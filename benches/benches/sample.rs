@@ -11,8 +11,10 @@
 //! `SAMPLE_LOOP=200000 WAFFLE_SAMPLE=0 valgrind --tool=callgrind --toggle-collect='sample::one_root'
 //! target/release/deps/sample-<hash>`.
 
+mod common;
+
 use criterion::{criterion_group, Criterion};
-use std::{hint::black_box, time::Duration};
+use std::hint::black_box;
 
 /// Runs the root span with two fields under a session keeping `rate` of roots.
 fn root_2_fields(
@@ -69,16 +71,9 @@ fn sample(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(50)
-}
-
 criterion_group! {
     name = benches;
-    config = config();
+    config = common::config();
     targets = sample
 }
 fn main() {

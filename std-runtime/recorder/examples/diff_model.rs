@@ -32,47 +32,15 @@ struct Options {
     work: usize,
 }
 
-/// Records one tensor fingerprint with the reserved fields of `waffle::wire::reserved::tensor`
-/// (the one place that records tensors in this example). The hash is FNV-1a over the
-/// little-endian bytes: `diff` only compares hashes for equality.
+/// Records one tensor fingerprint (`waffle::tensor!`: count, XXH3-64, RMS, min, max, NaN and
+/// Inf counts; the session has fingerprints on).
 fn tensor(name: &str, data: &[f32]) {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for b in data.iter().flat_map(|v| v.to_le_bytes()) {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-    }
-    let finite: Vec<f64> = data.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)).collect();
-    let rms = (finite.iter().map(|v| v * v).sum::<f64>() / finite.len() as f64).sqrt();
-    let min = finite.iter().copied().fold(f64::NAN, f64::min);
-    let max = finite.iter().copied().fold(f64::NAN, f64::max);
-    let nan = data.iter().filter(|v| v.is_nan()).count() as u64;
-    let pinf = data.iter().filter(|&&v| v == f32::INFINITY).count() as u64;
-    let ninf = data.iter().filter(|&&v| v == f32::NEG_INFINITY).count() as u64;
-    let shape = format!("1x{}", data.len());
-    waffle::event!(
-        "tensor",
-        "tensor.name" = name,
-        "tensor.dtype" = "f32",
-        "tensor.shape" = shape.as_str(),
-        "tensor.count" = data.len() as u64,
-        "tensor.hash" = hash,
-        "tensor.rms" = rms,
-        "tensor.min" = min,
-        "tensor.max" = max,
-        "tensor.nan" = nan,
-        "tensor.pinf" = pinf,
-        "tensor.ninf" = ninf
-    );
-}
-
-/// Opens step `n`: a span named `step` whose first field is `step`
-/// (`waffle::wire::reserved::STEP_SPAN`, `STEP`).
-fn step(n: u64) -> waffle::Span {
-    waffle::span!("step", step = n)
+    waffle::tensor!(name, data, shape = [1, data.len()]);
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (out, o) = options()?;
-    let session = waffle_std::Config::new(out).start()?;
+    let session = waffle_std::Config::new(out).tensors(true).start()?;
     let weights: Vec<Vec<f32>> = (0..o.layers)
         .map(|l| {
             let mut w: Vec<f32> =
@@ -101,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     for n in 0..o.steps {
-        let _step = step(n);
+        let _step = waffle::step!(n);
         to_loader.send(n)?;
         let mut x = batches.recv()?;
         let record = n % o.tensor_every == 0;

@@ -276,7 +276,7 @@ fn a_file_that_never_appears_and_bad_arguments_are_clear_errors() {
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(stderr.contains("never.bin: no such file after waiting 0.3 s (--wait)"), "{stderr}");
     for (args, says) in [
-        (vec!["--send", "otlp=http://127.0.0.1:9", "-o", "x.pftrace"], "cannot be used with"),
+        (vec!["--send", "otlp=http://127.0.0.1:9", "-o", "x.pftrace"], "writes only Chrome JSON"),
         (vec!["--send", "otlp=http://h:1", "--send", "otlp=http://h:2"], "one backend"),
     ] {
         let mut all = vec![path.to_str().unwrap()];

@@ -11,6 +11,7 @@
 //! waffle-decode why rank0.bin rank1.bin --first-nan
 //! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
+//! waffle-decode --follow rank0.bin rank1.bin -o run.json       # Chrome JSON, grows as they run
 //! waffle-decode diff base.bin new.bin [--json] [--html diff.html]
 //! waffle-decode diff --base a0.bin a1.bin --new b0.bin b1.bin
 //! ```
@@ -78,7 +79,7 @@ struct Cli {
     /// LOGDIR/plugins/profile/RUN/HOST.xplane.pb, one XSpace per host. Every format, and
     /// --send, is streamed in two passes over the inputs: memory stays bounded however large
     /// they are (it grows with the spans open at once and with cross-references, not with the
-    /// records).
+    /// records). With --follow, only OUT.json: Chrome JSON appended while the program runs.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
 

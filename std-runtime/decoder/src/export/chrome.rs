@@ -288,12 +288,13 @@ impl SpanWriter for Writer<'_> {
 }
 
 /// A span's or an event's record, before its time and phase-specific keys.
-fn record(ph: &str, callsite: &Callsite, pid: i64, tid: i64, args: Map<String, Json>) -> Json {
+pub(crate) fn record(ph: &str, callsite: &Callsite, pid: i64, tid: i64, args: Map<String, Json>) -> Json {
     let cat = if callsite.module.is_empty() { "waffle" } else { &callsite.module };
     json!({ "ph": ph, "name": callsite.name, "cat": cat, "pid": pid, "tid": tid, "args": args })
 }
 
-fn causal_args(args: &mut Map<String, Json>, s: &OutSpan<'_>) {
+/// The causal `waffle.*` args of a span or event, after its fields.
+pub(crate) fn causal_args(args: &mut Map<String, Json>, s: &OutSpan<'_>) {
     args.entry("waffle.id").or_insert_with(|| json!(format!("{:016x}", s.id)));
     if let Some(parent) = s.parent.or(s.unresolved_parent) {
         args.entry("waffle.parent").or_insert_with(|| json!(format!("{parent:016x}")));
@@ -307,7 +308,8 @@ fn causal_args(args: &mut Map<String, Json>, s: &OutSpan<'_>) {
     }
 }
 
-fn value(v: &Value) -> Json {
+/// A field's value as JSON (see the module docs).
+pub(crate) fn value(v: &Value) -> Json {
     match v {
         Value::U64(v) if *v <= MAX_SAFE_INT => json!(v),
         Value::I64(v) if v.unsigned_abs() <= MAX_SAFE_INT => json!(v),
@@ -326,7 +328,7 @@ fn value(v: &Value) -> Json {
 /// Nanoseconds as microseconds with three decimals: the decimal text parsed to the nearest
 /// double, which prints back as that text, so no nanosecond is lost or invented (while `ns` is
 /// below 2^53, about 104 days from the origin).
-fn us(ns: u64) -> Json {
+pub(crate) fn us(ns: u64) -> Json {
     let text = format!("{}.{:03}", ns / 1000, ns % 1000);
     let us: f64 = text.parse().unwrap_or(0.0);
     serde_json::Number::from_f64(us).map_or(Json::Null, Json::Number)

@@ -21,7 +21,7 @@ pub(crate) mod fixtures;
 mod index;
 mod layout;
 pub(crate) mod passes;
-mod process;
+pub(crate) mod process;
 mod replay;
 pub(crate) mod spans;
 pub use file::write_file;

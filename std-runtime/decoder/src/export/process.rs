@@ -151,7 +151,7 @@ impl OsIds {
     }
 
     /// `wanted` if it is a usable id not yet taken, else a fresh one.
-    fn claim(&mut self, wanted: Option<i64>) -> i64 {
+    pub(crate) fn claim(&mut self, wanted: Option<i64>) -> i64 {
         let id = match wanted {
             Some(id) if id > 0 && id <= i64::from(i32::MAX) && !self.used.contains(&id) => id,
             _ => self.fresh(),

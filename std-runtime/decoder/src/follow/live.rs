@@ -147,7 +147,7 @@ fn run(handoff: Arc<Handoff>, target: Target, options: &Options, report: &LiveRe
     let path = Path::new("(live)");
     let (mut summary, file) = thread::scope(|s| {
         let sender = s.spawn(|| queue::send(&queue, poster, options, &say));
-        let mut sink = sink::Follower::new(queue.clone(), protocol);
+        let mut sink = sink::Follower::new(Some(queue.clone()), protocol, None);
         let input = HandoffReader { handoff: handoff.clone(), chunk: Vec::new(), pos: 0 };
         let result = FrameReader::new(input, path).and_then(|r| stream::decode(r, path, &mut sink));
         let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };

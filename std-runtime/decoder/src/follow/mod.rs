@@ -29,8 +29,9 @@
 //!   not held until the file says whether a later chunk holds its records
 //!   ([`Sink::EAGER_TAILS`](crate::decode::Sink::EAGER_TAILS)), so a blocked thread's spans
 //!   are sent while it is blocked;
-//! - nothing is written to a file: every file format here is one document written at the end,
-//!   and none can take spans appended.
+//! - the only file written while following is Chrome JSON in its array form, which may lack
+//!   its closing `]` ([`follow_to`] with an output, `--follow FILES -o OUT.json`, see
+//!   [`chrome_out`]); every other format here is one document written at the end.
 //!
 //! Memory holds the spans open at once (each with at most 128 events), the decoder's state per
 //! thread, and the queue; nothing is kept of a span once it is queued.
@@ -49,6 +50,7 @@ use crate::{
     send::{poster::Poster, Policy, Protocol, Target},
 };
 
+mod chrome_out;
 mod live;
 mod queue;
 mod sink;
@@ -190,6 +192,8 @@ pub struct Summary {
     pub latency: Latency,
     /// Each file.
     pub files: Vec<FileSummary>,
+    /// Spans and events written to the Chrome JSON output (0 without one).
+    pub written: u64,
 }
 
 impl Summary {
@@ -238,30 +242,63 @@ pub fn follow_files<P: AsRef<Path>>(
     options: &Options,
     say: &(dyn Fn(String) + Sync),
 ) -> Summary {
-    let queue = queue::Queue::new(options.buffer_spans, options.batch_spans);
-    let poster = Poster::new(target.clone(), queue::one_attempt(options));
-    let (mut summary, files) = thread::scope(|s| {
-        let sender = s.spawn(|| queue::send(&queue, poster, options, say));
+    follow_to(paths, Some(target), None, options, say).unwrap_or_default()
+}
+
+/// Follows `paths` as [`follow_files`] does, sending to `target` if there is one, and appending
+/// each span and event to `output` (Chrome JSON, array form; see [`chrome_out`]) if there is
+/// one, written out every [`Options::batch_delay`] and closed with `]` once every file is done.
+/// An output that cannot be created, or written, is the error.
+pub fn follow_to<P: AsRef<Path>>(
+    paths: &[P],
+    target: Option<&Target>,
+    output: Option<&Path>,
+    options: &Options,
+    say: &(dyn Fn(String) + Sync),
+) -> Result<Summary, String> {
+    let out = output.map(|path| chrome_out::ChromeOut::create(path, options.batch_delay)).transpose()?;
+    let out = out.map(Arc::new);
+    let queue = target.map(|_| queue::Queue::new(options.buffer_spans, options.batch_spans));
+    let protocol = target.map_or(Protocol::Otlp, |t| t.protocol);
+    let (mut summary, files, written) = thread::scope(|s| {
+        let sender = target.zip(queue.as_ref()).map(|(target, queue)| {
+            let poster = Poster::new(target.clone(), queue::one_attempt(options));
+            s.spawn(move || queue::send(queue, poster, options, say))
+        });
+        if let Some(out) = &out {
+            s.spawn(move || out.run());
+        }
         let readers: Vec<_> = paths
             .iter()
             .map(|p| {
-                let (path, queue) = (p.as_ref().to_owned(), queue.clone());
-                s.spawn(move || follow_one(&path, queue, target.protocol, options))
+                let (path, queue, out) = (p.as_ref().to_owned(), queue.clone(), out.clone());
+                s.spawn(move || follow_one(&path, queue, protocol, out, options))
             })
             .collect();
         let files: Vec<FileSummary> =
             readers.into_iter().map(|r| r.join().expect("a follower thread panicked")).collect();
-        queue.close();
-        (sender.join().expect("the sender thread panicked"), files)
+        let written = out.as_ref().map(|out| out.close());
+        if let Some(queue) = &queue {
+            queue.close();
+        }
+        let summary = sender.map(|t| t.join().expect("the sender thread panicked")).unwrap_or_default();
+        (summary, files, written)
     });
     summary.files = files;
-    summary
+    summary.written = written.transpose()?.unwrap_or(0);
+    Ok(summary)
 }
 
-/// Reads one file to its end into the queue.
-fn follow_one(path: &Path, queue: Arc<queue::Queue>, protocol: Protocol, options: &Options) -> FileSummary {
+/// Reads one file to its end into the queue and the output.
+fn follow_one(
+    path: &Path,
+    queue: Option<Arc<queue::Queue>>,
+    protocol: Protocol,
+    out: Option<Arc<chrome_out::ChromeOut>>,
+    options: &Options,
+) -> FileSummary {
     let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
-    let mut sink = sink::Follower::new(queue, protocol);
+    let mut sink = sink::Follower::new(queue, protocol, out);
     let result = tail::TailReader::open(path, options.wait, options.idle)
         .and_then(|input| FrameReader::new(input, path))
         .and_then(|reader| stream::decode(reader, path, &mut sink));

@@ -1,12 +1,16 @@
 //! The one pass of `follow`: a [`Sink`] that encodes each span (OTLP, or Zipkin JSON) the
-//! moment its end is read, and queues it. It keeps the spans still open (with the events shown on them)
+//! moment its end is read, and queues it, and (with `-o`) appends it, and each event, to the
+//! Chrome JSON output. It keeps the spans still open (with the events shown on them)
 //! and nothing once a span is queued.
 
 use std::sync::Arc;
 
 use waffle::wire::{Calibration, Converter};
 
-use super::queue::{Encoder, Entry, Queue};
+use super::{
+    chrome_out::ChromeOut,
+    queue::{Encoder, Entry, Queue},
+};
 use crate::{
     decode::{
         stream::{FileEnd, Header, Item},
@@ -47,7 +51,9 @@ enum Last {
 
 /// One file's pass.
 pub(crate) struct Follower {
-    queue: Arc<Queue>,
+    queue: Option<Arc<Queue>>,
+    /// The Chrome output and this file's process in it.
+    out: Option<(Arc<ChromeOut>, usize)>,
     protocol: Protocol,
     ctx: Context,
     encoder: Option<Arc<Encoder>>,
@@ -68,10 +74,40 @@ fn cause(target: u64, from_event: Option<u64>) -> Link {
     Link { span: target, resolved: true, target_event: None, anchor: None, from_event, kind: LinkKind::Cause }
 }
 
+/// A finished span (or an event shown as one) as the formats take it.
+fn out_span(o: &Open, end_ns: u64, ended: bool, event: bool) -> OutSpan<'_> {
+    OutSpan {
+        process: 0,
+        thread: o.thread,
+        id: o.id,
+        callsite: &o.callsite,
+        fields: &o.fields,
+        start_ns: o.start_ns,
+        end_ns: end_ns.max(o.start_ns),
+        parent: o.parent,
+        unresolved_parent: None,
+        parent_anchor: None,
+        caused_by: &o.caused_by,
+        links: &o.links,
+        correlation: o.correlation,
+        ended,
+        detached: o.detached,
+        stand_in: o.raw == 0 && !event,
+        event,
+        referred: false,
+        logs: &o.logs,
+    }
+}
+
 impl Follower {
-    pub(crate) fn new(queue: Arc<Queue>, protocol: Protocol) -> Follower {
+    pub(crate) fn new(
+        queue: Option<Arc<Queue>>,
+        protocol: Protocol,
+        out: Option<Arc<ChromeOut>>,
+    ) -> Follower {
         Follower {
             queue,
+            out: out.map(|o| (o, 0)),
             protocol,
             ctx: Context { processes: Vec::new(), first_ns: vec![None], trace_id: 0 },
             encoder: None,
@@ -121,32 +157,41 @@ impl Follower {
         })
     }
 
-    /// Encodes and queues one finished span (or an event shown as one).
+    /// Encodes and queues one finished span (or an event shown as one), and appends it to the
+    /// Chrome output.
     fn queue(&mut self, o: &Open, end_ns: u64, ended: bool, event: bool) {
-        let Some(encoder) = &self.encoder else { return };
-        let span = OutSpan {
-            process: 0,
-            thread: o.thread,
-            id: o.id,
-            callsite: &o.callsite,
-            fields: &o.fields,
-            start_ns: o.start_ns,
-            end_ns: end_ns.max(o.start_ns),
-            parent: o.parent,
-            unresolved_parent: None,
-            parent_anchor: None,
-            caused_by: &o.caused_by,
-            links: &o.links,
-            correlation: o.correlation,
-            ended,
-            detached: o.detached,
-            stand_in: o.raw == 0 && !event,
-            event,
-            referred: false,
-            logs: &o.logs,
-        };
+        let span = out_span(o, end_ns, ended, event);
+        if let Some((out, p)) = &self.out {
+            out.span(*p, &span);
+        }
+        let (Some(encoder), Some(queue)) = (&self.encoder, &self.queue) else { return };
         let bytes = encoder.span(&self.ctx, &span);
-        self.queue.push(Entry { process: encoder.clone(), bytes, end_ns: span.end_ns });
+        queue.push(Entry { process: encoder.clone(), bytes, end_ns: span.end_ns });
+    }
+
+    /// An event shown on a span (as a log) is still an instant of its own in the Chrome output.
+    fn queue_out(&self, own: &Open, ts_ns: u64) {
+        if let Some((out, p)) = &self.out {
+            out.span(*p, &out_span(own, ts_ns, true, true));
+        }
+    }
+
+    /// An event as an item of its own.
+    fn event_open(&self, thread: usize, r: &Item<'_>, fields: Vec<Value>) -> Open {
+        Open {
+            thread,
+            raw: r.id,
+            id: r.id,
+            callsite: r.callsite.clone(),
+            fields,
+            start_ns: self.ns(r.ticks),
+            parent: self.parent(thread, r.parent),
+            caused_by: r.links.to_vec(),
+            links: r.links.iter().filter(|&&l| l != r.id).map(|&l| cause(l, None)).collect(),
+            correlation: r.correlation,
+            detached: false,
+            logs: Vec::new(),
+        }
     }
 
     fn finish_span(&mut self, slot: usize, ticks: u64, ended: bool) {
@@ -177,17 +222,28 @@ impl Sink for Follower {
         } else {
             (u128::from(header.pid) << 64 | u128::from(header.calibration.anchor_unix_ns)).max(1)
         };
-        self.encoder = Some(Arc::new(Encoder::new(self.protocol, &self.ctx, 0)));
+        if self.queue.is_some() {
+            self.encoder = Some(Arc::new(Encoder::new(self.protocol, &self.ctx, 0)));
+        }
+        if let Some((out, p)) = &mut self.out {
+            *p = out.process(header);
+        }
     }
 
     fn thread(&mut self, _thread: usize, _stream: u32) {
         self.ctx.processes[0].thread();
+        if let Some((out, p)) = &self.out {
+            out.thread(*p);
+        }
         self.stacks.push(Vec::new());
         self.last.push(Last::None);
     }
 
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
         self.ctx.processes[0].thread_named(thread, tid, name);
+        if let Some((out, p)) = &self.out {
+            out.thread_named(*p, thread, tid, name);
+        }
     }
 
     fn span_begin(&mut self, thread: usize, r: &Item<'_>) -> usize {
@@ -236,26 +292,17 @@ impl Sink for Follower {
         );
         match host {
             Some(slot) => {
+                if self.out.is_some() {
+                    let own = self.event_open(thread, r, r.fields.to_values());
+                    self.queue_out(&own, ts_ns);
+                }
                 let o = self.slot(slot);
                 o.links.extend(r.links.iter().filter(|&&l| l != o.id).map(|&l| cause(l, Some(r.id))));
                 o.logs.push(log);
                 self.last[thread] = Last::Log(slot, o.logs.len() - 1);
             }
             None => {
-                let own = Open {
-                    thread,
-                    raw: r.id,
-                    id: r.id,
-                    callsite: r.callsite.clone(),
-                    fields: log.fields,
-                    start_ns: ts_ns,
-                    parent: self.parent(thread, r.parent),
-                    caused_by: r.links.to_vec(),
-                    links: r.links.iter().filter(|&&l| l != r.id).map(|&l| cause(l, None)).collect(),
-                    correlation: r.correlation,
-                    detached: false,
-                    logs: Vec::new(),
-                };
+                let own = self.event_open(thread, r, log.fields);
                 self.queue(&own, ts_ns, true, true);
                 self.last[thread] = Last::None;
             }

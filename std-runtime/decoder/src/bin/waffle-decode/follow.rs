@@ -1,8 +1,9 @@
-//! `waffle-decode --follow FILES --send otlp=URL`: the options of follow mode and its run (see
-//! `waffle_decode::follow`).
+//! `waffle-decode --follow FILES --send otlp=URL [-o OUT.json]`: the options of follow mode and
+//! its run (see `waffle_decode::follow`).
 //!
 //! ```text
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
+//! waffle-decode --follow rank0.bin rank1.bin -o run.json     # Chrome JSON, appended as they run
 //! ```
 
 use std::time::Duration;
@@ -17,10 +18,14 @@ pub(crate) struct FollowArgs {
     /// the --send backend (one) soon after it ends, until every file is closed (its END
     /// frame read). Spans are batched by time (--batch-delay); while the backend is away they
     /// are held (--buffer-spans) and sent once it is back, and spans beyond the buffer are
-    /// dropped and counted. Nothing is written with -o: every file format here is one
-    /// document written at the end. Parents and causes are sent as the recorded ids; see
-    /// docs/live-export.md for what differs from sending finished files.
-    #[arg(long, requires = "send", conflicts_with_all = ["output", "format"])]
+    /// dropped and counted. With -o OUT.json (with or without --send), each span and event is
+    /// also appended to OUT.json as Chrome trace-event JSON in its array form, written out
+    /// every --batch-delay: the file loads in Perfetto UI or chrome://tracing while the
+    /// program runs (the array's closing `]` may be missing), and is closed once every file
+    /// is done; it has no flow arrows. No other format can be written while following.
+    /// Parents and causes are sent as the recorded ids; see docs/live-export.md for what
+    /// differs from exporting finished files.
+    #[arg(long, conflicts_with_all = ["format"])]
     pub(crate) follow: bool,
 
     /// (--follow) Seconds to wait for a file that does not exist yet (0: do not wait).
@@ -32,7 +37,8 @@ pub(crate) struct FollowArgs {
     #[arg(long, value_name = "SECS", requires = "follow")]
     idle: Option<f64>,
 
-    /// (--follow) Milliseconds a span may wait for its batch to fill before the batch goes.
+    /// (--follow) Milliseconds a span may wait for its batch to fill before the batch goes
+    /// (and between writes to -o).
     #[arg(long, value_name = "MS", default_value_t = 250, requires = "follow")]
     batch_delay: u64,
 
@@ -50,12 +56,25 @@ fn secs(what: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("{what} {s}: expected seconds, 0 or more"))
 }
 
-/// Follows the inputs, sending to the one target; the summary on stderr unless `--quiet`.
+/// Follows the inputs, sending to the one target and appending to the output; the summary on
+/// stderr unless `--quiet`.
 pub(crate) fn run(cli: &super::Cli) -> Result<(), String> {
     let (args, inputs, quiet) = (&cli.follow, &cli.inputs, cli.quiet);
-    let [target] = cli.send.as_slice() else {
-        return Err("--follow sends to one backend: give --send otlp=URL once".into());
+    let target = match cli.send.as_slice() {
+        [] => None,
+        [target] => Some(target),
+        _ => return Err("--follow sends to one backend: give --send otlp=URL once".into()),
     };
+    let output = cli.output.as_deref();
+    if let Some(path) = output {
+        if !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            return Err(format!(
+                "{}: --follow writes only Chrome JSON (its array form can be appended to while \
+                 the program runs); give -o OUT.json",
+                path.display()
+            ));
+        }
+    }
     let options = Options {
         batch_spans: cli.batch_spans as usize,
         batch_delay: Duration::from_millis(args.batch_delay),
@@ -66,7 +85,7 @@ pub(crate) fn run(cli: &super::Cli) -> Result<(), String> {
         ..Options::default()
     };
     let say = |line: String| eprintln!("waffle-decode: {line}");
-    let summary = follow::follow_files(inputs, target, &options, &say);
+    let summary = follow::follow_to(inputs, target, output, &options, &say)?;
     let mut errors = Vec::new();
     for file in &summary.files {
         for w in &file.warnings {
@@ -89,8 +108,13 @@ pub(crate) fn run(cli: &super::Cli) -> Result<(), String> {
             None => {}
         }
     }
-    if !quiet || summary.lost() > 0 {
-        eprintln!("followed to {target}: {summary}");
+    if let Some(target) = target {
+        if !quiet || summary.lost() > 0 {
+            eprintln!("followed to {target}: {summary}");
+        }
+    }
+    if let (Some(path), false) = (output, quiet) {
+        eprintln!("wrote {} (chrome, {} spans and events)", path.display(), summary.written);
     }
     if errors.is_empty() {
         Ok(())

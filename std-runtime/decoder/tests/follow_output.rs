@@ -8,6 +8,7 @@
 //! than JSON, are clear errors.
 
 #[path = "common/otlp_sink.rs"]
+#[allow(dead_code)] // follow.rs uses the rest
 mod otlp_sink;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -292,3 +292,38 @@ impl Inner {
         self.held.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_write_leaves_whole_events_and_close_adds_the_bracket() {
+        let path = std::env::temp_dir().join(format!("waffle-chrome-out-{}.json", std::process::id()));
+        let out = ChromeOut::create(&path, Duration::from_millis(1)).unwrap();
+        let parsed = |text: &str| serde_json::from_str::<Vec<Json>>(text).map(|v| v.len());
+        assert_eq!(parsed(&(std::fs::read_to_string(&path).unwrap() + "]")).unwrap(), 0);
+        for n in 1..=3 {
+            let mut g = out.lock();
+            g.event(&json!({ "ph": "i", "name": "x", "ts": n }));
+            assert_eq!(parsed(&(std::fs::read_to_string(&path).unwrap() + "]")).unwrap(), n - 1);
+            g.write_held(&path);
+            drop(g);
+            assert_eq!(parsed(&(std::fs::read_to_string(&path).unwrap() + "]")).unwrap(), n);
+        }
+        assert_eq!(out.close(), Ok(0), "spans and events counted, not metadata");
+        assert_eq!(parsed(&std::fs::read_to_string(&path).unwrap()).unwrap(), 3);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_record_before_the_origin_has_a_negative_ts() {
+        let path = std::env::temp_dir().join(format!("waffle-chrome-ts-{}.json", std::process::id()));
+        let out = ChromeOut::create(&path, Duration::from_millis(1)).unwrap();
+        let mut g = out.lock();
+        g.origin = Some(10_000);
+        assert_eq!((g.ts(12_345), g.ts(4_500), g.ts(10_000)), (json!(2.345), json!(-5.5), json!(0.0)));
+        drop(g);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

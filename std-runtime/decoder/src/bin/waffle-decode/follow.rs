@@ -20,9 +20,9 @@ pub(crate) struct FollowArgs {
     /// are held (--buffer-spans) and sent once it is back, and spans beyond the buffer are
     /// dropped and counted. With -o OUT.json (with or without --send), each span and event is
     /// also appended to OUT.json as Chrome trace-event JSON in its array form, written out
-    /// every --batch-delay: the file loads in Perfetto UI or chrome://tracing while the
-    /// program runs (the array's closing `]` may be missing), and is closed once every file
-    /// is done; it has no flow arrows. No other format can be written while following.
+    /// every --batch-delay, a form viewers (Perfetto UI, chrome://tracing) may open
+    /// before its closing `]` is written; the `]` comes once every file is done. It has no
+    /// flow arrows. No other format can be written while following.
     /// Parents and causes are sent as the recorded ids; see docs/live-export.md for what
     /// differs from exporting finished files.
     #[arg(long, conflicts_with_all = ["format"])]

@@ -1,7 +1,8 @@
 //! `waffle-decode diff` and `why --first-nan` on recorded runs: kernels aligned by step, name
 //! and occurrence (a regression, fused and split kernels, extra occurrences, a worker thread's
 //! kernel placed in a step by time), tensors of two ranks (the first divergence in time order,
-//! the first NaN or Inf of each run), the `diff_model` example run twice, and bad input.
+//! the first NaN or Inf of each run), 200,000 tensors compared with a bounded number held, the
+//! `diff_model` example run twice, and bad input.
 
 #[path = "../../recorder/tests/common/mod.rs"]
 mod common;
@@ -116,6 +117,28 @@ fn record_tensors(path: &Path, rank: u64, new: bool) {
     session.stop().unwrap();
 }
 
+/// Steps and tensors per step of the many-tensors runs.
+const MANY: (u64, u64) = (2000, 100);
+
+/// A run of `MANY` tensors: in each step, tensors `t0` to `t99`; the new run's `t42` differs
+/// from step 1500 on.
+fn record_many(path: &Path, new: bool) {
+    let session = waffle_std::Config::new(path).start().unwrap();
+    let names: Vec<String> = (0..MANY.1).map(|i| format!("t{i}")).collect();
+    for n in 0..MANY.0 {
+        let _step = step(n);
+        for (i, name) in names.iter().enumerate() {
+            let changed = new && i == 42 && n >= 1500;
+            tensor(name, n * 1000 + i as u64 + u64::from(changed), 1.0, (0, 0, 0));
+        }
+        if n % 100 == 99 {
+            // Lets the collector drain the thread's buffer (no record is dropped).
+            sleep(Duration::from_millis(5));
+        }
+    }
+    session.stop().unwrap();
+}
+
 /// Records every file once (sessions are per process, so one after another).
 fn files() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -129,6 +152,8 @@ fn files() -> &'static PathBuf {
             record_tensors(&dir.join(format!("t_base{rank}.bin")), rank, false);
             record_tensors(&dir.join(format!("t_new{rank}.bin")), rank, true);
         }
+        record_many(&dir.join("many_base.bin"), false);
+        record_many(&dir.join("many_new.bin"), true);
         dir
     })
 }
@@ -257,6 +282,25 @@ fn the_first_divergence_is_the_earliest_differing_tensor_across_ranks() {
     let (code, text, err) = decode(&["diff".as_ref(), base[0].as_ref(), base[0].as_ref()]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("first divergence: none, every aligned tensor is equal"), "{text}");
+}
+
+#[test]
+fn many_tensors_are_compared_as_they_are_read_with_few_held() {
+    let d = files();
+    let diff =
+        waffle_decode::diff::diff_files(&[d.join("many_base.bin")], &[d.join("many_new.bin")], &mut |_| {})
+            .unwrap();
+    let t = &diff.tensors;
+    let all = MANY.0 * MANY.1;
+    assert_eq!((t.base, t.new, t.compared, t.differ), (all, all, all, MANY.0 - 1500));
+    assert_eq!((t.only_base, t.only_new), (0, 0));
+    let first = t.first_divergence.as_ref().expect("a divergence");
+    assert_eq!((first.at.name.as_str(), first.at.step, first.at.occurrence), ("t42", Some(1500), 0));
+    assert_eq!(first.later, MANY.0 - 1500 - 1);
+    // Counterparts arrive together: a handful wait at once, never more than the window allows,
+    // which is far below the number of tensors.
+    assert!(t.held <= 4, "{} tensors held at once", t.held);
+    assert!(2 * waffle_decode::diff::WINDOW < all as usize);
 }
 
 #[test]

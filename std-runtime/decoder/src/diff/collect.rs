@@ -5,17 +5,22 @@
 //! [`steps`](super::steps)). A span is added to its step's sums as it ends, and steps are
 //! folded into a few numbers per name and per run of like steps (see
 //! [`window`](super::window)): what the sink keeps does not grow with the spans. Tensors
-//! (events whose schema holds `tensor.hash`, `waffle::wire::reserved::tensor`) are few next to
-//! kernels: each is kept as a [`TensorRec`] of 64 bytes.
+//! (events whose schema holds `tensor.hash`, `waffle::wire::reserved::tensor`) are numbered
+//! (the k-th of their name and step) and handed on as [`TensorRec`]s of 64 bytes as soon as
+//! their step is known, to be compared as they come (see [`tensors`](super::tensors)): the
+//! sink keeps none of them.
 
 use super::{
     roles::{self, int, role_of, text, Role},
-    steps::{Steps, NO_STEP},
+    steps::{Steps, KEPT, NO_STEP},
     window::{Folded, Shapes, Window},
 };
 use crate::decode::stream::{FileEnd, Header, Item, Sink};
 use crate::model::Callsite;
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{mpsc::SyncSender, Arc, Mutex, MutexGuard},
+};
 use waffle::wire::{Calibration, Converter, FieldType};
 
 /// Names of kernels and tensors, numbered once for both runs, so that a number means the same
@@ -53,7 +58,8 @@ pub(crate) struct TensorRec {
     pub name: u32,
     /// Its step, [`NO_STEP`] when it lies in none.
     pub step: i64,
-    /// Which tensor of this name, step and rank it is, from 0 in time order.
+    /// Which tensor of this name, step and rank it is, from 0 in the order its file hands them
+    /// over (time order on each thread).
     pub occurrence: u32,
     /// When, Unix ns.
     pub ns: u64,
@@ -74,29 +80,62 @@ pub(crate) struct TensorRec {
 pub(crate) struct Run {
     /// Its kernels, folded step by step.
     pub kernels: Folded,
-    /// Every tensor, in no particular order until [`Run::number_tensors`].
-    pub tensors: Vec<TensorRec>,
+    /// Tensors read.
+    pub tensors: u64,
     /// Spans read.
     pub spans: u64,
     /// Step markers ended, and their time, ns.
     pub steps: (u64, u64),
 }
 
-impl Run {
-    /// Numbers the tensors of each (rank, name, step) from 0 in time order, and leaves them in
-    /// time order.
-    pub(crate) fn number_tensors(&mut self) {
-        self.tensors.sort_by_key(|t| (t.rank, t.name, t.step, t.ns));
-        let mut prev = None;
-        let mut n = 0;
-        for t in &mut self.tensors {
-            let key = (t.rank, t.name, t.step);
-            n = if prev == Some(key) { n + 1 } else { 0 };
-            prev = Some(key);
-            t.occurrence = n;
-        }
-        self.tensors.sort_by_key(|t| (t.ns, t.rank, t.name, t.step, t.occurrence));
+/// What a run's reader hands to the comparison, in the order it reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Msg {
+    /// A tensor, numbered, its step known.
+    Tensor(TensorRec),
+    /// A file was read: its size in bytes.
+    Read(u64),
+}
+
+/// The most steps of a file whose tensors are still counted by name (for their occurrence):
+/// twice the ended steps kept to place items (`steps::KEPT`). A tensor of an older step (the
+/// file would hand it over thousands of steps late) is numbered from 0 again.
+const COUNTED_STEPS: usize = 2 * KEPT;
+
+/// Numbers a file's tensors (the k-th of a name in a step) and hands them on.
+pub(crate) struct Tensors<'a> {
+    /// Per step, per name, how many were handed on; the latest [`COUNTED_STEPS`] steps, and
+    /// [`NO_STEP`] always.
+    counts: BTreeMap<i64, HashMap<u32, u32>>,
+    out: &'a SyncSender<Msg>,
+}
+
+impl<'a> Tensors<'a> {
+    /// Tensors handed to `out`.
+    pub(crate) fn new(out: &'a SyncSender<Msg>) -> Self {
+        Tensors { counts: BTreeMap::new(), out }
     }
+
+    fn add(&mut self, mut t: TensorRec) {
+        let per_name = self.counts.entry(t.step).or_default();
+        let n = per_name.entry(t.name).or_insert(0);
+        t.occurrence = *n;
+        *n += 1;
+        if self.counts.len() > COUNTED_STEPS + 1 {
+            let oldest = self.counts.keys().copied().find(|&s| s != NO_STEP);
+            if let Some(oldest) = oldest {
+                self.counts.remove(&oldest);
+            }
+        }
+        // The receiver only goes away when the comparison has stopped (a panic): nothing to do.
+        let _ = self.out.send(Msg::Tensor(t));
+    }
+}
+
+/// `m` locked; a lock poisoned by a panic on the other run's thread is still usable (that
+/// panic is reported where the thread is joined).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A span open on a thread, as the sink knows it.
@@ -115,8 +154,9 @@ pub(crate) struct Open {
 /// Reads one file of a run.
 pub(crate) struct FileSink<'a> {
     run: &'a mut Run,
-    names: &'a mut Names,
-    shapes: &'a mut Shapes,
+    names: &'a Mutex<Names>,
+    shapes: &'a Mutex<Shapes>,
+    tensors: Tensors<'a>,
     window: Window,
     rank: u32,
     /// The file's last CLOCK frame's calibration, if known before reading; else the header's.
@@ -136,10 +176,11 @@ pub(crate) enum Pending {
 }
 
 impl<'a> FileSink<'a> {
-    /// A sink adding file number `rank` of a run to `run`; `calibration` is the file's final
-    /// one when known (`decode::stream::final_calibration`).
+    /// A sink adding file number `rank` of a run to `run`, its tensors sent to `out`;
+    /// `calibration` is the file's final one when known (`decode::stream::final_calibration`).
     pub(crate) fn new(
-        (run, names, shapes): (&'a mut Run, &'a mut Names, &'a mut Shapes),
+        (run, names, shapes): (&'a mut Run, &'a Mutex<Names>, &'a Mutex<Shapes>),
+        out: &'a SyncSender<Msg>,
         rank: u32,
         calibration: Option<Calibration>,
     ) -> Self {
@@ -148,6 +189,7 @@ impl<'a> FileSink<'a> {
             run,
             names,
             shapes,
+            tensors: Tensors::new(out),
             window: Window::default(),
             rank,
             fixed: calibration,
@@ -173,24 +215,27 @@ impl<'a> FileSink<'a> {
             self.roles.resize(i + 1, Role::Unknown);
         }
         if let Role::Unknown = self.roles[i] {
-            self.roles[i] = role_of(callsite, self.names);
+            self.roles[i] = role_of(callsite, &mut lock(self.names));
         }
         self.roles[i]
     }
 
     fn place(&mut self, at: u64, what: Pending) {
-        let (run, window) = (&mut *self.run, &mut self.window);
-        self.steps.place(at, what, &mut |step, at, p| settle(run, window, step, at, p));
+        let (run, window, tensors) = (&mut *self.run, &mut self.window, &mut self.tensors);
+        self.steps.place(at, what, &mut |step, at, p| {
+            settle((&mut *run, &mut *window, &mut *tensors), step, at, p)
+        });
     }
 }
 
 /// Adds `p`, now that its step is known.
-fn settle(run: &mut Run, window: &mut Window, step: i64, at: u64, p: Pending) {
+fn settle((run, window, tensors): (&mut Run, &mut Window, &mut Tensors<'_>), step: i64, at: u64, p: Pending) {
     match p {
         Pending::Kernel { name, dur } => window.add(step, name, at, dur, &mut run.kernels),
         Pending::Tensor(mut t) => {
             t.step = step;
-            run.tensors.push(t);
+            run.tensors += 1;
+            tensors.add(t);
         }
     }
 }
@@ -239,7 +284,7 @@ impl Sink for FileSink<'_> {
             _ => return,
         };
         let name = match text(f, tf.name) {
-            Some(n) => self.names.intern(n),
+            Some(n) => lock(self.names).intern(n),
             None => tf.event_name,
         };
         let count = |i| int(f, i).map_or(0, |v| v.max(0) as u64);
@@ -256,7 +301,10 @@ impl Sink for FileSink<'_> {
             ninf: count(tf.ninf),
         };
         match self.stacks[thread].last() {
-            Some(&step) => settle(self.run, &mut self.window, step, at, Pending::Tensor(rec)),
+            Some(&step) => {
+                let to = (&mut *self.run, &mut self.window, &mut self.tensors);
+                settle(to, step, at, Pending::Tensor(rec));
+            }
             None => self.place(at, Pending::Tensor(rec)),
         }
     }
@@ -284,9 +332,9 @@ impl Sink for FileSink<'_> {
     }
 
     fn finish(&mut self, _end: &FileEnd) {
-        let (run, window) = (&mut *self.run, &mut self.window);
-        self.steps.finish(&mut |step, at, p| settle(run, window, step, at, p));
-        self.window.finish(self.rank as usize, &mut self.run.kernels, self.shapes);
+        let (run, window, tensors) = (&mut *self.run, &mut self.window, &mut self.tensors);
+        self.steps.finish(&mut |step, at, p| settle((&mut *run, &mut *window, &mut *tensors), step, at, p));
+        self.window.finish(self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
     }
 }
 
@@ -300,7 +348,7 @@ impl FileSink<'_> {
             }
             let step = span.step.unwrap_or(NO_STEP);
             self.steps.close(thread, span.start, end, step);
-            self.window.close(step, self.rank as usize, &mut self.run.kernels, self.shapes);
+            self.window.close(step, self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
             // A step is not a kernel: it holds them, and would lead every regression.
             self.run.steps.0 += 1;
             self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);

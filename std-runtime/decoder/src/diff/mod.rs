@@ -1,8 +1,9 @@
 //! `diff`: what changed between two runs of one program — kernels that got slower, appeared,
 //! vanished, were fused or split, and the first tensor whose values differ.
 //!
-//! Each run is one or many `trace.bin` files (one per rank). Both runs are streamed once,
-//! file by file (`decode::stream`), and kept as sums, never as records:
+//! Each run is one or many `trace.bin` files (one per rank). Both runs are streamed once, at
+//! the same time (one thread each, file by file, `decode::stream`), and kept as sums, never
+//! as records:
 //!
 //! - **kernels** (every span but the step markers) are summed per (step, name): count, total time, first start.
 //!   A span's step is the step marker enclosing it on its thread, or on another thread the
@@ -12,9 +13,10 @@
 //!   (`window.rs`): memory grows with names and with changes of shape, not with spans or
 //!   steps. [`kernels`] aligns them by rank, step, name and occurrence, and [`align`] pairs
 //!   what is left on one side only as fused or split;
-//! - **tensors** (events whose schema holds `tensor.hash`) are kept as one 64-byte record
-//!   each — a run records far fewer tensors than kernels — and [`tensors`] aligns them by
-//!   rank, name, step and occurrence to find the first divergence and the first NaN or Inf.
+//! - **tensors** (events whose schema holds `tensor.hash`) are handed from each run's thread
+//!   as they are read, and [`tensors`] matches them by rank, name, step and occurrence with a
+//!   bounded window of unmatched ones per side, keeping only the counts, the first divergence
+//!   and the first NaN or Inf: memory does not grow with the tensors either.
 //!
 //! [`Diff::to_text`] is what `waffle-decode diff` prints, [`Diff::to_json`] what it prints
 //! with `--json`, [`Diff::to_html`] the self-contained page `--html OUT` writes (inline CSS,
@@ -57,7 +59,16 @@
 //! ```
 
 use crate::{decode::stream, error::Error, reader::Warning};
-use std::path::Path;
+use collect::{lock, Msg, Names};
+use std::{
+    path::Path,
+    sync::{mpsc, Mutex},
+    thread,
+};
+use window::Shapes;
+
+/// How many tensors a run's reader may hand over before the comparison takes them.
+const CHANNEL: usize = 4096;
 
 pub mod align;
 mod collect;
@@ -70,7 +81,7 @@ pub mod tensors;
 mod window;
 
 pub use kernels::{KernelRow, Status};
-pub use tensors::{first_nan, Divergence, NonFinite, TensorAt, TensorReport};
+pub use tensors::{first_nan, Divergence, NonFinite, TensorAt, TensorReport, WINDOW};
 
 /// One run as the report describes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -108,48 +119,91 @@ pub struct Diff {
 /// Compares the run recorded in `base` with the one in `new` (each one file per rank, ranks in
 /// the same order). `progress` is told the bytes read. A file that is missing, not a trace or
 /// unreadable from its start is an error naming it; later damage is a warning.
-pub fn diff_files<P: AsRef<Path>>(
+pub fn diff_files<P: AsRef<Path> + Sync>(
     base: &[P],
     new: &[P],
     progress: &mut dyn FnMut(u64),
 ) -> Result<Diff, Error> {
-    let mut names = collect::Names::default();
-    let mut shapes = window::Shapes::default();
-    let mut warnings = Vec::new();
-    let (mut base_run, base_info) = read_run(base, (&mut names, &mut shapes), &mut warnings, progress)?;
-    let (mut new_run, new_info) = read_run(new, (&mut names, &mut shapes), &mut warnings, progress)?;
-    base_run.number_tensors();
-    new_run.number_tensors();
+    let (names, shapes) = (Mutex::new(Names::default()), Mutex::new(Shapes::default()));
+    let mut matcher = tensors::Matcher::default();
+    let (base_read, new_read) = thread::scope(|s| {
+        let mut rx = Vec::new();
+        let mut readers = Vec::new();
+        for files in [base, new] {
+            let (tx, r) = mpsc::sync_channel(CHANNEL);
+            rx.push(r);
+            let (names, shapes) = (&names, &shapes);
+            readers.push(s.spawn(move || read_run(files, (names, shapes), &tx)));
+        }
+        compare_as_read(&rx, &mut matcher, progress);
+        let mut joined =
+            readers.into_iter().map(|r| r.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (joined.next().expect("two readers"), joined.next().expect("two readers"))
+    });
+    let (base_run, base_info, mut warnings) = base_read?;
+    let (new_run, new_info, new_warnings) = new_read?;
+    warnings.extend(new_warnings);
+    let (names, shapes) = (names.into_inner().unwrap_or_else(|e| e.into_inner()), lock(&shapes));
     Ok(Diff {
         base: base_info,
         new: new_info,
         kernels: kernels::compare(&base_run.kernels, &new_run.kernels, &shapes, &names),
-        tensors: tensors::compare(&base_run.tensors, &new_run.tensors, &names),
+        tensors: matcher.report(&names),
         warnings,
     })
 }
 
+/// Takes the two runs' tensors as their readers hand them over until both are done, from the
+/// run that is behind (the lower rank, else the fewer tensors of that rank taken), so that
+/// counterparts arrive close together.
+fn compare_as_read(
+    rx: &[mpsc::Receiver<Msg>],
+    matcher: &mut tensors::Matcher,
+    progress: &mut dyn FnMut(u64),
+) {
+    // Per side: (rank, tensors of that rank taken), and whether its reader is done.
+    let mut at = [(0u32, 0u64); 2];
+    let mut done = [false; 2];
+    while !(done[0] && done[1]) {
+        let side = match done {
+            [false, false] => usize::from(at[1] < at[0]),
+            [true, _] => 1,
+            [_, true] => 0,
+        };
+        match rx[side].recv() {
+            Ok(Msg::Tensor(t)) => {
+                at[side] = if t.rank == at[side].0 { (t.rank, at[side].1 + 1) } else { (t.rank, 1) };
+                matcher.add(side, t);
+            }
+            Ok(Msg::Read(bytes)) => progress(bytes),
+            Err(mpsc::RecvError) => done[side] = true,
+        }
+    }
+}
+
+type Read = (collect::Run, RunInfo, Vec<Warning>);
+
 fn read_run<P: AsRef<Path>>(
     files: &[P],
-    (names, shapes): (&mut collect::Names, &mut window::Shapes),
-    warnings: &mut Vec<Warning>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(collect::Run, RunInfo), Error> {
+    (names, shapes): (&Mutex<Names>, &Mutex<Shapes>),
+    out: &mpsc::SyncSender<Msg>,
+) -> Result<Read, Error> {
     let mut run = collect::Run::default();
     let mut info = RunInfo::default();
+    let mut warnings = Vec::new();
     for (rank, path) in files.iter().enumerate() {
         let path = path.as_ref();
         let calibration = stream::final_calibration(path);
-        let mut sink = collect::FileSink::new((&mut run, names, shapes), rank as u32, calibration);
+        let mut sink = collect::FileSink::new((&mut run, names, shapes), out, rank as u32, calibration);
         warnings.extend(stream::decode_path(path, &mut sink)?);
-        progress(std::fs::metadata(path).map_or(0, |m| m.len()));
+        let _ = out.send(Msg::Read(std::fs::metadata(path).map_or(0, |m| m.len())));
         info.files.push(path.display().to_string());
     }
     info.spans = run.spans;
-    info.tensors = run.tensors.len() as u64;
+    info.tensors = run.tensors;
     let runs = run.kernels.ranks.iter().flatten().filter(|r| r.first != steps::NO_STEP);
     info.steps = runs.map(|r| (i128::from(r.last) - i128::from(r.first) + 1) as u64).sum();
     info.late = run.kernels.late;
     info.step_ns = run.steps.1;
-    Ok((run, info))
+    Ok((run, info, warnings))
 }

@@ -297,9 +297,9 @@ fn many_tensors_are_compared_as_they_are_read_with_few_held() {
     let first = t.first_divergence.as_ref().expect("a divergence");
     assert_eq!((first.at.name.as_str(), first.at.step, first.at.occurrence), ("t42", Some(1500), 0));
     assert_eq!(first.later, MANY.0 - 1500 - 1);
-    // Counterparts arrive together: a handful wait at once, never more than the window allows,
-    // which is far below the number of tensors.
-    assert!(t.held <= 4, "{} tensors held at once", t.held);
+    // Counterparts arrive close together (each run's reader hands tensors over 256 at a time):
+    // a batch waits at most, never more than the window allows, far below the tensors' number.
+    assert!(t.held <= 256, "{} tensors held at once", t.held);
     assert!(2 * waffle_decode::diff::WINDOW < all as usize);
 }
 

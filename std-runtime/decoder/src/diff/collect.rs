@@ -89,10 +89,11 @@ pub(crate) struct Run {
 }
 
 /// What a run's reader hands to the comparison, in the order it reads it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Msg {
-    /// A tensor, numbered, its step known.
-    Tensor(TensorRec),
+    /// Tensors, numbered, their step known: up to [`BATCH`] at once (one message per tensor
+    /// would wake the comparison for each).
+    Tensors(Vec<TensorRec>),
     /// A file was read: its size in bytes.
     Read(u64),
 }
@@ -102,18 +103,22 @@ pub(crate) enum Msg {
 /// file would hand it over thousands of steps late) is numbered from 0 again.
 const COUNTED_STEPS: usize = 2 * KEPT;
 
+/// How many tensors a file's reader hands over at once.
+pub(crate) const BATCH: usize = 256;
+
 /// Numbers a file's tensors (the k-th of a name in a step) and hands them on.
 pub(crate) struct Tensors<'a> {
     /// Per step, per name, how many were handed on; the latest [`COUNTED_STEPS`] steps, and
     /// [`NO_STEP`] always.
     counts: BTreeMap<i64, HashMap<u32, u32>>,
+    batch: Vec<TensorRec>,
     out: &'a SyncSender<Msg>,
 }
 
 impl<'a> Tensors<'a> {
     /// Tensors handed to `out`.
     pub(crate) fn new(out: &'a SyncSender<Msg>) -> Self {
-        Tensors { counts: BTreeMap::new(), out }
+        Tensors { counts: BTreeMap::new(), batch: Vec::with_capacity(BATCH), out }
     }
 
     fn add(&mut self, mut t: TensorRec) {
@@ -127,8 +132,20 @@ impl<'a> Tensors<'a> {
                 self.counts.remove(&oldest);
             }
         }
-        // The receiver only goes away when the comparison has stopped (a panic): nothing to do.
-        let _ = self.out.send(Msg::Tensor(t));
+        self.batch.push(t);
+        if self.batch.len() == BATCH {
+            self.flush();
+        }
+    }
+
+    /// Hands on what is batched.
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            // The receiver only goes away when the comparison has stopped (a panic): nothing
+            // to do.
+            let _ = self.out.send(Msg::Tensors(batch));
+        }
     }
 }
 
@@ -335,6 +352,7 @@ impl Sink for FileSink<'_> {
         let (run, window, tensors) = (&mut *self.run, &mut self.window, &mut self.tensors);
         self.steps.finish(&mut |step, at, p| settle((&mut *run, &mut *window, &mut *tensors), step, at, p));
         self.window.finish(self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
+        self.tensors.flush();
     }
 }
 

@@ -67,8 +67,9 @@ use std::{
 };
 use window::Shapes;
 
-/// How many tensors a run's reader may hand over before the comparison takes them.
-const CHANNEL: usize = 4096;
+/// How many batches of tensors (`collect::BATCH`) a run's reader may hand over before the
+/// comparison takes them.
+const CHANNEL: usize = 16;
 
 pub mod align;
 mod collect;
@@ -171,9 +172,11 @@ fn compare_as_read(
             [_, true] => 0,
         };
         match rx[side].recv() {
-            Ok(Msg::Tensor(t)) => {
-                at[side] = if t.rank == at[side].0 { (t.rank, at[side].1 + 1) } else { (t.rank, 1) };
-                matcher.add(side, t);
+            Ok(Msg::Tensors(batch)) => {
+                for t in batch {
+                    at[side] = if t.rank == at[side].0 { (t.rank, at[side].1 + 1) } else { (t.rank, 1) };
+                    matcher.add(side, t);
+                }
             }
             Ok(Msg::Read(bytes)) => progress(bytes),
             Err(mpsc::RecvError) => done[side] = true,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `waffle-decode diff` on two large traces: throughput (MB of trace.bin read per second, on one
-# core: the diff reads its files one after another on one thread) and peak resident memory, at
-# two sizes, to show what memory grows with: tensors (few, one small record each), not kernels.
+# core: the diff reads the two runs on two threads, so CPU time is summed over both) and peak
+# resident memory, at two sizes and with 100 times fewer tensors, to show that memory grows with
+# neither kernels nor tensors.
 #
 #   benches/diff.sh [STEPS]     # default 400000 steps: over 200 MB per trace
 #
@@ -32,16 +33,16 @@ measure() { # NAME STEPS TENSOR-EVERY
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt")
     cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$work/time.txt")
     rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
-    # One thread reads everything: its CPU time is the time on one core (wall time also counts
-    # waiting for a core on a busy machine).
+    # Two threads read the runs: their CPU time, summed, is the time on one core (wall time
+    # also counts waiting for a core on a busy machine).
     awk -v name="$name" -v b="$bytes" -v w="$wall" -v c="$cpu" -v r="$rss" 'BEGIN {
         printf "%s: %.0f MB (two traces): %.2f s of CPU, %.0f MB/s per core (%.2f s wall, %.0f MB/s); peak RSS %.1f MiB\n",
             name, b / 1e6, c, b / 1e6 / c, w, b / 1e6 / w, r / 1024 }'
     grep -m1 '"name"' "$work/out.json" | sed "s/^ */  first divergence: /"
 }
 
-# Tensors are kept as one 64-byte record each (and indexed once to compare): the third run
-# records 100 times fewer, to show what the kernels alone take.
+# Tensors are compared as they are read, a bounded number held: the third run records 100
+# times fewer, to show what the kernels alone take.
 measure "quarter size" $(( steps / 4 )) 100
 measure "full size" "$steps" 100
 measure "full size, tensors every 10000 steps" "$steps" 10000

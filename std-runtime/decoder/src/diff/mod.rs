@@ -118,8 +118,10 @@ pub struct Diff {
 }
 
 /// Compares the run recorded in `base` with the one in `new` (each one file per rank, ranks in
-/// the same order). `progress` is told the bytes read. A file that is missing, not a trace or
-/// unreadable from its start is an error naming it; later damage is a warning.
+/// the same order). The two runs are read at the same time, one thread each, and their
+/// tensors compared as they come. `progress` is told the bytes read. A file that is missing,
+/// not a trace or unreadable from its start is an error naming it (the base run's first when
+/// both fail); later damage is a warning.
 pub fn diff_files<P: AsRef<Path> + Sync>(
     base: &[P],
     new: &[P],

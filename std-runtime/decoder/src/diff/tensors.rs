@@ -9,7 +9,7 @@
 //! side only are counted apart and never diverge.
 //!
 //! The two runs are read at the same time and their tensors compared as they come
-//! ([`Matcher`]): a tensor waits for its counterpart among at most [`WINDOW`] of its side;
+//! (`Matcher`): a tensor waits for its counterpart among at most [`WINDOW`] of its side;
 //! past that the one that has waited longest is dropped, and counted as found on its side
 //! only. Only the counts, the first divergence and each run's first NaN or Inf are kept, so
 //! memory does not grow with the number of tensors.

@@ -7,15 +7,19 @@
 //! file cut inside a frame that grows later, on two closed files at once, and on a file that
 //! never appears; to Zipkin; and `Config::live`, the same from the collector thread.
 
+#[path = "common/children.rs"]
+mod children;
 #[path = "common/otlp_sink.rs"]
 mod otlp_sink;
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Child;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use children::{decode, dir, finish};
 
 use otlp_sink::OtlpSink;
 use waffle_decode::follow::{self, Options};
@@ -23,35 +27,9 @@ use waffle_decode::follow::{self, Options};
 /// One recording session at a time in this process.
 static SESSION: Mutex<()> = Mutex::new(());
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waffle-follow-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
+/// `waffle-decode --follow ARGS...`.
 fn follow(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_waffle-decode"))
-        .arg("--follow")
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for `child` up to `limit`; kills it and fails past that.
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!("still running after {limit:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    decode(&[&["--follow"], args].concat())
 }
 
 /// The span ids in `path`, as the file decoder reads them (16 hex digits).

@@ -7,48 +7,23 @@
 //! (whose pid is taken) gets a fresh pid. A path that cannot be created, and a format other
 //! than JSON, are clear errors.
 
+#[path = "common/children.rs"]
+mod children;
 #[path = "common/otlp_sink.rs"]
 #[allow(dead_code)] // follow.rs uses the rest
 mod otlp_sink;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use children::{decode, dir, finish};
 use otlp_sink::OtlpSink;
 use serde_json::Value as Json;
 
 /// One recording session at a time in this process.
 static SESSION: Mutex<()> = Mutex::new(());
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("waffle-follow-out-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn decode(args: &[&str]) -> Child {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_waffle-decode"));
-    c.args(args).stderr(Stdio::piped()).stdout(Stdio::piped());
-    c.spawn().unwrap()
-}
-
-/// Waits for `child` up to `limit`; kills it and fails past that.
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!("still running after {limit:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// The growing file with `]` added, parsed; a read that caught a write half done is tried
 /// again, and three in a row fail the test.

@@ -9,15 +9,22 @@ use std::{
 /// directory; when only the test was built, or the example's source is newer, it is built now.
 #[allow(dead_code)]
 pub fn example(name: &str) -> PathBuf {
+    // The examples are the recorder's; the decoder's tests include this file too.
+    example_of("waffle-std", "recorder", name)
+}
+
+/// [`example`] for the package `package` in `std-runtime/<dir>` (the `tracing` layer's tests
+/// include this file too).
+#[allow(dead_code)]
+pub fn example_of(package: &str, dir: &str, name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
     let bin = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    // The examples are the recorder's; the decoder's tests include this file too.
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../recorder/examples/{name}.rs"));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{dir}/examples/{name}.rs"));
     if modified(&bin).is_none_or(|built| modified(&source).is_some_and(|edited| edited > built)) {
         let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "--example", name, "-p", "waffle-std"]);
+        cargo.args(["build", "--example", name, "-p", package]);
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cargo.arg("--release");
         }

@@ -9,6 +9,10 @@ use std::{
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt};
 use waffle_decode::model::{Item, Trace, Value};
 
+/// The recorder's test helpers (building examples).
+#[path = "../../../recorder/tests/common/mod.rs"]
+mod recorder;
+
 /// One session at a time: the session and the subscriber are the process's.
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -126,22 +130,11 @@ pub fn span<'a>(t: &'a Trace, name: &str) -> &'a waffle_decode::model::Span {
     s
 }
 
-/// The binary of this crate's example `name`, built now if `cargo test` did not build it.
+/// The binary of this crate's example `name`, built now if `cargo test` did not build it or
+/// its source is newer.
 #[allow(dead_code)]
 pub fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe.parent().and_then(std::path::Path::parent).expect("target/<profile>");
-    let bin = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
-        let mut cargo = std::process::Command::new(env!("CARGO"));
-        cargo.args(["build", "--example", name, "-p", "waffle-tracing"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo");
-        assert!(status.success() && bin.exists(), "building the example {name} failed: {status}");
-    }
-    bin
+    recorder::example_of("waffle-tracing", "tracing", name)
 }
 
 /// What `examples/tracing_demo.rs` records, with the line in an event's name as `N`.

@@ -29,11 +29,14 @@ fn recorded() -> &'static (PathBuf, Vec<u64>) {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("run.bin");
         let session = waffle_std::Config::new(&path).process_name("host").start().unwrap();
-        // The device counts µs from 1 000 000, a clock of its own; synced at both ends.
+        // The device counts ns from 10^9, a clock of its own; synced at both ends. Nanoseconds,
+        // not µs: a reading cut to a µs could map a slice up to 1 µs before the launch span
+        // that began before it, and Jaeger's output keeps a cause that starts after its effect
+        // as a tag, not a reference (export/jaeger.rs).
         let start = std::time::Instant::now();
-        let device = || 1_000_000 + start.elapsed().as_micros() as u64;
-        let gpu = waffle::Track::new("GPU 0", 1_000_000);
-        let copy = waffle::Track::new("GPU 0 / copy", 1_000_000);
+        let device = || 1_000_000_000 + start.elapsed().as_nanos() as u64;
+        let gpu = waffle::Track::new("GPU 0", 1_000_000_000);
+        let copy = waffle::Track::new("GPU 0 / copy", 1_000_000_000);
         gpu.sync(device());
         copy.sync(device());
         let mut launchers = Vec::new();

@@ -256,6 +256,19 @@ fn xspace_puts_the_tracks_on_a_device_plane() {
         space.planes[0].lines.iter().all(|l| !l.name.starts_with("GPU")),
         "no device line on the host plane"
     );
+    // Each launch carries the same value: xprof ties a kernel to the host event whose
+    // correlation_id it shares.
+    let host = &space.planes[0];
+    let correlation = host.stat_metadata.values().find(|m| m.name == "correlation_id").expect("the stat").id;
+    let mut launches = Vec::new();
+    for e in host.lines.iter().flat_map(|l| &l.events) {
+        if host.event_metadata[&e.metadata_id].name == "launch" {
+            let stat = e.stats.iter().find(|s| s.metadata_id == correlation).expect("a correlation id");
+            let Some(StatValue::Uint64(id)) = stat.value else { panic!("{stat:?}") };
+            launches.push(id);
+        }
+    }
+    assert_eq!(launches, recorded().1);
 }
 
 #[test]

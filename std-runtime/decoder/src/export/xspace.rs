@@ -15,8 +15,10 @@
 //!   name and pid when the plane holds several processes. Its `timestamp_ns` is its process's
 //!   earliest record, Unix ns, and every event's `offset_ps` counts from there, in picoseconds;
 //! - a device track (`waffle::Track`, a GPU queue) is a line of a device plane,
-//!   `/device:GPU:0` for a track named `GPU 0` (see `device.rs`): its slices are events there,
-//!   their launcher their `correlation_id` stat;
+//!   `/device:GPU:0` for a track named `GPU 0` (see `device.rs`): its slices are events there.
+//!   xprof takes a GPU profile's steps from the device alone, each device event in the step
+//!   of the host event with its `correlation_id`: a slice and its launcher, or the launched
+//!   slice it runs in, or else the step it runs in, get one (see `ties.rs`);
 //! - a detached span (an async span, which may end on another thread) goes to its process's
 //!   lines of detached spans, `detached spans`, `detached spans 2`..., as many as overlapping
 //!   detached spans need (each on the first one free at its start), so that every line nests;
@@ -26,7 +28,9 @@
 //!   0 or 1. Causality is stats too, as Chrome's export names them: `waffle.id`,
 //!   `waffle.parent`, `waffle.caused_by` (ids in hex), `waffle.correlate` (`key=value`),
 //!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`. A field named like one of
-//!   these keeps its value;
+//!   these keeps its value; one named like a stat xprof groups steps by ([`XPROF_STATS`]:
+//!   `correlation_id`, `group_id`, `_r`, `step_num`...) is written as `field.NAME`, so that
+//!   it cannot undo the grouping;
 //! - steps: a span named as one of the step spans given ([`Options::step_spans`], the CLI's
 //!   `--step-span NAME`) or carrying a field named `step` is a step marker: it gets the stats
 //!   xprof groups steps by, `_r` = 1 (a root event, one step) and `step_num` (the `step`
@@ -41,19 +45,22 @@
 //! xprof could not read, stops the export with an error there, which bounds the memory too.
 
 use std::{
+    borrow::Cow,
     collections::HashSet,
     io::{self, Write},
     path::{Path, PathBuf},
 };
 
-use super::spans::{Context, OutSpan, Source, SpanWriter};
+use super::spans::{Context, LinkKind, OutSpan, Source, SpanWriter};
 use crate::model::{Trace, Value};
 
 mod device;
 pub mod proto;
 mod space;
+mod ties;
 use proto::{StatValue, XEvent, XStat};
 use space::{Line, Placed, Space};
+use ties::{EventAt, Ties};
 
 /// How many events a span shows as logs: none, every event is an event of its own.
 pub(crate) const LOGS: usize = 0;
@@ -63,6 +70,28 @@ pub const HOST_PLANE: &str = "/host:CPU";
 pub const STEP_FIELD: &str = waffle::wire::reserved::STEP;
 /// The largest message protobuf parsers take.
 const MAX_MESSAGE: usize = i32::MAX as usize;
+/// The stats by which xprof groups events into steps (tsl's `group_events.cc`, xprof's
+/// `xplane_to_step_events.cc`), and `flow`, which its trace viewer draws as arrows: the
+/// export writes those it needs, and a field so named is written with [`FIELD_PREFIX`] in
+/// front of its name. (`group_id` on any event tells xprof the profile is grouped already,
+/// and it then groups nothing.)
+pub const XPROF_STATS: [&str; 13] = [
+    "_r",
+    "_a",
+    "_pt",
+    "_ct",
+    "_p",
+    "_c",
+    "_pid",
+    "correlation_id",
+    "group_id",
+    "step_name",
+    "step_num",
+    "iter_num",
+    "flow",
+];
+/// What a field named like one of [`XPROF_STATS`] is written with in front of its name.
+pub const FIELD_PREFIX: &str = "field.";
 
 /// What the XSpace export is told besides the trace.
 #[derive(Clone, Debug, Default)]
@@ -80,6 +109,7 @@ pub fn write(trace: &Trace, options: &Options, out: &mut dyn Write) -> io::Resul
 pub(crate) fn write_from(source: Source<'_>, options: &Options, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer::new(options, false);
     source.write(&mut w)?;
+    w.finish()?;
     let mut space = w.spaces.pop().unwrap_or_default();
     space.write(out)
 }
@@ -95,6 +125,7 @@ pub(crate) fn write_dir_from(
 ) -> io::Result<Vec<PathBuf>> {
     let mut w = Writer::new(options, true);
     source.write(&mut w)?;
+    w.finish()?;
     let run = run.map_or_else(|| run_name(w.origin), str::to_owned);
     let run_dir = dir.join("plugins").join("profile").join(run);
     std::fs::create_dir_all(&run_dir)?;
@@ -155,6 +186,9 @@ struct Writer<'o> {
     started: bool,
     /// The earliest record, Unix ns.
     origin: u64,
+    /// Whether any line is a device track's: then device slices are tied to the host.
+    devices: bool,
+    ties: Ties,
 }
 
 /// Where a process's lines are: its space, its threads' lines from `first_line` on, then the
@@ -169,7 +203,21 @@ struct At {
 
 impl<'o> Writer<'o> {
     fn new(options: &'o Options, by_host: bool) -> Self {
-        Writer { options, by_host, spaces: Vec::new(), at: Vec::new(), started: false, origin: 0 }
+        Writer {
+            options,
+            by_host,
+            spaces: Vec::new(),
+            at: Vec::new(),
+            started: false,
+            origin: 0,
+            devices: false,
+            ties: Ties::default(),
+        }
+    }
+
+    /// Every span is in: ties device slices to the host (`ties.rs`).
+    fn finish(&mut self) -> io::Result<()> {
+        std::mem::take(&mut self.ties).apply(&mut self.spaces)
     }
 
     /// Lays out every space and line, once the first pass has found them all.
@@ -221,6 +269,7 @@ impl<'o> Writer<'o> {
                         let mut line = Line::new(n, format!("{prefix}{}", thread.name), timestamp_ns, false);
                         line.plane = Some(plane);
                         space.lines.push(line);
+                        self.devices = true;
                         continue;
                     }
                     let id = if tids.insert(thread.tid) {
@@ -254,19 +303,25 @@ impl SpanWriter for Writer<'_> {
 
     fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
         let at = &mut self.at[s.process];
-        let (first_line, threads, steps) = (at.first_line, at.threads, &mut at.steps);
-        let space = &mut self.spaces[at.space];
+        let (space_index, first_line, threads, steps) = (at.space, at.first_line, at.threads, &mut at.steps);
+        let space = &mut self.spaces[space_index];
         // A detached span may end on another thread, after spans that began later on its own:
         // it goes to the process's line of detached spans, so that thread lines nest.
-        let line = match s.detached && !s.event {
-            true => &mut space.lines[first_line + threads],
-            false => &mut space.lines[first_line + s.thread],
+        let line_index = match s.detached && !s.event {
+            true => first_line + threads,
+            false => first_line + s.thread,
         };
+        let line = &mut space.lines[line_index];
         let mut stats = Vec::with_capacity(s.fields.len() + 4);
         let mut named = HashSet::new();
         let mut step = None;
         for (name, v) in s.fields() {
-            if !named.insert(name) {
+            // A field must not pass for a stat xprof's grouping reads.
+            let name = match XPROF_STATS.contains(&name) {
+                true => Cow::Owned(format!("{FIELD_PREFIX}{name}")),
+                false => Cow::Borrowed(name),
+            };
+            if !named.insert(name.clone()) {
                 continue;
             }
             if name == STEP_FIELD && !s.event {
@@ -276,10 +331,10 @@ impl SpanWriter for Writer<'_> {
                     _ => None,
                 });
             }
-            stats.push(XStat { metadata_id: space.stats.id(name), value: Some(stat_value(v)) });
+            stats.push(XStat { metadata_id: space.stats.id(&name), value: Some(stat_value(v)) });
         }
         let mut put = |name: &'static str, value: StatValue, stats: &mut Vec<XStat>| {
-            if named.insert(name) {
+            if named.insert(Cow::Borrowed(name)) {
                 stats.push(XStat { metadata_id: space.stats.id(name), value: Some(value) });
             }
         };
@@ -290,9 +345,6 @@ impl SpanWriter for Writer<'_> {
         if !s.caused_by.is_empty() {
             let ids: Vec<String> = s.caused_by.iter().map(|id| format!("{id:016x}")).collect();
             put("waffle.caused_by", StatValue::Str(ids.join(", ")), &mut stats);
-            if line.plane.is_some() {
-                put(device::CORRELATION_ID, StatValue::Uint64(s.caused_by[0]), &mut stats);
-            }
         }
         if let (Some(value), false) = (s.correlation, s.callsite.correlate.is_empty()) {
             put("waffle.correlate", StatValue::Str(format!("{}={value}", s.callsite.correlate)), &mut stats);
@@ -331,7 +383,24 @@ impl SpanWriter for Writer<'_> {
             return Err(space::too_large(&space.hosts[0]));
         }
         let (at, len) = (at as u32, len as u32);
+        let index = line.order.len() as u32;
         line.order.push(Placed { offset_ps: event.offset_ps, duration_ps: event.duration_ps, at, len });
+        if self.devices {
+            let at = EventAt { space: space_index as u32, line: line_index as u32, index };
+            let times = [s.start_ns, s.end_ns];
+            if line.plane.is_some() {
+                // Its launcher: its first cause (`launched_by`), when that is in the trace.
+                let first = s.links.iter().find(|l| l.kind == LinkKind::Cause && l.from_event.is_none());
+                self.ties.slice(at, s.process, times, first.filter(|l| l.resolved).map(|l| l.span));
+            } else {
+                if s.referred {
+                    self.ties.host(s.id, at);
+                }
+                if is_step {
+                    self.ties.step(s.id, at, s.process, times);
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -353,3 +422,5 @@ fn stat_value(v: &Value) -> StatValue {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod ties_tests;

@@ -5,13 +5,14 @@
 //! The device is read from the track's name: its part before a ` / ` (`GPU 0 / stream 7` is a
 //! stream of `GPU 0`), when that is a word and a number (`GPU 0`, `tpu:1`, `NPU-2`): the plane
 //! `/device:<WORD>:<number>`, the word in capitals. Tracks named otherwise share the plane
-//! `/device:CUSTOM:0`. A slice's launcher (its first cause) is also its `correlation_id` stat,
-//! the stat by which xprof ties a kernel to its launch; the other stats are the host plane's.
+//! `/device:CUSTOM:0`. A slice's stats are the host plane's, and its `correlation_id`, the
+//! stat by which xprof ties a kernel to its launch, is set once every span is known
+//! (`ties.rs`).
 
 /// The plane of tracks whose name names no device.
 pub(super) const CUSTOM_PLANE: &str = "/device:CUSTOM:0";
 
-/// The stat that names a device event's launch.
+/// The stat that ties a device event to its launch (a host event with the same value).
 pub(super) const CORRELATION_ID: &str = "correlation_id";
 
 /// The device plane of the track named `track`.

@@ -12,7 +12,7 @@ use prost::{
     Message,
 };
 
-use super::proto::{XEventMetadata, XLine, XPlane, XStatMetadata};
+use super::proto::{XEvent, XEventMetadata, XLine, XPlane, XStat, XStatMetadata};
 use super::{file_name, HOST_PLANE, MAX_MESSAGE};
 
 /// One XSpace being built: its one host plane.
@@ -58,7 +58,10 @@ impl Interned {
 pub(super) struct Line {
     pub(super) head: XLine,
     pub(super) events: Vec<u8>,
+    /// Where its events are in `events`, in the order they ended until the line is written.
     pub(super) order: Vec<Placed>,
+    /// The bytes in `events` that no event uses any more (the old copy of one re-encoded).
+    unused: usize,
     /// Whether it holds detached spans, which need not nest: written as rows that do.
     detached: bool,
     /// The device plane it is on (a device track's line), or `None` for the host's.
@@ -86,7 +89,25 @@ impl Line {
             timestamp_ns,
             ..XLine::default()
         };
-        Line { head, events: Vec::new(), order: Vec::new(), detached, plane: None }
+        Line { head, events: Vec::new(), order: Vec::new(), unused: 0, detached, plane: None }
+    }
+
+    /// Adds the stat `stat` to the event `order[index]`: the event is decoded, given the stat
+    /// and encoded again after the others (its old bytes are left unused). Returns how many
+    /// bytes longer it is.
+    pub(super) fn add_stat(&mut self, index: usize, stat: XStat) -> io::Result<usize> {
+        let p = &mut self.order[index];
+        let (at, len) = (p.at as usize, p.len as usize);
+        // The bytes are `XLine.events`' key (one byte), then the length-delimited event.
+        let mut event = XEvent::decode_length_delimited(&self.events[at + 1..at + len]).map_err(|e| {
+            io::Error::other(format!("an XSpace event the writer encoded does not decode: {e}"))
+        })?;
+        event.stats.push(stat);
+        let new_at = self.events.len();
+        prost::encoding::message::encode(4, &event, &mut self.events);
+        (p.at, p.len) = (new_at as u32, (self.events.len() - new_at) as u32);
+        self.unused += len;
+        Ok(p.len as usize - len)
     }
 
     /// A detached line as rows whose events do not overlap, each event on the first row free at
@@ -126,7 +147,7 @@ impl Line {
     /// The line as the field `XPlane.lines`: its head, its length, its events in order.
     fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         let head = self.head.encode_to_vec();
-        out.write_all(&key_and_length(3, head.len() + self.events.len()))?;
+        out.write_all(&key_and_length(3, head.len() + self.events.len() - self.unused))?;
         out.write_all(&head)?;
         for p in &self.order {
             let at = p.at as usize;
@@ -137,7 +158,7 @@ impl Line {
 
     /// The bytes of [`Line::write`].
     fn encoded_len(&self) -> usize {
-        let len = self.head.encoded_len() + self.events.len();
+        let len = self.head.encoded_len() + self.events.len() - self.unused;
         key_and_length(3, len).len() + len
     }
 }

@@ -14,9 +14,9 @@ use crate::{
     model::{Callsite, Event, Span, Thread},
 };
 
-const T0: u64 = 1_700_000_000_000_000_000;
+pub(super) const T0: u64 = 1_700_000_000_000_000_000;
 
-fn span(
+pub(super) fn span(
     cs: &Arc<Callsite>,
     id: u64,
     parent: Option<u64>,
@@ -42,7 +42,7 @@ fn read(bytes: &[u8]) -> XSpace {
     XSpace::decode(bytes).expect("the XSpace decodes")
 }
 
-fn export(trace: &Trace, options: &Options) -> XSpace {
+pub(super) fn export(trace: &Trace, options: &Options) -> XSpace {
     let mut out = Vec::new();
     write(trace, options, &mut out).unwrap();
     read(&out)
@@ -50,14 +50,14 @@ fn export(trace: &Trace, options: &Options) -> XSpace {
 
 /// An event as read back: its name, offset and duration (ps), and its stats by name.
 #[derive(Debug)]
-struct Read {
-    name: String,
-    offset_ps: i64,
-    duration_ps: i64,
-    stats: HashMap<String, StatValue>,
+pub(super) struct Read {
+    pub(super) name: String,
+    pub(super) offset_ps: i64,
+    pub(super) duration_ps: i64,
+    pub(super) stats: HashMap<String, StatValue>,
 }
 
-fn events(plane: &XPlane, line: &XLine) -> Vec<Read> {
+pub(super) fn events(plane: &XPlane, line: &XLine) -> Vec<Read> {
     let stat_name = |id: i64| plane.stat_metadata[&id].name.clone();
     line.events
         .iter()
@@ -73,7 +73,7 @@ fn events(plane: &XPlane, line: &XLine) -> Vec<Read> {
 /// One process: thread 1 has `iteration` [1000, 5000] around `compute` [1500, 4500] with a
 /// `tick` event at 2000 in it; thread 2 has two `batch` spans with a `step` field (42, then a
 /// string) and a `plain` one. Thread 2's first record (500) is the process's earliest.
-fn sample() -> Trace {
+pub(super) fn sample() -> Trace {
     let iteration = fixtures::callsite("iteration", Kind::Span, &["n"]);
     let compute = fixtures::callsite("compute", Kind::Span, &["waffle.id", "ok"]);
     let batch = fixtures::callsite("batch", Kind::Span, &["step"]);

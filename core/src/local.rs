@@ -128,6 +128,9 @@ impl Local {
         }
         self.release();
         self.epoch = state;
+        if runtime::forward().is_some() {
+            return false; // a joined session: records go to the copy of waffle that runs it
+        }
         let Some(hooks) = runtime::hooks() else { return false };
         self.busy = true;
         let slot = (hooks.acquire)();
@@ -189,8 +192,9 @@ impl Local {
 
     /// Pushes the staged records as one chunk now (if any).
     pub fn flush(&mut self) {
-        if let Some(slot) = self.slot {
-            self.flush_to(slot);
+        match self.slot {
+            Some(slot) => self.flush_to(slot),
+            None => forward::flush(),
         }
     }
 
@@ -230,8 +234,14 @@ impl Local {
         fields: &F,
     ) -> u64 {
         if !self.ready(state) {
-            return 0;
+            return forward::record(record_tag, callsite, fields).0;
         }
+        self.write_record(record_tag, callsite, fields)
+    }
+
+    /// [`Local::record`] in a context that is ready.
+    #[inline(always)]
+    fn write_record<F: Fn(&mut Writer<'_>)>(&mut self, record_tag: u8, callsite: u32, fields: &F) -> u64 {
         // Sampling: a root while roots are decided, or inside a dropped root (cold).
         if self.depth < self.sampling.watch {
             if let Some(id) = self.sample(record_tag) {
@@ -262,7 +272,10 @@ impl Local {
     /// recorded) and the id that was current before, for [`Local::end`].
     #[inline(always)]
     pub fn begin<F: Fn(&mut Writer<'_>)>(&mut self, state: u32, callsite: u32, fields: &F) -> (u64, u64) {
-        let id = self.record(state, tag::SPAN_BEGIN, callsite, fields);
+        if !self.ready(state) {
+            return forward::record(tag::SPAN_BEGIN, callsite, fields);
+        }
+        let id = self.write_record(tag::SPAN_BEGIN, callsite, fields);
         let prev = self.current;
         if id != 0 {
             self.current = id;
@@ -270,9 +283,15 @@ impl Local {
         (id, prev)
     }
 
-    /// The innermost open span or entered context of this context (0: none).
+    /// The innermost open span or entered context of this context (0: none); in a joined
+    /// session, of the thread's context in the copy of waffle that runs it.
     #[inline(always)]
     pub fn current(&self) -> u64 {
+        if self.slot.is_none() {
+            if let Some(current) = forward::current() {
+                return current;
+            }
+        }
         self.current
     }
 
@@ -299,7 +318,7 @@ impl Local {
         // A span begun in a session ends in it even after recording is paused.
         let state = if state == 0 { self.epoch } else { state };
         if !self.ready(state) {
-            return;
+            return forward::end(prev, at_last);
         }
         let ts = if at_last { self.last_ts } else { clock::now() };
         let mut w = Writer::new(self.staging, self.len);
@@ -378,6 +397,7 @@ impl Drop for Local {
 }
 
 mod causal;
+mod forward;
 
 pub mod sample;
 

@@ -393,8 +393,8 @@ waffle_status_t waffle_stop(void);
 // or before `waffle_stop` from another thread).
 void waffle_flush(void);
 
-// Pauses (`false`) or resumes (`true`) recording in the current session; spans already open
-// still record their end.
+// Pauses (`false`) or resumes (`true`) recording in the current session, whichever copy of
+// waffle in the process runs it; spans already open still record their end.
 void waffle_set_enabled(bool on);
 
 // Whether spans and events record now.

@@ -87,6 +87,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(session::start, m)?)?;
     m.add_function(wrap_pyfunction!(session::stop, m)?)?;
     m.add_function(wrap_pyfunction!(session::recording_path, m)?)?;
+    m.add_function(wrap_pyfunction!(session::recording_elsewhere, m)?)?;
     m.add_function(wrap_pyfunction!(session::flush, m)?)?;
     m.add_function(wrap_pyfunction!(session::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(session::formats, m)?)?;

@@ -106,10 +106,19 @@ pub(crate) fn _after_fork_in_child() {
     }
 }
 
-/// The file being recorded, if a session is running (also one that `WAFFLE_OUTPUT` began).
+/// The file being recorded, if a session is running (also one that `WAFFLE_OUTPUT` began, or
+/// one that another copy of waffle in the process runs, such as a preloaded `libwaffle_mpi.so`,
+/// which this module's spans then record into).
 #[pyfunction]
 pub(crate) fn recording_path() -> Option<PathBuf> {
-    session().as_ref().map(|s| s.path().to_owned()).or_else(waffle_std::autostart::path)
+    session().as_ref().map(|s| s.path().to_owned()).or_else(waffle_std::current_path)
+}
+
+/// Whether the session this module records into is run by another copy of waffle in the
+/// process (which then stops it at its own exit).
+#[pyfunction]
+pub(crate) fn recording_elsewhere() -> bool {
+    waffle_std::recording_elsewhere()
 }
 
 /// Pushes this thread's staged records to the collector now.

@@ -14,6 +14,11 @@ when it is loaded, as every program linking waffle's runtime does. It is this pr
 session: :func:`is_recording` is true, :func:`set_exporter` exports its file at exit (and keeps
 it), :func:`shutdown` stops it, and :func:`start` replaces it (its file is kept if it holds
 records).
+
+A process holds one session however many copies of waffle it loads: with
+``LD_PRELOAD=libwaffle_mpi.so`` (whose session ``WAFFLE_OUTPUT`` starts first), or a C extension
+recording through ``libwaffle.so``, this module's spans record into that session and file, and
+the calls those libraries record nest under the Python spans they ran in.
 """
 
 from __future__ import annotations
@@ -180,6 +185,16 @@ def _after_fork_in_child() -> None:
     _temporary = None
 
 
-atexit.register(shutdown)
+def _at_exit() -> None:
+    """``shutdown`` at interpreter exit, unless another copy of waffle in the process (a
+    preloaded ``libwaffle_mpi.so``, say) runs the session and no exporter waits for its file:
+    that copy stops it at its own exit, after what still records during Python's exit (an
+    ``MPI_Finalize`` that mpi4py calls then)."""
+    if not _exporters and _native.recording_elsewhere():
+        return
+    shutdown()
+
+
+atexit.register(_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)

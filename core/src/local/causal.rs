@@ -61,6 +61,9 @@ impl Local {
     /// Records that the latest span or event (the source) was caused by `target`.
     #[inline]
     pub fn link(&mut self, state: u32, target: u64) {
+        if !self.ready(state) {
+            return super::forward::link(target);
+        }
         let source = self.next_id.wrapping_sub(1);
         // A link to a sampled-out id is never written: every cause in the file is recorded.
         if target == 0
@@ -81,6 +84,11 @@ impl Local {
     /// [`Local::correlate`] attach to (0 before the first).
     #[inline]
     pub fn latest(&self) -> u64 {
+        if self.slot.is_none() {
+            if let Some(latest) = super::forward::latest() {
+                return latest;
+            }
+        }
         self.next_id.saturating_sub(1)
     }
 
@@ -101,6 +109,8 @@ impl Local {
                 self.staged(pos);
                 return;
             }
+        } else if !self.ready(state) {
+            return super::forward::correlate(value);
         }
         self.timeless(state, tag::CORRELATE, 0, &|w| w.varint(value));
     }
@@ -109,8 +119,11 @@ impl Local {
     /// [`Local::exit`], or `None` if nothing was recorded.
     pub fn enter(&mut self, state: u32, span: u64) -> Option<u64> {
         // Ready first: a session's first record resets the sampling state.
-        if span == 0 || !self.ready(state) {
+        if span == 0 {
             return None;
+        }
+        if !self.ready(state) {
+            return super::forward::enter(span);
         }
         if self.enter_dropped(span) {
             return Some(core::mem::replace(&mut self.current, span));
@@ -128,6 +141,9 @@ impl Local {
         if self.leave_dropped() {
             return;
         }
+        if !self.ready(state) {
+            return super::forward::exit(prev);
+        }
         self.timeless(state, tag::EXIT, -1, &|_| {});
     }
 
@@ -139,13 +155,19 @@ impl Local {
         if self.leave_dropped() {
             return;
         }
+        if !self.ready(state) {
+            return super::forward::detach(span, prev);
+        }
         self.timeless(state, tag::DETACH, -1, &|w| w.bytes(&span.to_le_bytes()));
     }
 
     /// Ends a detached span, from whichever context runs this.
     pub fn async_end(&mut self, state: u32, span: u64) {
-        if super::sample::is_sampled_out(span) || !self.ready(state) {
+        if super::sample::is_sampled_out(span) {
             return;
+        }
+        if !self.ready(state) {
+            return super::forward::async_end(span);
         }
         let ts = clock::now();
         let mut w = Writer::new(self.staging, self.len);

@@ -175,9 +175,12 @@ impl Local {
 
     /// Sets what the causes of the record about to be made say, if it will be a root decided
     /// by sampling: `any` if a non-null cause was named, `kept` if one was not sampled out.
-    pub(crate) fn follow_causes(&mut self, state: u32, any: bool, kept: bool) {
+    pub fn follow_causes(&mut self, state: u32, any: bool, kept: bool) {
         // Ready first: a session's first record resets the state.
-        if self.ready(state) && self.depth == 0 && self.sampling.suppressed == 0 {
+        if !self.ready(state) {
+            return super::forward::follow(any, kept);
+        }
+        if self.depth == 0 && self.sampling.suppressed == 0 {
             self.sampling.hint = match (any, kept) {
                 (_, true) => Hint::Keep,
                 (true, false) => Hint::Drop,

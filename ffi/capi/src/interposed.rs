@@ -16,8 +16,9 @@
 //!
 //! A program linked statically with `libwaffle.a` exports no `waffle_*` symbol dynamically
 //! (unless linked with `-rdynamic`), so the lookup finds a preloaded library's: its calls
-//! still go to its own copy, which then does not record. `docs/mpi.md` says to link
-//! `libwaffle.so` when preloading `libwaffle_mpi.so`.
+//! still go to its own copy, which leaves the start to the preloaded library and then joins
+//! that library's session (`waffle_std`'s hub: one recorder per process), so they record all
+//! the same.
 
 use std::ffi::c_void;
 

@@ -170,11 +170,11 @@ pub extern "C" fn waffle_flush() {
     guard(waffle::flush)
 }
 
-/// Pauses (`false`) or resumes (`true`) recording in the current session; spans already open
-/// still record their end.
+/// Pauses (`false`) or resumes (`true`) recording in the current session, whichever copy of
+/// waffle in the process runs it; spans already open still record their end.
 #[no_mangle]
 pub extern "C" fn waffle_set_enabled(on: bool) {
-    guard(|| waffle::set_enabled(on))
+    guard(|| waffle_std::set_enabled(on))
 }
 
 /// Whether spans and events record now.

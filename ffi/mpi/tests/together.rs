@@ -7,6 +7,9 @@
 //! one message from its build script that says what is missing, how to install MPI and how to
 //! point at one.
 //!
+//! A program linked statically with `libwaffle.a` carries a copy of waffle of its own, which meets
+//! the preloaded library's in the process and records into its session: the same one file.
+//!
 //! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
 
 mod support;
@@ -23,12 +26,24 @@ use support::{
 
 #[test]
 fn mpi_spans_nest_under_the_programs_own_spans_in_one_file_per_rank() {
+    nested_under_the_programs_spans(Link::Shared, "mpi-nested");
+}
+
+/// Linked statically, the program's copy of waffle is not the one its `waffle_*` calls could
+/// be bound to from outside: the two copies meet in the process instead, and the program's
+/// spans record into the session the preloaded library started, in the same one file.
+#[test]
+fn a_program_linked_statically_records_into_the_preloaded_librarys_session() {
+    nested_under_the_programs_spans(Link::Static, "mpi-nested-static");
+}
+
+fn nested_under_the_programs_spans(link: Link, name: &str) {
     let Some(mpicc) = mpi_tool("mpicc") else { return };
     let mpirun = which("mpirun").expect("mpirun next to mpicc");
-    let dir = scratch("mpi-nested");
+    let dir = scratch(name);
     let exe = dir.join("nested");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/nested.c");
-    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, link, &[]);
     let out = dir.join("out");
     let (ok, stdout, stderr) =
         run_with_limit(&mut preloaded_run(&mpirun, &exe, &out), Duration::from_secs(60));

@@ -130,11 +130,18 @@ pub static CONSTRUCTOR: extern "C" fn() = at_load;
 extern "C" fn at_load() {
     // A panic must not unwind into the loader; there is nothing to report it to either.
     let _ = std::panic::catch_unwind(|| {
-        if OPT_OUT.is_empty() && !DEFER.iter().any(|defer| defer()) {
-            if let Some(value) = std::env::var_os(VARIABLE) {
-                if let Err(fault) = start(&value) {
-                    report(&value, &fault);
-                }
+        if !OPT_OUT.is_empty() {
+            return;
+        }
+        // Meet the other copies of waffle in the process first: if one records already, this
+        // one records into its session, whatever `WAFFLE_OUTPUT` says.
+        crate::hub::register();
+        if crate::hub::is_joined() || DEFER.iter().any(|defer| defer()) {
+            return;
+        }
+        if let Some(value) = std::env::var_os(VARIABLE) {
+            if let Err(fault) = start(&value) {
+                report(&value, &fault);
             }
         }
     });

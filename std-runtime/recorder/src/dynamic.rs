@@ -89,6 +89,12 @@ pub fn register(
     Some(id)
 }
 
+/// The run-time callsite `id`, if it is one.
+pub(crate) fn site(id: u32) -> Option<Arc<Site>> {
+    let index = id.checked_sub(first_dynamic_id())? as usize;
+    registry().as_ref()?.all.get(index).cloned()
+}
+
 /// Callsites registered from index `from` on (index = id − [`first_dynamic_id`]).
 pub(crate) fn since(from: usize) -> Vec<Arc<Site>> {
     registry().as_ref().map_or_else(Vec::new, |r| r.all.get(from..).unwrap_or_default().to_vec())

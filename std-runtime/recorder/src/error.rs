@@ -19,6 +19,10 @@ pub enum Error {
         "a waffle session is already recording in this process (to {0}); drop it before starting another"
     )]
     AlreadyStarted(PathBuf),
+    /// Another copy of waffle in this process, of a version this one cannot record with,
+    /// records into the file named.
+    #[error("another copy of waffle in this process ({0:?}), of a version this one cannot join, is recording to {1}; this copy records nothing")]
+    OtherCopy(String, PathBuf),
     /// `start` was called in the child of a `fork` of a process that had recorded: the
     /// parent's buffers and locks are not usable there.
     #[error("waffle cannot start recording in a child made by fork() after the parent recorded (its buffers and locks belong to the parent); start the session after exec(), or fork before recording")]

@@ -57,6 +57,7 @@ pub mod dynamic;
 mod error;
 pub mod frames;
 mod header;
+mod hub;
 pub mod launcher;
 mod live;
 mod registry;
@@ -66,7 +67,7 @@ mod tails;
 
 pub use collector::Stats;
 pub use error::Error;
-pub use session::{Config, Session};
+pub use session::{current_path, recording_elsewhere, set_enabled, Config, Session};
 
 /// What [`no_autostart!`] expands to refers to; not part of the API.
 #[doc(hidden)]

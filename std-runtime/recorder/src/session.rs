@@ -8,6 +8,7 @@ use crate::{
     error::Error,
     frames::FrameWriter,
     header::Preamble,
+    hub::{self, Recorder, Remote},
     live::{LiveWriter, Output},
     registry,
 };
@@ -63,6 +64,18 @@ impl Config {
         if registry::forked() {
             return Err(Error::ForkedChild);
         }
+        // The process's session first (another copy of waffle may run it), then this copy's.
+        let slot = hub::slot();
+        match slot.recorder() {
+            Recorder::Free => {}
+            Recorder::Foreign(file) => return Err(Error::OtherCopy(hub::this_image(), file)),
+            Recorder::Other(remote) => match remote.info() {
+                // An explicit start replaces an automatic session, whichever copy runs it.
+                Some(info) if info.automatic && !automatic => remote.replace(),
+                Some(_) => return Err(Error::AlreadyStarted(remote.path())),
+                None => {}
+            },
+        }
         let mut active = active();
         if let Some(a) = take_own(&mut active) {
             if !a.automatic {
@@ -70,7 +83,7 @@ impl Config {
                 *active = Some(a);
                 return Err(Error::AlreadyStarted(path));
             }
-            replace_automatic(a);
+            replace_automatic(a, &slot);
         }
         crate::crash::install();
         let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
@@ -123,6 +136,9 @@ impl Config {
             automatic,
             exit_wait: self.exit_wait,
         });
+        // The copies that join describe the session, which takes `ACTIVE`.
+        drop(active);
+        slot.claim(&self.path);
         Ok((epoch, self.path))
     }
 }
@@ -131,9 +147,9 @@ impl Config {
 /// stays if it recorded anything, and is removed if not, so that a program that starts its own
 /// session early leaves only that session's file. Threads still running are not waited for,
 /// as at exit: they may never give their slots back.
-fn replace_automatic(a: Active) {
+fn replace_automatic(a: Active, slot: &hub::Slot) {
     let path = a.path.clone();
-    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }) {
+    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }, slot) {
         Ok(stats) if stats.data_frames == 0 => {
             let _ = std::fs::remove_file(&path);
         }
@@ -142,19 +158,93 @@ fn replace_automatic(a: Active) {
     }
 }
 
-/// The file of the session `WAFFLE_OUTPUT` started, while it records.
+/// Stops this copy's automatic session as an explicit start in another copy replaces it;
+/// whether there was one.
+pub(crate) fn replace_own_automatic() -> bool {
+    let slot = hub::slot();
+    let mut active = active();
+    match take_own(&mut active) {
+        Some(a) if a.automatic => {
+            replace_automatic(a, &slot);
+            true
+        }
+        other => {
+            *active = other;
+            false
+        }
+    }
+}
+
+/// The file of the session `WAFFLE_OUTPUT` started, while it records (in this copy of waffle
+/// or in another one of the process).
 pub(crate) fn automatic_path() -> Option<PathBuf> {
+    let slot = hub::slot();
+    if let Recorder::Other(remote) = slot.recorder() {
+        return remote.info().filter(|i| i.automatic).map(|_| remote.path());
+    }
     let active = active();
     active.as_ref().filter(|a| a.automatic && a.pid == std::process::id()).map(|a| a.path.clone())
 }
 
-/// The session `WAFFLE_OUTPUT` started, as a [`Session`] that stops it when dropped; from then
-/// on it is an ordinary session, which an explicit start no longer replaces.
+/// The session `WAFFLE_OUTPUT` started (in any copy of waffle of the process), as a
+/// [`Session`] that stops it when dropped; from then on it is an ordinary session, which an
+/// explicit start no longer replaces.
 pub(crate) fn take_automatic() -> Option<Session> {
+    let slot = hub::slot();
+    if let Recorder::Other(remote) = slot.recorder() {
+        let info = remote.info().filter(|i| i.automatic)?;
+        return remote.take().then(|| Session::remote(info.epoch, remote.path(), remote));
+    }
     let mut active = active();
     let a = active.as_mut().filter(|a| a.automatic && a.pid == std::process::id())?;
     a.automatic = false;
-    Some(Session { epoch: a.epoch, path: a.path.clone(), stopped: false })
+    Some(Session::started(a.epoch, a.path.clone()))
+}
+
+/// The file the process's session records to, whichever copy of waffle runs it and however it
+/// started; `None` if no session records.
+pub fn current_path() -> Option<PathBuf> {
+    let slot = hub::slot();
+    if let Recorder::Other(remote) = slot.recorder() {
+        return remote.info().map(|_| remote.path());
+    }
+    own_path()
+}
+
+/// Whether another copy of waffle in this process runs the session this copy records into.
+pub fn recording_elsewhere() -> bool {
+    matches!(hub::slot().recorder(), Recorder::Other(r) if r.info().is_some())
+}
+
+/// Pauses (`false`) or resumes (`true`) the process's session, whichever copy of waffle runs
+/// it: every copy's spans and events stop recording (spans already open still end).
+/// `waffle::set_enabled` pauses only the copy it is called in.
+pub fn set_enabled(on: bool) {
+    hub::set_enabled(on);
+}
+
+/// This copy's own session: its epoch and whether `WAFFLE_OUTPUT` started it.
+pub(crate) fn own_session() -> Option<(u32, bool)> {
+    let active = active();
+    active.as_ref().filter(|a| a.pid == std::process::id()).map(|a| (a.epoch, a.automatic))
+}
+
+/// The file of this copy's own session.
+pub(crate) fn own_path() -> Option<PathBuf> {
+    let active = active();
+    active.as_ref().filter(|a| a.pid == std::process::id()).map(|a| a.path.clone())
+}
+
+/// Makes this copy's automatic session an ordinary one; whether there was one.
+pub(crate) fn take_own_automatic() -> bool {
+    let mut active = active();
+    match active.as_mut().filter(|a| a.automatic && a.pid == std::process::id()) {
+        Some(a) => {
+            a.automatic = false;
+            true
+        }
+        None => false,
+    }
 }
 
 /// 128 random bits, from the standard library's per-process hash keys, the pid and the time.
@@ -183,12 +273,19 @@ pub struct Session {
     epoch: u32,
     path: PathBuf,
     stopped: bool,
+    /// The copy of waffle that runs it, if not this one.
+    remote: Option<Remote>,
 }
 
 impl Session {
     /// The handle of the session just started with `epoch`, recording to `path`.
     pub(crate) fn started(epoch: u32, path: PathBuf) -> Session {
-        Session { epoch, path, stopped: false }
+        Session { epoch, path, stopped: false, remote: None }
+    }
+
+    /// The handle of the session another copy of waffle runs.
+    fn remote(epoch: u32, path: PathBuf, remote: Remote) -> Session {
+        Session { epoch, path, stopped: false, remote: Some(remote) }
     }
 
     /// The file being written.
@@ -209,6 +306,25 @@ impl Session {
     fn finish(&mut self) -> Result<Stats, Error> {
         if std::mem::replace(&mut self.stopped, true) {
             return Ok(Stats::default());
+        }
+        if let Some(remote) = self.remote {
+            let r = remote.stop(self.epoch);
+            if r.status == 2 {
+                let e = std::io::Error::other(format!(
+                    "stopping the session of {}; see its message",
+                    remote.image()
+                ));
+                return Err(Error::io(&self.path, e));
+            }
+            return Ok(Stats {
+                data_bytes: r.data_bytes,
+                data_frames: r.data_frames,
+                dropped: r.dropped,
+                streams: r.streams,
+                slots: r.slots,
+                refused_threads: r.refused_threads,
+                tail_frames: r.tail_frames,
+            });
         }
         stop_active(Some(self.epoch), Wait::Full).unwrap_or_else(|| Ok(Stats::default()))
     }
@@ -243,18 +359,22 @@ pub(crate) enum Wait {
 /// lets the collector write the last data, the clock and the END frame. `None` if there was no
 /// such session (already stopped, for instance by the exit handler).
 pub(crate) fn stop_active(epoch: Option<u32>, wait: Wait) -> Option<Result<Stats, Error>> {
-    // The lock is held to the end, so that a new session cannot start while this one closes.
+    // The locks are held to the end, so that a new session cannot start while this one closes.
+    let slot = hub::slot();
     let mut guard = active();
     if epoch.is_some_and(|e| guard.as_ref().is_some_and(|a| a.epoch != e)) {
         return None;
     }
     let a = take_own(&mut guard)?;
-    Some(close(a, wait))
+    Some(close(a, wait, &slot))
 }
 
-/// Stops the session `a`, taken from [`ACTIVE`] by a caller that still holds the lock.
-fn close(a: Active, wait: Wait) -> Result<Stats, Error> {
+/// Stops the session `a`, taken from [`ACTIVE`] by a caller that still holds the lock (and the
+/// process's session, `slot`): the copies that joined it leave it first, so that their last
+/// records reach it while it still records.
+fn close(a: Active, wait: Wait, slot: &hub::Slot) -> Result<Stats, Error> {
     let Active { epoch, path, collector, at_stop, exit_wait, .. } = a;
+    slot.release();
     waffle::runtime::uninstall(epoch);
     waffle::local::with_local(|l| l.release());
     let start = Instant::now();

@@ -13,8 +13,9 @@
 //! - [`track`]: `waffle.Track`, a device track (a GPU queue) in its own clock;
 //! - [`ids`]: `SpanId`, `EventId`, `Context` and the context variable;
 //! - [`session`]: start/stop, and decoding and exporting with `waffle-std`;
-//! - `tensor`: `waffle.tensor(name, array)`, a tensor's fingerprint read through the buffer
-//!   protocol.
+//! - `tensor`: `waffle.tensor(name, array)`, a tensor's fingerprint, read through the buffer
+//!   protocol (`buffer`) or DLPack (`dlpack`; tensors on a device copied to the host by their
+//!   framework), as the element types of `elements`.
 //!
 //! Records from Python go into the same per-thread buffers as Rust spans, so a Rust library
 //! instrumented with `waffle::span!` and loaded in the same extension lands in the same trace.
@@ -27,12 +28,16 @@
 //! waffle.shutdown()
 //! ```
 
-// Denied, not forbidden: `tensor` sees a Python buffer's memory as a slice of its element type.
+// Denied, not forbidden: `elements`, `buffer` and `dlpack` see a tensor's memory as a slice of
+// its element type, and `dlpack` owns what a capsule hands over.
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+mod buffer;
 pub mod callsites;
+mod dlpack;
+mod elements;
 mod fields;
 pub mod ids;
 pub mod session;

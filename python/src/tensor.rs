@@ -3,31 +3,33 @@
 //! counts; `waffle::tensor::Fingerprint`) recorded as one event with the reserved fields of
 //! `waffle::wire::reserved::tensor`, then the keyword fields.
 //!
-//! The array is read through the buffer protocol without copying when it is contiguous
-//! (NumPy arrays, `bytes`, `array.array`, `memoryview`s); anything else with `__array__`
-//! (PyTorch CPU tensors, JAX arrays) is converted by it first. The element type comes from the
-//! buffer's format (`e` is float16); ml_dtypes' `bfloat16`, which NumPy cannot export as a
-//! buffer, is read as its 16-bit patterns through `.view("uint16")`. A non-contiguous buffer is
-//! copied in C order. While recording or fingerprints are off, the call returns before touching
-//! the array.
+//! Where the elements are read from, in this order:
+//! 1. the buffer protocol (NumPy arrays, `bytes`, `array.array`, `memoryview`), in place when
+//!    contiguous ([`buffer`](crate::buffer));
+//! 2. DLPack, for objects with `__dlpack__` (PyTorch, JAX, CuPy, and any array-API library):
+//!    in host memory, in place when contiguous ([`dlpack`](crate::dlpack)); on a device (as
+//!    `__dlpack_device__` says), copied to the host by the framework first (`from_device`);
+//! 3. `__array__`, which converts to NumPy (and a producer that refuses to export its element
+//!    type through DLPack, as NumPy does for ml_dtypes' `bfloat16`, is read this way too).
 //!
-//! This is the one module of the crate with `unsafe` code: a buffer's memory seen as a slice of
-//! its element type (see [`view`]).
+//! While recording or fingerprints are off, the call returns before touching the array.
 
 use crate::{
+    buffer,
+    dlpack::{self, Managed},
     fields::{convert, Conv, Val},
     ids::{self, EventId},
 };
 use pyo3::{
-    buffer::{ElementType, PyUntypedBuffer},
-    exceptions::PyTypeError,
+    buffer::PyUntypedBuffer,
+    exceptions::{PyBufferError, PyTypeError},
     prelude::*,
-    types::{PyBytes, PyDict, PyString},
+    types::{PyDict, PyString},
 };
 use std::{collections::HashMap, sync::Mutex};
 use waffle::{
     callsite::Kind,
-    tensor::{Element, Fingerprint, Shape, SCHEMA},
+    tensor::{Fingerprint, Shape, SCHEMA},
     wire::FieldType,
 };
 
@@ -48,133 +50,116 @@ fn site(keys: Vec<String>) -> Option<u32> {
     id
 }
 
-/// The element types a tensor may have, as read from a buffer.
-#[derive(Clone, Copy, Debug)]
-enum Dtype {
-    F16,
-    Bf16,
-    F32,
-    F64,
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-}
-
-impl Dtype {
-    fn of(format: ElementType, bf16: bool) -> Option<Dtype> {
-        use ElementType::*;
-        Some(match format {
-            UnsignedInteger { bytes: 2 } if bf16 => Dtype::Bf16,
-            Float { bytes: 2 } => Dtype::F16,
-            Float { bytes: 4 } => Dtype::F32,
-            Float { bytes: 8 } => Dtype::F64,
-            SignedInteger { bytes: 1 } => Dtype::I8,
-            SignedInteger { bytes: 2 } => Dtype::I16,
-            SignedInteger { bytes: 4 } => Dtype::I32,
-            SignedInteger { bytes: 8 } => Dtype::I64,
-            UnsignedInteger { bytes: 1 } => Dtype::U8,
-            UnsignedInteger { bytes: 2 } => Dtype::U16,
-            UnsignedInteger { bytes: 4 } => Dtype::U32,
-            UnsignedInteger { bytes: 8 } => Dtype::U64,
-            _ => return None,
-        })
+/// The fingerprint and shape of `array`, from wherever its elements can be read (see the
+/// module docs).
+fn read(array: &Bound<'_, PyAny>) -> PyResult<(Fingerprint, Vec<usize>)> {
+    let py = array.py();
+    if PyUntypedBuffer::get(array).is_ok() || !array.hasattr(pyo3::intern!(py, "__dlpack__"))? {
+        return buffer::read(array);
+    }
+    // PyTorch refuses to export a tensor that requires grad; `.detach()` is the same memory
+    // without the autograd graph.
+    let requires_grad = array.getattr_opt(pyo3::intern!(py, "requires_grad")).ok().flatten();
+    let detached = match requires_grad {
+        Some(r) if r.is_truthy()? => Some(array.call_method0(pyo3::intern!(py, "detach"))?),
+        _ => None,
+    };
+    let array = detached.as_ref().unwrap_or(array);
+    match place(array) {
+        Place::Device(device) => from_device(array, &device),
+        Place::Host => match dlpack::export(array, &PyDict::new(py)) {
+            Ok(capsule) => Managed::take(&capsule)?.fingerprint(),
+            // NumPy cannot export ml_dtypes' bfloat16 through DLPack, and says so this way.
+            Err(e) if e.is_instance_of::<PyBufferError>(py) && array.hasattr(pyo3::intern!(py, "__array__"))? => {
+                buffer::read(array).map_err(|e2| {
+                    PyBufferError::new_err(format!(
+                        "waffle.tensor: {} in host memory could be read neither through __dlpack__ ({e}) nor through __array__ ({e2})",
+                        describe(array)
+                    ))
+                })
+            }
+            Err(e) => Err(PyBufferError::new_err(format!(
+                "waffle.tensor: {} in host memory could not be exported through __dlpack__: {e}",
+                describe(array)
+            ))),
+        },
     }
 }
 
-/// Sees `bytes` bytes at `ptr` as elements of `T` and fingerprints them.
-///
-/// # Safety
-/// `ptr` is aligned for `T` and readable for `bytes` bytes, a whole number of `T`s, every
-/// pattern of which is a valid `T` (true of the element types), for the whole call.
-#[allow(unsafe_code)]
-unsafe fn view<T: Element>(ptr: *const u8, bytes: usize) -> Fingerprint {
-    let count = bytes / size_of::<T>();
-    let data: &[T] = if count == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller's promise; the buffer is held (and so alive) for the call.
-        unsafe { std::slice::from_raw_parts(ptr.cast::<T>(), count) }
-    };
-    Fingerprint::of(data)
+/// Where an object with `__dlpack__` keeps its elements.
+enum Place {
+    /// Host memory (`kDLCPU`), or not said (no `__dlpack_device__`: the capsule will say).
+    Host,
+    /// Elsewhere, by name (`cuda:0`).
+    Device(String),
 }
 
-/// Fingerprints `bytes` bytes at `ptr` of element type `dtype`.
-///
-/// # Safety
-/// As [`view`], for the type `dtype` names.
-#[allow(unsafe_code)]
-unsafe fn fingerprint(dtype: Dtype, ptr: *const u8, bytes: usize) -> Fingerprint {
-    // SAFETY: forwarded from the caller, for the type `dtype` names in each arm.
-    unsafe {
-        match dtype {
-            Dtype::F16 => view::<half::f16>(ptr, bytes),
-            Dtype::Bf16 => view::<half::bf16>(ptr, bytes),
-            Dtype::F32 => view::<f32>(ptr, bytes),
-            Dtype::F64 => view::<f64>(ptr, bytes),
-            Dtype::I8 => view::<i8>(ptr, bytes),
-            Dtype::I16 => view::<i16>(ptr, bytes),
-            Dtype::I32 => view::<i32>(ptr, bytes),
-            Dtype::I64 => view::<i64>(ptr, bytes),
-            Dtype::U8 => view::<u8>(ptr, bytes),
-            Dtype::U16 => view::<u16>(ptr, bytes),
-            Dtype::U32 => view::<u32>(ptr, bytes),
-            Dtype::U64 => view::<u64>(ptr, bytes),
+fn place(array: &Bound<'_, PyAny>) -> Place {
+    let py = array.py();
+    let Ok(Some(method)) = array.getattr_opt(pyo3::intern!(py, "__dlpack_device__")) else {
+        return Place::Host;
+    };
+    match method.call0().and_then(|d| d.extract::<(i32, i32)>()) {
+        Ok((dlpack::CPU, _)) => Place::Host,
+        Ok((kind, id)) => Place::Device(dlpack::device_name(kind, id)),
+        // A JAX array sharded over several devices, for one: it has no one device.
+        Err(e) => Place::Device(format!("no single device ({e})")),
+    }
+}
+
+/// The object's type and element type, for messages (`Tensor of torch.bfloat16`).
+fn describe(array: &Bound<'_, PyAny>) -> String {
+    let py = array.py();
+    let ty = array.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    let dtype = array.getattr_opt(pyo3::intern!(py, "dtype")).ok().flatten().and_then(|d| d.str().ok());
+    match dtype {
+        Some(d) => format!("a {ty} of {d}"),
+        None => format!("a {ty}"),
+    }
+}
+
+/// A tensor on a device, copied to host memory by its own framework, then read there. The
+/// ways, in order: DLPack's own (`__dlpack__(dl_device=(kDLCPU, 0), copy=True)`, the array
+/// API's since 2023.12, which JAX and PyTorch take), then `.cpu()` (PyTorch), `.get()` (CuPy),
+/// `__array__` (JAX, and most others). Each copies the whole tensor and waits for the work
+/// that writes it; the copy lives until the fingerprint is taken.
+fn from_device(array: &Bound<'_, PyAny>, device: &str) -> PyResult<(Fingerprint, Vec<usize>)> {
+    let py = array.py();
+    let mut tried = Vec::new();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dl_device", (dlpack::CPU, 0))?;
+    kwargs.set_item("copy", true)?;
+    match dlpack::export(array, &kwargs).and_then(|capsule| Managed::take(&capsule)) {
+        Ok(t) if t.device().0 == dlpack::CPU => return t.fingerprint(),
+        Ok(t) => {
+            let (kind, id) = t.device();
+            tried.push(format!(
+                "__dlpack__(dl_device=(kDLCPU, 0), copy=True) gave a tensor on {}",
+                dlpack::device_name(kind, id)
+            ));
+        }
+        Err(e) => tried.push(format!("__dlpack__(dl_device=(kDLCPU, 0), copy=True): {e}")),
+    }
+    for method in ["cpu", "get", "__array__"] {
+        let Ok(Some(f)) = array.getattr_opt(method) else { continue };
+        match f.call0() {
+            Ok(host) if in_host_memory(&host) => return read(&host),
+            Ok(host) => tried.push(format!(".{method}() gave {}, not in host memory", describe(&host))),
+            Err(e) => tried.push(format!(".{method}(): {e}")),
         }
     }
-}
-
-/// What a tensor is read from: the object whose buffer holds it, whether its 16-bit elements
-/// are bfloat16, and whether it is a scalar (0-d arrays export no shape: read as one element).
-struct Source<'py> {
-    obj: Bound<'py, PyAny>,
-    bf16: bool,
-    scalar: bool,
-}
-
-fn source<'py>(array: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
-    let py = array.py();
-    let found = base(array)?;
-    let ndim = found.obj.getattr_opt(pyo3::intern!(py, "ndim")).ok().flatten();
-    if ndim.and_then(|n| n.extract::<usize>().ok()) == Some(0) {
-        let obj = found.obj.call_method1(pyo3::intern!(py, "reshape"), (1,))?;
-        return Ok(Source { obj, scalar: true, ..found });
-    }
-    Ok(found)
-}
-
-fn base<'py>(array: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
-    let py = array.py();
-    let dtype_name = array
-        .getattr_opt(pyo3::intern!(py, "dtype"))
-        .ok()
-        .flatten()
-        .and_then(|d| d.str().ok())
-        .map(|s| s.to_string_lossy().into_owned());
-    if dtype_name.as_deref() == Some("bfloat16") {
-        let np = if array.hasattr(pyo3::intern!(py, "view"))? && PyUntypedBuffer::get(array).is_ok() {
-            array.clone()
-        } else {
-            array.call_method0(pyo3::intern!(py, "__array__"))?
-        };
-        let obj = np.call_method1(pyo3::intern!(py, "view"), ("uint16",))?;
-        return Ok(Source { obj, bf16: true, scalar: false });
-    }
-    if PyUntypedBuffer::get(array).is_ok() {
-        return Ok(Source { obj: array.clone(), bf16: false, scalar: false });
-    }
-    if array.hasattr(pyo3::intern!(py, "__array__"))? {
-        let obj = array.call_method0(pyo3::intern!(py, "__array__"))?;
-        return Ok(Source { obj, bf16: false, scalar: false });
-    }
-    let ty = array.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-    Err(PyTypeError::new_err(format!(
-        "waffle.tensor takes an object with the buffer protocol or __array__ (NumPy, PyTorch CPU, JAX), not {ty}"
+    Err(PyBufferError::new_err(format!(
+        "waffle.tensor: {} on {device} could not be copied to the host ({})",
+        describe(array),
+        tried.join("; ")
     )))
+}
+
+/// Whether `obj` is read from host memory by [`read`]: a buffer, or something `__dlpack_device__`
+/// does not place on a device. (What a framework's host copy returns, checked so that a copy
+/// that did not move the tensor is not copied again and again.)
+fn in_host_memory(obj: &Bound<'_, PyAny>) -> bool {
+    PyUntypedBuffer::get(obj).is_ok() || matches!(place(obj), Place::Host)
 }
 
 /// Keyword fields: their names and values (scalars only).
@@ -214,49 +199,7 @@ pub(crate) fn tensor(
     let py = name.py();
     let causes = ids::causes(caused_by)?;
     let (keys, vals) = keyword_fields(fields)?;
-    let Source { obj, bf16, scalar } = source(array)?;
-    let buf = PyUntypedBuffer::get(&obj)?;
-    let format = buf.format();
-    // A byte-order prefix other than this machine's: the elements' bytes are not ours to hash.
-    let foreign = match format.to_bytes() {
-        [b'<', _] => cfg!(target_endian = "big"),
-        [b'>' | b'!', _] => cfg!(target_endian = "little"),
-        _ => false,
-    };
-    let dtype = Dtype::of(ElementType::from_format(format), bf16)
-        .filter(|_| !foreign)
-        .ok_or_else(|| {
-            PyTypeError::new_err(format!(
-                "waffle.tensor: elements of buffer format {format:?} are not a float16, bfloat16, float32, float64 or integer type in native byte order"
-            ))
-        })?;
-    let shape: Vec<usize> = if scalar { Vec::new() } else { buf.shape().to_vec() };
-    let item = buf.item_size().max(1);
-    let fp = if buf.is_c_contiguous() && (buf.buf_ptr() as usize) % item == 0 {
-        // SAFETY: a C-contiguous buffer of `len_bytes` bytes of this format, aligned for it,
-        // held until the end of this block.
-        #[allow(unsafe_code)]
-        unsafe {
-            fingerprint(dtype, buf.buf_ptr().cast::<u8>(), buf.len_bytes())
-        }
-    } else {
-        // Strided or misaligned: the bytes in C order, copied into memory aligned for any type.
-        let bytes = py.get_type::<pyo3::types::PyMemoryView>().call1((&obj,))?.call_method0("tobytes")?;
-        let bytes = bytes.cast::<PyBytes>()?.as_bytes();
-        let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-        for (dst, src) in aligned.iter_mut().zip(bytes.chunks(8)) {
-            let mut word = [0u8; 8];
-            word[..src.len()].copy_from_slice(src);
-            *dst = u64::from_ne_bytes(word);
-        }
-        // SAFETY: `aligned` holds `bytes.len()` bytes of this format, aligned for any element
-        // type, alive until the end of this block.
-        #[allow(unsafe_code)]
-        unsafe {
-            fingerprint(dtype, aligned.as_ptr().cast::<u8>(), bytes.len())
-        }
-    };
-    drop(buf);
+    let (fp, shape) = read(array)?;
     let Some(callsite) = site(keys) else { return Ok(EventId(0)) };
     let name = name.to_str()?;
     let want = ids::current(py)?;

@@ -141,3 +141,16 @@ def rec(tmp_path: Path):
     yield Recording(path)
     waffle.shutdown()
     waffle.set_exporter()
+
+
+@pytest.fixture
+def trec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A recording started with WAFFLE_TENSORS=1 in the environment: tensor fingerprints on."""
+    waffle.shutdown()
+    waffle.set_exporter()
+    monkeypatch.setenv("WAFFLE_TENSORS", "1")
+    path = tmp_path / "trace.bin"
+    waffle.start(path, process_name="pytest")
+    yield Recording(path)
+    waffle.shutdown()
+    waffle.set_exporter()

@@ -5,80 +5,13 @@ array's little-endian bytes, the statistics with NumPy over the finite elements)
 from __future__ import annotations
 
 import array
-import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import xxhash
 from conftest import Recording
+from tensor_checks import check, expected
 
 import waffle
-
-RESERVED = [
-    "tensor.name",
-    "tensor.dtype",
-    "tensor.shape",
-    "tensor.count",
-    "tensor.hash",
-    "tensor.rms",
-    "tensor.min",
-    "tensor.max",
-    "tensor.nan",
-    "tensor.pinf",
-    "tensor.ninf",
-]
-
-
-@pytest.fixture
-def trec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A recording started with WAFFLE_TENSORS=1 in the environment."""
-    waffle.shutdown()
-    waffle.set_exporter()
-    monkeypatch.setenv("WAFFLE_TENSORS", "1")
-    path = tmp_path / "trace.bin"
-    waffle.start(path, process_name="pytest")
-    yield Recording(path)
-    waffle.shutdown()
-    waffle.set_exporter()
-
-
-def expected(name: str, a: np.ndarray, dtype: str, raw: bytes | None = None) -> dict:
-    """The reserved fields of `a`, computed with NumPy and the xxhash package."""
-    values = a.astype(np.float64).ravel()
-    finite = values[np.isfinite(values)]
-    if finite.size:
-        rms = math.sqrt(math.fsum(float(x) * float(x) for x in finite) / finite.size)
-        low, high = float(finite.min()), float(finite.max())
-    else:
-        rms = low = high = math.nan
-    data = raw if raw is not None else np.ascontiguousarray(a).tobytes()
-    return {
-        "tensor.name": name,
-        "tensor.dtype": dtype,
-        "tensor.shape": "x".join(str(d) for d in a.shape),
-        "tensor.count": a.size,
-        "tensor.hash": xxhash.xxh3_64_intdigest(data),
-        "tensor.rms": rms,
-        "tensor.min": low,
-        "tensor.max": high,
-        "tensor.nan": int(np.isnan(values).sum()),
-        "tensor.pinf": int(np.isposinf(values).sum()),
-        "tensor.ninf": int(np.isneginf(values).sum()),
-    }
-
-
-def check(event: dict, want: dict) -> None:
-    fields = event["fields"]
-    assert list(fields)[: len(RESERVED)] == RESERVED
-    for key, value in want.items():
-        got = fields[key]
-        if key == "tensor.rms" and not math.isnan(value):
-            assert got == pytest.approx(value, rel=1e-12), key
-        elif isinstance(value, float) and math.isnan(value):
-            assert math.isnan(got), key
-        else:
-            assert got == value, key
 
 
 def test_tensors_inside_a_step_decode_to_their_fingerprints(trec: Recording) -> None:
@@ -192,7 +125,7 @@ def test_off_means_nothing_is_read_or_recorded(rec: Recording) -> None:
 
 
 def test_what_cannot_be_a_tensor(trec: Recording) -> None:
-    with pytest.raises(TypeError, match="buffer protocol or __array__"):
+    with pytest.raises(TypeError, match="buffer protocol, __dlpack__ or __array__"):
         waffle.tensor("x", [1.0, 2.0])
     with pytest.raises(TypeError, match="format"):
         waffle.tensor("x", np.array([True, False]))

@@ -45,8 +45,10 @@ Example (writes ``demo.pftrace``; open it in ui.perfetto.dev)::
 
 - ``tensor(name, array, caused_by=None, **fields)`` records a tensor's fingerprint (element
   count, XXH3-64 hash of its bytes, RMS/min/max of the finite elements, NaN/Inf counts) as one
-  event, reading NumPy arrays and other buffers in place; off unless ``WAFFLE_TENSORS=1`` at
-  start or :func:`set_tensors`. ``with step(n):`` marks a training or simulation step.
+  event, reading NumPy arrays and other buffers in place, PyTorch, JAX and CuPy tensors
+  through DLPack (in place on the host; a tensor on a GPU is copied to the host by its
+  framework first); off unless ``WAFFLE_TENSORS=1`` at start or :func:`set_tensors`.
+  ``with step(n):`` marks a training or simulation step.
 
 Names are interned once: each distinct span name and set of field names becomes one run-time
 callsite the first time it is seen, and later calls record only its id and the values.

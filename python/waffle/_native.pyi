@@ -136,7 +136,11 @@ def event(name: str, /, *, caused_by: Causes = None, **fields: FieldValue) -> Ev
 def tensor(name: str, array: Any, /, *, caused_by: Causes = None, **fields: FieldValue) -> EventId:
     """Records a tensor's fingerprint (count, XXH3-64 of its little-endian bytes, RMS/min/max of
     the finite elements, NaN/+Inf/-Inf counts) as one event; returns its id (null while
-    recording or fingerprints are off). Takes buffers and anything with ``__array__``."""
+    recording or fingerprints are off). Takes buffers (in place), anything with ``__dlpack__``
+    (PyTorch, JAX, CuPy; in place on the host, copied to the host by the framework from a
+    device) and anything with ``__array__``. An element type other than float16, bfloat16,
+    float32, float64 or an integer is a ``TypeError`` naming it (and the device, for DLPack); a
+    tensor whose memory cannot be reached from the host a ``BufferError`` naming both."""
 
 def set_tensors(on: bool) -> None:
     """Turns tensor fingerprints on or off for the session recording now."""

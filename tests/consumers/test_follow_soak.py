@@ -5,9 +5,9 @@ storage directory. Afterwards every span recorded (counted by decoding the file)
 Jaeger (counted by unique span id from `GET /api/traces/{id}`) or among the drops the follower
 reported (the follower holds 5,000 spans, fewer than the outage brings, so there are drops);
 the follower exits 0 on its own once the file is closed; it said the backend went
-away and came back; and its resident memory, sampled every second, is flat: the largest
-sample of the last third of the run is within `RSS_SLACK_MB` of the largest of the first
-third. Figures of one run are in docs/live-export.md.
+away and came back; and its resident memory, sampled every second while it runs, is flat: the
+largest sample of the last third of the run is within `RSS_SLACK_MB` of the largest of the
+first third. Figures of one run are in docs/live-export.md.
 
 Durations can be shortened for a quick look with `WAFFLE_SOAK_SECS` (default 60)."""
 
@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import select
 import subprocess
 import threading
 import time
@@ -37,11 +38,37 @@ BADGER_CONFIG = jaeger_server.HERE / "jaeger-badger.yaml"
 
 
 def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+    """The resident memory of process `pid` in kB, or None once it has none: a process gives its
+    memory up early in its exit, and from then on its status has no `VmRSS` line (or, reaped,
+    there is no status at all)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
     return None
+
+
+def sample_rss(process, samples, every_s=1.0):
+    """Appends `process`'s RSS to `samples` every `every_s` while it runs, and returns once it
+    exits. The assertion compares the memory of a running follower, so a reading is kept only
+    if the process had its memory when read and had not exited by the time the reading was
+    done: a pidfd (opened while the child is not reaped, so it names this process and no later
+    one with the same pid) becomes readable when the process exits, whoever reaps it."""
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        while True:
+            kb = rss_kb(process.pid)
+            exited = select.select([pidfd], [], [], 0)[0]
+            if kb is None or exited:
+                return
+            samples.append(kb)
+            if select.select([pidfd], [], [], every_s)[0]:
+                return
+    finally:
+        os.close(pidfd)
 
 
 def figure(line, pattern):
@@ -62,16 +89,7 @@ def test_follow_through_a_jaeger_restart(tmp_path):
     follower = subprocess.Popen([str(decode), "--follow", str(path), "--send", f"otlp={urls.otlp}",
                                  "--stop-wait", "30", "--buffer-spans", str(BUFFER)], stderr=follower_err, stdout=subprocess.DEVNULL)
     samples = []
-
-    def sample():
-        while follower.poll() is None:
-            try:
-                samples.append(rss_kb(follower.pid))
-            except OSError:
-                break
-            time.sleep(1)
-
-    sampler = threading.Thread(target=sample)
+    sampler = threading.Thread(target=sample_rss, args=(follower, samples))
     sampler.start()
     recorder = subprocess.Popen([str(steady), str(path), str(SECS), str(RATE), "2"], stdout=subprocess.PIPE,
                                 text=True, env={**os.environ, "WAFFLE_TRACE_ID": trace_id})
@@ -104,6 +122,8 @@ def test_follow_through_a_jaeger_restart(tmp_path):
         data = json.loads(body)["data"]
         received = len({s["spanID"] for t in data for s in t["spans"]})
         counted_s = time.monotonic() - phase
+        # A sample a second over the whole run: each third holds many.
+        assert len(samples) >= 3, samples
         third = len(samples) // 3
         first, last = max(samples[:third]), max(samples[-third:])
         print(f"\nSOAK {ran_s:.0f} s to the follower's exit, {counted_s:.0f} s to count; {recorded} spans recorded, {received} in Jaeger, {lost} reported lost; "

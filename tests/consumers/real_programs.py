@@ -11,8 +11,10 @@ on timing). Any check that needs a real program's trace files gets them here:
 or, in a test, through the session fixture `real_runs` (conftest.py), which runs each program
 at most once per session: `real_runs.traced("lammps-2")` and `real_runs.counted("lammps-2")`
 for every name in `PROGRAMS` (`lammps-2`, `lammps-4`, `netpipe`, `hpcc`). A program is a
-`Program`: its argv after `mpirun -np N`, the input files it reads, whether it polls, a time
-limit.
+`Program`: its argv after `mpirun -np N` (a path, or a name on the PATH), where that comes
+from, the input files written into its directory first (a script, an input deck), whether it
+polls, a time limit. Adding one to `PROGRAMS` puts it through every test of
+`test_real_programs.py`.
 
 The programs come from Debian: `lammps` (`lmp`), `netpipe-openmpi` (`NPopenmpi`) and `hpcc`,
 run with Debian's Open MPI. Without one (or without `mpicc`/`mpirun`) a test is skipped, and
@@ -154,7 +156,7 @@ class Program:
     name: str
     ranks: int
     argv: tuple
-    package: str  # the Debian package that has it
+    install: str  # where argv[0] comes from, for the message when it is missing
     inputs: dict = field(default_factory=dict, hash=False)
     polls: bool = False
     limit_s: float = 60.0
@@ -163,16 +165,17 @@ class Program:
 def lammps(ranks):
     """LAMMPS on `LAMMPS_INPUT` at `ranks` ranks (its own domain decomposition)."""
     return Program(f"lammps-{ranks}", ranks, ("lmp", "-in", "in.melt", "-log", "none", "-screen", "none"),
-                   "lammps", {"in.melt": LAMMPS_INPUT})
+                   "the Debian package `lammps`", {"in.melt": LAMMPS_INPUT})
 
 
 # NetPIPE's ping-pong between two ranks: block sizes 1 B to 4 KiB with perturbations (57
 # sizes), a fixed 20 round trips per size (`-n`; without it, NetPIPE picks the repeat count from
 # timings), each receive pre-posted with MPI_Irecv and completed by MPI_Wait (`-a`), barriers
 # between trials, and its control messages (MPI_Send, MPI_Recv).
-NETPIPE = Program("netpipe", 2, ("NPopenmpi", "-u", "4096", "-n", "20", "-a", "-o", "np.out"), "netpipe-openmpi")
+NETPIPE = Program("netpipe", 2, ("NPopenmpi", "-u", "4096", "-n", "20", "-a", "-o", "np.out"),
+                  "the Debian package `netpipe-openmpi`")
 
-HPCC = Program("hpcc", 2, ("hpcc",), "hpcc", {"hpccinf.txt": HPCC_INPUT}, polls=True)
+HPCC = Program("hpcc", 2, ("hpcc",), "the Debian package `hpcc`", {"hpccinf.txt": HPCC_INPUT}, polls=True)
 
 PROGRAMS = {p.name: p for p in (lammps(2), lammps(4), NETPIPE, HPCC)}
 
@@ -182,11 +185,12 @@ def mpi_required():
     return bool(os.environ.get("WAFFLE_REQUIRE_MPI")) or os.environ.get("CI") == "true"
 
 
-def tool(name, package):
-    """The path of `name` on the PATH; skips the test without it, fails when MPI is required."""
+def tool(name, install):
+    """The path of `name` on the PATH (or `name` itself, a path to a program); skips the test
+    without it, fails when MPI is required. `install` says where it comes from."""
     path = shutil.which(name)
     if path is None:
-        why = f"{name} not found: install the Debian package `{package}` (scripts/test.sh does)"
+        why = f"{name} not found: install {install} (scripts/test.sh does)"
         if mpi_required():
             pytest.fail(why)
         pytest.skip(why)
@@ -213,8 +217,8 @@ def mpirun(program, workdir, preload, **env):
     """Runs `program` in `workdir` (made, with its inputs) with `preload` in each rank's
     LD_PRELOAD and `env` exported to the ranks; returns the seconds it took. The test fails if
     it exits non-zero or runs past its limit."""
-    exe = tool(program.argv[0], program.package)
-    run = tool("mpirun", "openmpi-bin")
+    exe = tool(program.argv[0], program.install)
+    run = tool("mpirun", "the Debian package `openmpi-bin`")
     workdir.mkdir(parents=True, exist_ok=True)
     for name, text in program.inputs.items():
         (workdir / name).write_text(text)
@@ -352,7 +356,7 @@ def counter_library(workdir, chained=False):
     if library.is_file():
         return library
     workdir.mkdir(parents=True, exist_ok=True)
-    mpicc = tool("mpicc", "libopenmpi-dev")
+    mpicc = tool("mpicc", "the Debian package `libopenmpi-dev`")
     calls = workdir / "mpi_counter_calls.h"
     if not calls.is_file():
         protos = prototypes(mpicc, workdir)

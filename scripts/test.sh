@@ -4,8 +4,9 @@
 # buffer hand-off under ThreadSanitizer), the fuzz targets for a bounded time, and the Python
 # consumer tests. Installs what it needs (a rustup target, a nightly toolchain with rust-src,
 # cargo-fuzz, a local Python virtual environment) and nothing system-wide, except Open MPI
-# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, Chromium (apt-get) for the
-# diff page's consumer test when chromium is, and QEMU (apt-get, by
+# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, the real MPI programs the
+# consumer tests trace (Debian's lammps, netpipe-openmpi, hpcc; apt-get) when one is, Chromium
+# (apt-get) for the diff page's consumer test when chromium is, and QEMU (apt-get, by
 # scripts/embedded-demo.sh) when qemu-system-arm is. Jaeger v2 is built once with Go (needed
 # then) into ~/.cache/waffle by scripts/build-jaeger.sh.
 set -euo pipefail
@@ -84,13 +85,24 @@ if ! command -v chromium >/dev/null 2>&1; then
     $sudo apt-get install -y --no-install-recommends chromium
 fi
 
+step "Real MPI programs for tests/consumers/test_real_programs.py: LAMMPS, NetPIPE, HPCC (Debian)"
+# Traced with libwaffle_mpi.so preloaded and counted with a PMPI counter; with
+# WAFFLE_REQUIRE_MPI set (above), the tests fail rather than skip without them.
+if ! command -v lmp >/dev/null 2>&1 || ! command -v NPopenmpi >/dev/null 2>&1 || ! command -v hpcc >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends lammps netpipe-openmpi hpcc
+fi
+
 step "Jaeger v2 for the consumer tests: built from its Go module once, then taken from the cache"
 # scripts/build-jaeger.sh prints the cached binary's path at once after the first build
 # (minutes, with Go and the Go module proxy); the tests start it with tests/consumers/jaeger.yaml.
 export WAFFLE_JAEGER_BIN="$(./scripts/build-jaeger.sh)"
 
-step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, a real Jaeger v2, Jaeger UI rules, xprof, the diff page in Chromium"
+step "Python consumer tests: Perfetto's protobuf classes, OpenTelemetry's protos, a real Zipkin server, a real Jaeger v2, Jaeger UI rules, xprof, the diff page in Chromium, real MPI programs"
 cargo build --workspace --examples --bins   # already built by cargo test; a no-op then
+cargo build -p waffle-mpi                   # libwaffle_mpi.so (a library: --bins leaves it out)
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi

@@ -1,10 +1,12 @@
 """Fixtures shared by the Python tests: one real Zipkin server per session (see
-`zipkin_server.py`), used by `test_zipkin_server.py` and `test_send.py`, and one real Jaeger v2
-(see `jaeger_server.py`), used by `test_jaeger_server.py`."""
+`zipkin_server.py`), used by `test_zipkin_server.py` and `test_send.py`, one real Jaeger v2
+(see `jaeger_server.py`), used by `test_jaeger_server.py`, and the runs of real MPI programs
+(see `real_programs.py`), made once per session for every test that reads them."""
 
 import pytest
 
 import jaeger_server
+import real_programs
 import zipkin_server
 
 
@@ -21,6 +23,14 @@ def jaeger(tmp_path_factory):
     Zipkin URLs; stopped at its end."""
     with jaeger_server.serve(tmp_path_factory.mktemp("jaeger")) as urls:
         yield urls
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory):
+    """`real_programs.Runs`: `real_runs.traced(name)` is the trace files of
+    `real_programs.PROGRAMS[name]`, `real_runs.counted(name)` the PMPI counter's counts per rank,
+    each run once per session, on first use."""
+    return real_programs.Runs(tmp_path_factory.mktemp("real-programs"))
 
 
 def pytest_configure(config):

@@ -108,6 +108,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/consumers/requirements.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r tests/consumers/requirements-nodeps.txt
+# mpi4py built against the Open MPI installed above (its wheel would bring another MPI).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-binary mpi4py -r tests/consumers/requirements-mpi.txt
 WAFFLE_BIN_DIR="$PWD/target/debug" .venv/bin/python -m pytest -q tests/consumers
 
 step "Python package: waffle._native built into .venv by maturin, pytest python/tests (JAX example included)"

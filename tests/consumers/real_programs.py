@@ -10,25 +10,28 @@ on timing). Any check that needs a real program's trace files gets them here:
 
 or, in a test, through the session fixture `real_runs` (conftest.py), which runs each program
 at most once per session: `real_runs.traced("lammps-2")` and `real_runs.counted("lammps-2")`
-for every name in `PROGRAMS` (`lammps-2`, `lammps-4`, `netpipe`, `hpcc`). A program is a
+for every name in `PROGRAMS` (`lammps-2`, `lammps-4`, `netpipe`, `hpcc`, `mpi4py`). A program is a
 `Program`: its argv after `mpirun -np N` (a path, or a name on the PATH), where that comes
 from, the input files written into its directory first (a script, an input deck), whether it
 polls, a time limit. Adding one to `PROGRAMS` puts it through every test of
 `test_real_programs.py`.
 
 The programs come from Debian: `lammps` (`lmp`), `netpipe-openmpi` (`NPopenmpi`) and `hpcc`,
-run with Debian's Open MPI. Without one (or without `mpicc`/`mpirun`) a test is skipped, and
+run with Debian's Open MPI; and from PyPI: `mpi4py` built against that Open MPI
+(`requirements-mpi.txt`), running a script in this interpreter. Without one (or without `mpicc`/`mpirun`) a test is skipped, and
 fails instead when `WAFFLE_REQUIRE_MPI` is set or `CI=true` (scripts/test.sh installs them).
 
 Environment: `WAFFLE_BIN_DIR` (default `<repo>/target/debug`) holds `libwaffle_mpi.so`
 (`cargo build -p waffle-mpi`) and `waffle-decode`.
 """
 
+import importlib.util
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -160,6 +163,7 @@ class Program:
     inputs: dict = field(default_factory=dict, hash=False)
     polls: bool = False
     limit_s: float = 60.0
+    module: str = ""  # a Python module argv[0] must be able to import ("" for none)
 
 
 def lammps(ranks):
@@ -177,7 +181,38 @@ NETPIPE = Program("netpipe", 2, ("NPopenmpi", "-u", "4096", "-n", "20", "-a", "-
 
 HPCC = Program("hpcc", 2, ("hpcc",), "the Debian package `hpcc`", {"hpccinf.txt": HPCC_INPUT}, polls=True)
 
-PROGRAMS = {p.name: p for p in (lammps(2), lammps(4), NETPIPE, HPCC)}
+# An mpi4py program as its users write one, at three ranks in a ring: a halo exchange of
+# buffers (Sendrecv), the same with nonblocking calls completed together (Isend, Irecv,
+# Waitall), a reduction of buffers (Allreduce) and of Python objects (allreduce, which mpi4py
+# runs over a duplicated communicator with point-to-point calls), an object broadcast (bcast),
+# a barrier, and a gather to rank 0. Nothing of it depends on timing.
+MPI4PY_SCRIPT = """\
+from array import array
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+right, left = (rank + 1) % size, (rank - 1) % size
+halo, ghost = array("d", [float(rank)] * 256), array("d", [0.0] * 256)
+for step in range(10):
+    comm.Sendrecv(halo, dest=right, sendtag=step, recvbuf=ghost, source=left, recvtag=step)
+    requests = [comm.Irecv(ghost, source=left, tag=100 + step), comm.Isend(halo, dest=right, tag=100 + step)]
+    MPI.Request.Waitall(requests)
+    local, total = array("d", [ghost[0] + step]), array("d", [0.0])
+    comm.Allreduce(local, total, op=MPI.SUM)
+    assert comm.allreduce(rank) == size * (size - 1) // 2
+    config = comm.bcast({"step": step} if rank == 0 else None, root=0)
+    assert config == {"step": step}
+comm.Barrier()
+ranks = comm.gather(rank, root=0)
+assert rank != 0 or ranks == list(range(size))
+"""
+
+MPI4PY = Program("mpi4py", 3, (sys.executable, "halo.py"), "mpi4py from PyPI built against Open MPI "
+                 "(pip install --no-binary mpi4py -r tests/consumers/requirements-mpi.txt)",
+                 {"halo.py": MPI4PY_SCRIPT}, module="mpi4py")
+
+PROGRAMS = {p.name: p for p in (lammps(2), lammps(4), NETPIPE, HPCC, MPI4PY)}
 
 
 def mpi_required():
@@ -218,6 +253,11 @@ def mpirun(program, workdir, preload, **env):
     LD_PRELOAD and `env` exported to the ranks; returns the seconds it took. The test fails if
     it exits non-zero or runs past its limit."""
     exe = tool(program.argv[0], program.install)
+    if program.module and importlib.util.find_spec(program.module) is None:
+        why = f"{program.module} cannot be imported: install {program.install}"
+        if mpi_required():
+            pytest.fail(why)
+        pytest.skip(why)
     run = tool("mpirun", "the Debian package `openmpi-bin`")
     workdir.mkdir(parents=True, exist_ok=True)
     for name, text in program.inputs.items():

@@ -1,6 +1,6 @@
 """Real MPI programs traced by `libwaffle_mpi.so`, with nothing of waffle in their code: LAMMPS
-(a Lennard-Jones melt at 2 and 4 ranks), NetPIPE (a ping-pong) and HPC Challenge, run as their
-users run them (see `real_programs.py`). For each:
+(a Lennard-Jones melt at 2 and 4 ranks), NetPIPE (a ping-pong), HPC Challenge and an mpi4py
+program, run as their users run them (see `real_programs.py`). For each:
 
 - every MPI call of every rank is a span in its file: per rank and per function, the spans of
   the trace (read from the OTLP export by OpenTelemetry's own protobuf classes) are exactly as

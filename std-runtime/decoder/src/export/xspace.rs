@@ -25,8 +25,9 @@
 //! - fields are stats: unsigned and signed integers, doubles, strings; booleans as `uint64`
 //!   0 or 1. Causality is stats too, as Chrome's export names them: `waffle.id`,
 //!   `waffle.parent`, `waffle.caused_by` (ids in hex), `waffle.correlate` (`key=value`),
-//!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`. A field named like one of
-//!   these keeps its value;
+//!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`, and `waffle.event` (1) on a
+//!   waffle event, which a span of no length would otherwise look like. A field named like one
+//!   of these keeps its value;
 //! - steps: a span named as one of the step spans given ([`Options::step_spans`], the CLI's
 //!   `--step-span NAME`) or carrying a field named `step` is a step marker: it gets the stats
 //!   xprof groups steps by, `_r` = 1 (a root event, one step) and `step_num` (the `step`
@@ -301,6 +302,7 @@ impl SpanWriter for Writer<'_> {
             ("waffle.unfinished", !s.ended),
             ("waffle.detached", s.detached),
             ("waffle.stand_in", s.stand_in),
+            ("waffle.event", s.event),
         ] {
             if on {
                 put(name, StatValue::Uint64(1), &mut stats);

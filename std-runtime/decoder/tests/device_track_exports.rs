@@ -2,7 +2,8 @@
 //! copy` with one copy), each slice launched by a host span, written in two streaming passes
 //! (and Perfetto and Jaeger from the model too), and each output read back: the track where
 //! the format puts it, the slices on it with their `track`, and the launch as an arrow, a link
-//! or a correlation id. `--follow` sends the slices too, once the file is read.
+//! or a correlation id; the tracks' definitions and syncs, which place the slices, in no format
+//! as a span or an event. `--follow` sends the slices too, once the file is read.
 
 use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
 
@@ -62,8 +63,7 @@ fn recorded() -> &'static (PathBuf, Vec<u64>) {
     })
 }
 
-/// A slice's name (the tracks' definitions and syncs are events of their own, named `track`
-/// and `track.sync`, on the host thread).
+/// A slice's name.
 fn is_slice(name: &Json) -> bool {
     name == "kernel" || name == "copy"
 }
@@ -288,4 +288,161 @@ fn follow_mode_sends_the_slices_once_the_file_is_read() {
     assert_eq!(slices.len(), launchers.len());
     let received = sink.received();
     assert!(slices.iter().all(|id| received.contains_key(id)), "{slices:?} not all in {:?}", received.keys());
+}
+
+/// What an output shows as the names of spans and events, and as the keys of their fields.
+struct Shown {
+    names: Vec<String>,
+    keys: Vec<String>,
+}
+
+impl Shown {
+    /// The tracks' definitions (`track`: `track.name`, `track.rate`) and syncs (`track.sync`:
+    /// `track.id`, `track.ticks`) are records of the file, not of the program: no span or event
+    /// shows them (`decode/track.rs`). The slices do show, with their `track` field.
+    fn assert_no_track_records(&self, format: &str) {
+        for name in &self.names {
+            assert!(name != "track" && name != "track.sync", "{format} shows a {name:?} record");
+        }
+        for key in &self.keys {
+            assert!(
+                !["track.name", "track.rate", "track.id", "track.ticks"].contains(&key.as_str()),
+                "{format} shows a definition's or a sync's field {key:?}"
+            );
+        }
+        assert_eq!(
+            self.names.iter().filter(|n| *n == "kernel").count(),
+            2,
+            "{format}: the kernels are there"
+        );
+        assert!(self.keys.iter().any(|k| k == "track"), "{format}: the slices' track field is there");
+    }
+}
+
+fn keys_of(items: &Json, key: &str) -> Vec<String> {
+    items.as_array().into_iter().flatten().map(|kv| kv[key].as_str().unwrap().to_owned()).collect()
+}
+
+fn shown_jaeger(out: &[u8]) -> Shown {
+    let json: Json = serde_json::from_slice(out).unwrap();
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for span in json["data"][0]["spans"].as_array().unwrap() {
+        names.push(span["operationName"].as_str().unwrap().to_owned());
+        keys.extend(keys_of(&span["tags"], "key"));
+        for log in span["logs"].as_array().unwrap() {
+            names.push(log["fields"][0]["value"].as_str().unwrap().to_owned());
+            keys.extend(keys_of(&log["fields"], "key"));
+        }
+    }
+    Shown { names, keys }
+}
+
+fn shown_zipkin(out: &[u8]) -> Shown {
+    let json: Json = serde_json::from_slice(out).unwrap();
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for span in json.as_array().unwrap() {
+        names.push(span["name"].as_str().unwrap().to_owned());
+        keys.extend(span["tags"].as_object().unwrap().keys().cloned());
+        for a in span["annotations"].as_array().into_iter().flatten() {
+            // `name key=value ...`: these names have no spaces.
+            let mut words = a["value"].as_str().unwrap().split(' ');
+            names.push(words.next().unwrap().to_owned());
+            keys.extend(words.filter_map(|w| w.split_once('=')).map(|(k, _)| k.to_owned()));
+        }
+    }
+    Shown { names, keys }
+}
+
+fn shown_otlp(json: &Json) -> Shown {
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for rs in json["resourceSpans"].as_array().unwrap() {
+        for span in rs["scopeSpans"].as_array().unwrap().iter().flat_map(|s| s["spans"].as_array().unwrap()) {
+            names.push(span["name"].as_str().unwrap().to_owned());
+            keys.extend(keys_of(&span["attributes"], "key"));
+            for e in span["events"].as_array().into_iter().flatten() {
+                names.push(e["name"].as_str().unwrap().to_owned());
+                keys.extend(keys_of(&e["attributes"], "key"));
+            }
+        }
+    }
+    Shown { names, keys }
+}
+
+fn shown_chrome(out: &[u8]) -> Shown {
+    let json: Json = serde_json::from_slice(out).unwrap();
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for e in json["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X" || e["ph"] == "i") {
+        names.push(e["name"].as_str().unwrap().to_owned());
+        keys.extend(e["args"].as_object().unwrap().keys().cloned());
+    }
+    Shown { names, keys }
+}
+
+fn shown_xspace(out: &[u8]) -> Shown {
+    let space = XSpace::decode(out).unwrap();
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for plane in &space.planes {
+        for e in plane.lines.iter().flat_map(|l| &l.events) {
+            names.push(plane.event_metadata[&e.metadata_id].name.clone());
+            keys.extend(e.stats.iter().map(|s| plane.stat_metadata[&s.metadata_id].name.clone()));
+        }
+    }
+    Shown { names, keys }
+}
+
+fn shown_perfetto(out: &[u8]) -> Shown {
+    let trace = pb::Trace::decode(out).unwrap();
+    let (mut event_names, mut arg_names) = (HashMap::new(), HashMap::new());
+    let (mut names, mut keys) = (Vec::new(), Vec::new());
+    for p in &trace.packet {
+        let seq = p.seq.unwrap_or(0);
+        if let Some(i) = &p.interned {
+            event_names.extend(i.names.iter().map(|n| ((seq, n.iid.unwrap()), n.name.clone().unwrap())));
+            arg_names.extend(i.arg_names.iter().map(|n| ((seq, n.iid.unwrap()), n.name.clone().unwrap())));
+        }
+        if let Some(e) = &p.event {
+            names.extend(e.name_iid.map(|i| event_names[&(seq, i)].clone()));
+            keys.extend(e.args.iter().filter_map(|a| a.name_iid).map(|i| arg_names[&(seq, i)].clone()));
+        }
+    }
+    Shown { names, keys }
+}
+
+#[test]
+fn perfetto_shows_no_track_definition_or_sync() {
+    shown_perfetto(&write(Format::Perfetto)).assert_no_track_records("perfetto");
+    shown_perfetto(&from_model(Format::Perfetto)).assert_no_track_records("perfetto from the model");
+}
+
+#[test]
+fn jaeger_shows_no_track_definition_or_sync() {
+    shown_jaeger(&write(Format::Jaeger)).assert_no_track_records("jaeger");
+    shown_jaeger(&from_model(Format::Jaeger)).assert_no_track_records("jaeger from the model");
+}
+
+#[test]
+fn zipkin_shows_no_track_definition_or_sync() {
+    shown_zipkin(&write(Format::Zipkin)).assert_no_track_records("zipkin");
+    shown_zipkin(&from_model(Format::Zipkin)).assert_no_track_records("zipkin from the model");
+}
+
+#[test]
+fn otlp_shows_no_track_definition_or_sync() {
+    let json = |out: Vec<u8>| -> Json { serde_json::from_slice(&out).unwrap() };
+    shown_otlp(&json(write(Format::OtlpJson))).assert_no_track_records("otlp json");
+    shown_otlp(&json(from_model(Format::OtlpJson))).assert_no_track_records("otlp json from the model");
+    let protobuf = otlp::protobuf_to_json(&write(Format::Otlp)).unwrap();
+    shown_otlp(&protobuf).assert_no_track_records("otlp protobuf");
+}
+
+#[test]
+fn chrome_shows_no_track_definition_or_sync() {
+    shown_chrome(&write(Format::Chrome)).assert_no_track_records("chrome");
+    shown_chrome(&from_model(Format::Chrome)).assert_no_track_records("chrome from the model");
+}
+
+#[test]
+fn xspace_shows_no_track_definition_or_sync() {
+    shown_xspace(&write(Format::Xspace)).assert_no_track_records("xspace");
+    shown_xspace(&from_model(Format::Xspace)).assert_no_track_records("xspace from the model");
 }

@@ -57,6 +57,8 @@ impl Builder {
 impl Sink for Builder {
     /// Index into the thread's spans.
     type Span = usize;
+    /// The model says what the file holds: a device track's definition and syncs too.
+    const TRACK_RECORDS: bool = true;
 
     fn process(&mut self, source: &str, h: &Header) {
         self.cal = Some(h.calibration);

@@ -114,6 +114,12 @@ pub trait Sink {
     /// ([`detached_from`](Sink::detached_from)).
     const EVERY_ITEM: bool = true;
 
+    /// Whether the sink is handed device tracks' definitions and syncs (`decode/track.rs`) as
+    /// the events they are. The model keeps them, to say what the file holds; an export does not
+    /// (the default): they place a track's slices on the host's clock and are no span or event
+    /// of the program's.
+    const TRACK_RECORDS: bool = false;
+
     /// Whether a TAIL frame (what a thread that stopped recording had staged) is decoded as
     /// soon as it is read, and the chunk it copies, when it comes, only beyond the copy: for a
     /// sink reading a file while it is written (`follow`), which cannot wait for the thread to

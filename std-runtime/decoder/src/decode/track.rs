@@ -5,14 +5,16 @@
 //! A track is three kinds of event (`wire::reserved::track`): its definition (name, rate; the
 //! track's id is the event's), sync points (a device reading; the host's is the event's own
 //! time) and slices (the track's id, begin and end in device ticks, the user's fields; the
-//! first link is the launcher). `Tracks` sits between the decoder and every sink: it hands
-//! definitions and syncs on as the events they are, and holds slices back, since the syncs
-//! that place them can come later in the file (a sync at the end of a run, or a thread whose
-//! chunk is written late). When the file is read it maps each slice's times through its
-//! track's [`DeviceClock`] and hands each track over as one more thread: `thread`,
-//! `thread_named` (the track's name), [`Sink::device_track`], then its slices as spans in
-//! begin order, nested where one lies inside another, each with a `track` field (the track's
-//! name) before the user's. Held slices cost memory until the end of the file (about 100
+//! first link is the launcher). `Tracks` sits between the decoder and every sink. It hands
+//! definitions and syncs on as the events they are only to a sink that keeps them
+//! ([`Sink::TRACK_RECORDS`]: the model, which says what the file holds); to the others, every
+//! export, they place the slices and are no span or event of the program's. It holds slices
+//! back, since the syncs that place them can come later in the file (a sync at the end of a
+//! run, or a thread whose chunk is written late). When the file is read it maps each slice's
+//! times through its track's [`DeviceClock`] and hands each track over as one more thread:
+//! `thread`, `thread_named` (the track's name), [`Sink::device_track`], then its slices as
+//! spans in begin order, nested where one lies inside another, each with a `track` field (the
+//! track's name) before the user's. Held slices cost memory until the end of the file (about 100
 //! bytes and the fields' text each); nothing else does.
 
 use super::{
@@ -70,6 +72,23 @@ fn unsigned(v: Option<FieldValue<'_>>) -> Option<u64> {
     }
 }
 
+/// A thread's latest item, as far as this sink is concerned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Latest {
+    /// Handed on (or none yet).
+    Inner,
+    /// A slice held, by index.
+    Held(usize),
+    /// A definition or sync kept from the sink.
+    Kept,
+}
+
+/// Whether `cs` is a device track's definition or sync (not a slice): what only a sink with
+/// [`Sink::TRACK_RECORDS`] is handed.
+pub(crate) fn defines_or_syncs(cs: &Callsite) -> bool {
+    matches!(role_of(cs), Role::Define | Role::Sync)
+}
+
 /// A slice held until the file is read.
 struct Held {
     track: u64,
@@ -95,8 +114,8 @@ pub(super) struct Tracks<'s, S> {
     defined: Vec<(u64, String, u64)>,
     syncs: HashMap<u64, Vec<SyncPoint>>,
     held: Vec<Held>,
-    /// Per thread: the held slice that is its latest item (late links belong to it).
-    last: Vec<Option<usize>>,
+    /// Per thread: what its latest item was (late links and correlations belong to it).
+    last: Vec<Latest>,
     cal: Option<Calibration>,
     /// What went wrong, as messages for the file's warnings.
     pub(super) warnings: Vec<String>,
@@ -146,7 +165,7 @@ impl<'s, S: Sink> Tracks<'s, S> {
             links: e.links.to_vec(),
             correlation: e.correlation,
         });
-        self.last[thread] = Some(self.held.len() - 1);
+        self.last[thread] = Latest::Held(self.held.len() - 1);
         true
     }
 
@@ -267,6 +286,7 @@ impl<S: Sink> Sink for Tracks<'_, S> {
     const FIELDS: bool = S::FIELDS;
     const EVERY_ITEM: bool = S::EVERY_ITEM;
     const EAGER_TAILS: bool = S::EAGER_TAILS;
+    const TRACK_RECORDS: bool = S::TRACK_RECORDS;
 
     fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
         match self.role(index, callsite) {
@@ -281,7 +301,7 @@ impl<S: Sink> Sink for Tracks<'_, S> {
     }
 
     fn thread(&mut self, thread: usize, stream: u32) {
-        self.last.push(None);
+        self.last.push(Latest::Inner);
         self.inner.thread(thread, stream);
     }
 
@@ -290,14 +310,15 @@ impl<S: Sink> Sink for Tracks<'_, S> {
     }
 
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) -> S::Span {
-        self.last[thread] = None;
+        self.last[thread] = Latest::Inner;
         self.top_index = self.top_index.max(span.callsite_index);
         self.inner.span_begin(thread, span)
     }
 
     fn event(&mut self, thread: usize, e: &Item<'_>) {
-        self.last[thread] = None;
-        match self.role(e.callsite_index, e.callsite) {
+        self.last[thread] = Latest::Inner;
+        let role = self.role(e.callsite_index, e.callsite);
+        match role {
             Role::Slice if self.hold(thread, e) => return,
             Role::Define => {
                 let mut values = e.fields.iter();
@@ -314,7 +335,11 @@ impl<S: Sink> Sink for Tracks<'_, S> {
             }
             _ => {}
         }
-        self.inner.event(thread, e);
+        if S::TRACK_RECORDS || !matches!(role, Role::Define | Role::Sync) {
+            self.inner.event(thread, e);
+        } else {
+            self.last[thread] = Latest::Kept;
+        }
     }
 
     fn span_end(&mut self, thread: usize, span: S::Span, ticks: u64, ended: bool) {
@@ -343,15 +368,17 @@ impl<S: Sink> Sink for Tracks<'_, S> {
 
     fn late_link(&mut self, thread: usize, target: u64) {
         match self.last[thread] {
-            Some(i) => self.held[i].links.push(target),
-            None => self.inner.late_link(thread, target),
+            Latest::Held(i) => self.held[i].links.push(target),
+            Latest::Inner => self.inner.late_link(thread, target),
+            Latest::Kept => {}
         }
     }
 
     fn late_correlation(&mut self, thread: usize, value: u64) {
         match self.last[thread] {
-            Some(i) => self.held[i].correlation = Some(value),
-            None => self.inner.late_correlation(thread, value),
+            Latest::Held(i) => self.held[i].correlation = Some(value),
+            Latest::Inner => self.inner.late_correlation(thread, value),
+            Latest::Kept => {}
         }
     }
 

@@ -34,9 +34,13 @@
 //!   context entered on another thread or in another process, a detached span's children, a
 //!   detached span's parent: that arrow starts where the detached span began on its thread's
 //!   row, inside the parent, and is written with the detached span). An event takes part
-//!   through the slice enclosing it. An event whose parent does not enclose it on its row (it
+//!   through the slice enclosing it: its arrows bind where its parent's do, written when the
+//!   parent ends, since an event may lie at its parent's very end (an MPI receive ends its
+//!   span), where no slice would hold it by the binding rule. An event whose parent does not
+//!   enclose it on its row (it
 //!   has none, or it is elsewhere) and that takes part in a flow, or that another item names,
-//!   is a zero-length `X` slice instead of an instant, so that the flow has a slice to bind to.
+//!   is a zero-length `X` slice instead of an instant, so that the flow has a slice to bind to,
+//!   with `waffle.event` (true) to tell it from a span of no length.
 //!
 //! Memory: files stream through [`super::spans`], and the writer keeps, besides a few numbers
 //! per process and thread, what the children of spans still open tell about them, where each
@@ -51,7 +55,8 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::{Context, LinkKind, OutSpan, Source, SpanWriter};
+use super::index::IdMap;
+use super::spans::{Anchor, Context, LinkKind, OutSpan, Source, SpanWriter};
 use crate::model::{Callsite, Trace, Value};
 
 mod flows;
@@ -93,6 +98,9 @@ struct Writer<'a> {
     flows: Flows,
     /// Arrows ready to be written, a reused buffer.
     ready: Vec<Flow>,
+    /// Events with arrows that bind through the span enclosing them, by that span's id, until
+    /// it ends.
+    enclosed: IdMap<u64, Vec<Enclosed>>,
     /// Flow ids written.
     flow_ids: u64,
 }
@@ -107,6 +115,7 @@ impl<'a> Writer<'a> {
             rows: Rows::default(),
             flows: Flows::default(),
             ready: Vec::new(),
+            enclosed: IdMap::default(),
             flow_ids: 0,
         }
     }
@@ -223,10 +232,24 @@ impl SpanWriter for Writer<'_> {
             args.entry(name).or_insert_with(|| value(v));
         }
         causal_args(&mut args, s);
-        let at = if s.event {
+        let (at, within) = if s.event {
             let enclosed = s.parent.is_some() && s.parent_anchor.is_none();
             let flows = s.referred || s.parent_anchor.is_some() || s.links.iter().any(|l| l.resolved);
             let slice = flows && !enclosed;
+            if flows && enclosed {
+                let links = s.links.iter().filter(|l| l.resolved);
+                let e = Enclosed {
+                    id: s.id,
+                    ts: s.start_ns,
+                    referred: s.referred,
+                    links: links.map(|l| (flow_name(l.kind), l.span, l.anchor)).collect(),
+                };
+                self.enclosed.entry(s.parent.expect("enclosed")).or_default().push(e);
+            }
+            if slice {
+                // A zero-length slice, which a zero-length span would be too: this says which.
+                args.entry("waffle.event").or_insert(json!(true));
+            }
             let mut e = record(if slice { "X" } else { "i" }, s.callsite, pid, thread_tid, args);
             e["ts"] = self.at(s.start_ns);
             if slice {
@@ -235,7 +258,11 @@ impl SpanWriter for Writer<'_> {
                 e["s"] = json!("t");
             }
             self.event(&e)?;
-            Point { pid, tid: thread_tid, ts: s.start_ns }
+            if enclosed {
+                // Its arrows wait for its parent (see the module docs).
+                return self.write_flows();
+            }
+            (Point { pid, tid: thread_tid, ts: s.start_ns }, None)
         } else {
             let tid = if s.detached {
                 let (tid, sort_index) = self.rows.detached(s.process);
@@ -258,18 +285,30 @@ impl SpanWriter for Writer<'_> {
             e["ts"] = self.at(slice.start);
             e["dur"] = us(slice.end - slice.start);
             self.event(&e)?;
-            Point { pid, tid, ts: slice.bind }
+            (Point { pid, tid, ts: slice.bind }, Some((slice.start, slice.end)))
         };
-        // Arrows waiting for this item, then its own: its links, its parent elsewhere.
+        // Arrows waiting for this item, then its own: its links, its parent elsewhere; and those
+        // of the events it encloses, at their time where the slice holds it, else where the
+        // slice's own bind.
         self.flows.written(s.id, at, s.referred, &mut self.ready);
-        for link in s.links.iter().filter(|l| l.resolved) {
-            let name = match link.kind {
-                LinkKind::Cause => "caused_by",
-                LinkKind::Correlated => "correlated",
-                LinkKind::Message => "message",
-            };
-            let recorded = link.anchor.and_then(|a| self.rows.anchored(a));
-            self.flows.add(name, link.span, recorded, at, &mut self.ready);
+        let inside = self.enclosed.remove(&s.id).unwrap_or_default();
+        let point = |ts: u64| match within {
+            Some((start, end)) if start <= ts && ts < end => Point { ts, ..at },
+            _ => at,
+        };
+        for e in &inside {
+            self.flows.written(e.id, point(e.ts), e.referred, &mut self.ready);
+        }
+        let own = s.links.iter().filter(|l| l.resolved).map(|l| (flow_name(l.kind), l.span, l.anchor, at));
+        let theirs = inside.iter().flat_map(|e| e.links.iter().map(|&(n, t, a)| (n, t, a, point(e.ts))));
+        let links: Vec<_> = own.chain(theirs).collect();
+        for (name, target, anchor, to) in links {
+            // An arrow from this slice to itself draws nothing.
+            if target == s.id || inside.iter().any(|e| e.id == target) {
+                continue;
+            }
+            let recorded = anchor.and_then(|a| self.rows.anchored(a));
+            self.flows.add(name, target, recorded, to, &mut self.ready);
         }
         match (s.parent, s.parent_anchor) {
             (Some(parent), Some(anchor)) => {
@@ -284,6 +323,24 @@ impl SpanWriter for Writer<'_> {
             _ => {}
         }
         self.write_flows()
+    }
+}
+
+/// An event whose arrows bind through the span enclosing it: its id, whether another item
+/// names it, and its links (the relation, the span showing the target, where that is).
+struct Enclosed {
+    id: u64,
+    ts: u64,
+    referred: bool,
+    links: Vec<(&'static str, u64, Option<Anchor>)>,
+}
+
+/// The name of an arrow for a link of this kind.
+fn flow_name(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Cause => "caused_by",
+        LinkKind::Correlated => "correlated",
+        LinkKind::Message => "message",
     }
 }
 

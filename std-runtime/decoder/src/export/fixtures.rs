@@ -16,6 +16,13 @@ pub(crate) fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite>
     Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate: String::new() })
 }
 
+/// A callsite without fields, correlated by `key` (`mpi.message>`: see [`crate::correlation`]).
+pub(crate) fn keyed(name: &str, kind: Kind, key: &str) -> Arc<Callsite> {
+    let mut cs = Arc::into_inner(callsite(name, kind, &[])).expect("not shared");
+    cs.correlate = key.into();
+    Arc::new(cs)
+}
+
 /// Thread `tid`, named `t<tid>`, on stream `tid`.
 pub(crate) fn thread(tid: u64, spans: Vec<Span>, events: Vec<Event>) -> Thread {
     Thread { stream: tid as u32, tid, name: format!("t{tid}"), spans, events, dropped: 0 }
@@ -53,11 +60,6 @@ pub(crate) fn process(pid: u32, name: &str, threads: Vec<Thread>) -> Process {
 ///   (`fan>`) of `fan in 1` (0x25, rank 1, 510) and `fan in 2` (0x32, rank 2, 500) (`fan<`).
 pub(crate) fn messages() -> crate::model::Trace {
     const T0: u64 = 1_700_000_000_000_000_000;
-    let keyed = |name: &str, kind: Kind, key: &str| {
-        let mut cs = Arc::into_inner(callsite(name, kind, &[])).expect("not shared");
-        cs.correlate = key.into();
-        Arc::new(cs)
-    };
     let (send, recv) = (
         keyed("MPI_Send", Kind::Span, "mpi.message>"),
         keyed("MPI message received", Kind::Event, "mpi.message<"),

@@ -10,22 +10,28 @@
 //!   `waffle.source` (the file), and `waffle.dropped_records`, `waffle.complete = false` and
 //!   `waffle.trace_id` when they have something to say;
 //! - `references`: `CHILD_OF` the parent first, then one `FOLLOWS_FROM` per span showing a
-//!   cause (`caused_by`), then one per span showing a cause of a message the span or one of its
-//!   events received (an effect of a directed correlation, see [`crate::correlation`]), then
-//!   `FOLLOWS_FROM` the first member of its correlation group. A span is referenced once: a
-//!   parent that is also one of those is `FOLLOWS_FROM`, first, as Jaeger itself makes it of
-//!   the same span sent by OTLP (a link to the parent turns its parent reference into
-//!   `FOLLOWS_FROM`); the UI's tree and Jaeger's parent rule (the first `CHILD_OF`, else the
-//!   first `FOLLOWS_FROM`) still find the parent. Jaeger's UI makes
-//!   the first reference a span's parent in the tree, so a span without a parent hangs under
-//!   its first cause that is earlier than it (by time, then id), and the causes before that
-//!   one come after it. A reference first in that way always points back in time, so no loop
-//!   of first references can form and every span stays reachable; a span without a parent
-//!   whose causes are all later than it has no references (its causes stay in its tags);
+//!   cause (`caused_by`) of the span or of one of its events, then one per span showing a cause
+//!   of a message the span or one of its events received (an effect of a directed correlation,
+//!   see [`crate::correlation`]), then `FOLLOWS_FROM` the first member of its (or its events')
+//!   correlation groups. A span is referenced once: a parent that is also one of those is
+//!   `FOLLOWS_FROM`, first, as Jaeger itself makes it of the same span sent by OTLP (a link to
+//!   the parent turns its parent reference into `FOLLOWS_FROM`); the UI's tree and Jaeger's
+//!   parent rule (the first `CHILD_OF`, else the first `FOLLOWS_FROM`) still find the parent.
+//!   Jaeger's UI makes the first reference that resolves a span's parent in the tree, and a
+//!   span on a loop of first references is reachable from no root, so the UI does not show it.
+//!   A span without a parent hangs under its first cause that is earlier than it (by time, then
+//!   id), the causes before that one coming after it: such a reference points back in time.
+//!   Failing that, under its first cause that is a root referencing nothing itself (a send that
+//!   a receive posted earlier waits for: `Context::quiet_roots`), where every path of first
+//!   references ends. Either way no loop can form. A span without a parent whose causes are all
+//!   later and have references of their own (two ranks' `MPI_Sendrecv` with each other) would
+//!   risk one: it has no references, and names the spans it follows from in the tag
+//!   `waffle.follows_from`;
 //! - tags, typed: fields as `string`, `bool`, `int64` or `float64`, except integers beyond
 //!   ±(2^53 − 1), which a browser cannot hold exactly, and non-finite floats, which JSON cannot
 //!   write, go as `string`; `thread.id`, `thread.name`; and waffle's own:
-//!   `waffle.caused_by` (every linked id, comma-separated, events too), `waffle.unresolved_links`,
+//!   `waffle.caused_by` (every linked id, comma-separated, events too), `waffle.follows_from`
+//!   (above), `waffle.unresolved_links`,
 //!   `waffle.unresolved_parent`, `waffle.correlate` (`key=value`), `waffle.unfinished`,
 //!   `waffle.event`, `waffle.detached` (a span that followed a future across threads) and
 //!   `waffle.stand_in` (a span whose begin was lost), as the OTLP export says them;
@@ -150,8 +156,12 @@ fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
     if span.stand_in {
         tags.push(tag("waffle.stand_in", &Value::Bool(true)));
     }
+    let (references, unreferenced) = references(span, ctx);
+    if !unreferenced.is_empty() {
+        tags.push(tag("waffle.follows_from", &Value::Str(hex_list(&unreferenced))));
+    }
     let trace_id = format!("{:032x}", ctx.trace_id);
-    let references: Vec<Json> = references(span)
+    let references: Vec<Json> = references
         .into_iter()
         .map(|(kind, id)| json!({ "refType": kind, "traceID": trace_id, "spanID": format!("{id:016x}") }))
         .collect();
@@ -173,8 +183,8 @@ fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
 }
 
 /// A span's references, in the order that makes Jaeger's UI build the right tree (see the
-/// module docs).
-fn references(span: &OutSpan<'_>) -> Vec<(&'static str, u64)> {
+/// module docs), and the spans it follows from that cannot be references.
+fn references(span: &OutSpan<'_>, ctx: &Context) -> (Vec<(&'static str, u64)>, Vec<u64>) {
     let follows = follows(span.links);
     let mut refs = Vec::with_capacity(1 + follows.len());
     if let Some(parent) = span.parent.filter(|&p| p != span.id) {
@@ -182,20 +192,22 @@ fn references(span: &OutSpan<'_>) -> Vec<(&'static str, u64)> {
         let kind = if follows.contains(&parent) { "FOLLOWS_FROM" } else { "CHILD_OF" };
         refs.push((kind, parent));
         refs.extend(follows.iter().filter(|&&id| id != parent).map(|&id| ("FOLLOWS_FROM", id)));
-        return refs;
+        return (refs, Vec::new());
     }
-    // The first cause earlier than the span leads; those before it follow it.
-    let earlier = |id: u64| {
+    // The first cause earlier than the span leads, else the first that references nothing;
+    // those before it follow it.
+    let earlier = |id: &u64| {
         let key = (span.start_ns, span.id);
-        span.links.iter().any(|l| l.span == id && l.anchor.is_some_and(|a| (a.ts_ns, id) < key))
+        span.links.iter().any(|l| l.span == *id && l.anchor.is_some_and(|a| (a.ts_ns, *id) < key))
     };
-    if let Some(lead) = follows.iter().position(|&id| earlier(id)) {
-        refs.push(("FOLLOWS_FROM", follows[lead]));
-        refs.extend(
-            follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| ("FOLLOWS_FROM", id)),
-        );
-    }
-    refs
+    let lead = follows
+        .iter()
+        .position(earlier)
+        .or_else(|| follows.iter().position(|id| ctx.quiet_roots.contains(id)));
+    let Some(lead) = lead else { return (refs, follows) };
+    refs.push(("FOLLOWS_FROM", follows[lead]));
+    refs.extend(follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| ("FOLLOWS_FROM", id)));
+    (refs, Vec::new())
 }
 
 fn log_json(log: &Log) -> Json {

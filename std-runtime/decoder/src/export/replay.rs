@@ -13,6 +13,7 @@ use super::layout::{Layout, Step};
 use crate::{
     decode::{
         stream::{FileEnd, Hand, Header, Item, Sink},
+        track::defines_or_syncs,
         Fields,
     },
     model::{Callsite, Trace, Value},
@@ -108,6 +109,14 @@ pub(super) fn replay<S: Sink>(trace: &Trace, sink: &mut S) {
                     }
                     Step::Instant(i) => {
                         let e = &thread.events[i];
+                        if !S::TRACK_RECORDS && defines_or_syncs(&e.callsite) {
+                            // As the stream hands them (`decode/track.rs`): not at all, their id
+                            // taken.
+                            if !S::EVERY_ITEM {
+                                sink.skipped(t, (e.id, e.id.wrapping_add(1)), 0, 0);
+                            }
+                            continue;
+                        }
                         fill(&mut fields, &e.fields);
                         let (callsite_index, _) = index(&e.callsite, sink);
                         let item = Item {

@@ -36,6 +36,7 @@
 
 use std::{io, sync::Arc};
 
+use super::index::IdSet;
 use super::passes::{self, FirstPass, Pass, Records};
 #[cfg(test)]
 use crate::model::Trace;
@@ -62,6 +63,12 @@ pub(crate) struct Context {
     pub(crate) first_ns: Vec<Option<u64>>,
     /// The trace id every span is written under.
     pub(crate) trace_id: u128,
+    /// Roots that link to nothing, nor any event they show, and that something named by the
+    /// time they ended (as a send's message names the send from its begin): a span may hang
+    /// under one in a tree built from first references (Jaeger's) without any loop passing
+    /// through it. By id as written; a cross-reference each, like the others the first pass
+    /// keeps.
+    pub(crate) quiet_roots: IdSet<u64>,
 }
 
 /// A finished span, as a format writes it.

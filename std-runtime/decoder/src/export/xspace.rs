@@ -27,8 +27,9 @@
 //! - fields are stats: unsigned and signed integers, doubles, strings; booleans as `uint64`
 //!   0 or 1. Causality is stats too, as Chrome's export names them: `waffle.id`,
 //!   `waffle.parent`, `waffle.caused_by` (ids in hex), `waffle.correlate` (`key=value`),
-//!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`. A field named like one of
-//!   these keeps its value; one named like a stat xprof groups steps by ([`XPROF_STATS`]:
+//!   `waffle.unfinished`, `waffle.detached`, `waffle.stand_in`, and `waffle.event` (1) on a
+//!   waffle event, which a span of no length would otherwise look like. A field named like one
+//!   of these keeps its value; one named like a stat xprof groups steps by ([`XPROF_STATS`]:
 //!   `correlation_id`, `group_id`, `_r`, `step_num`...) is written as `field.NAME`, so that
 //!   it cannot undo the grouping;
 //! - steps: a span named as one of the step spans given ([`Options::step_spans`], the CLI's
@@ -353,6 +354,7 @@ impl SpanWriter for Writer<'_> {
             ("waffle.unfinished", !s.ended),
             ("waffle.detached", s.detached),
             ("waffle.stand_in", s.stand_in),
+            ("waffle.event", s.event),
         ] {
             if on {
                 put(name, StatValue::Uint64(1), &mut stats);

@@ -109,7 +109,12 @@ impl Follower {
             queue,
             out: out.map(|o| (o, 0)),
             protocol,
-            ctx: Context { processes: Vec::new(), first_ns: vec![None], trace_id: 0 },
+            ctx: Context {
+                processes: Vec::new(),
+                first_ns: vec![None],
+                trace_id: 0,
+                quiet_roots: Default::default(),
+            },
             encoder: None,
             cal: None,
             slots: Vec::new(),

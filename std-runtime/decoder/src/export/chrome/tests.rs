@@ -161,10 +161,47 @@ fn events_in_flows_without_an_enclosing_slice_are_zero_length_slices() {
     let events = export(&trace(vec![t, thread(2, vec![q], vec![])]));
     let phase = |name: &str| events.iter().find(|e| e["name"] == name).unwrap()["ph"].as_str().unwrap();
     assert_eq!([phase("inside"), phase("linked"), phase("alone"), phase("causes")], ["i", "X", "i", "X"]);
+    // A zero-length slice that is an event says so; a span does not.
+    let flag =
+        |name: &str| events.iter().find(|e| e["name"] == name).unwrap()["args"].get("waffle.event").cloned();
+    assert_eq!([flag("linked"), flag("causes"), flag("s")], [Some(json!(true)), Some(json!(true)), None]);
     let mut arrows = arrows(&events);
     arrows.sort();
     let arrow = |from, to| ("caused_by".to_owned(), Some(from), Some(to));
     assert_eq!(arrows, [arrow("linked", "q"), arrow("s", "causes"), arrow("s", "q")]);
+}
+
+#[test]
+fn an_event_at_its_spans_end_binds_its_arrows_to_the_span() {
+    // An MPI receive: `recv` ends when `received` is recorded (100), which names `send` on
+    // another thread; and `sent` inside `send`, at its end too, names nothing but is named by
+    // `ack`. By the binding rule a flow at 100 on recv's row would bind to nothing.
+    let recv = span("recv", 0x1, None, 0, 100);
+    let send = span("send", 0x11, None, 20, 60);
+    let events = export(&trace(vec![
+        thread(
+            1,
+            vec![recv],
+            vec![event("received", 0x2, Some(0x1), 100, &[0x11]), event("ack", 0x3, None, 300, &[0x12])],
+        ),
+        thread(2, vec![send], vec![event("sent", 0x12, Some(0x11), 60, &[])]),
+    ]));
+    assert_nests(&events);
+    let mut arrows = arrows(&events);
+    arrows.sort();
+    let arrow = |from, to| ("caused_by".to_owned(), Some(from), Some(to));
+    assert_eq!(arrows, [arrow("send", "ack"), arrow("send", "recv")]);
+    // Inside its span, an event's arrow still ends at its own time.
+    let inside = export(&trace(vec![
+        thread(
+            1,
+            vec![span("recv", 0x1, None, 0, 100)],
+            vec![event("received", 0x2, Some(0x1), 70, &[0x11])],
+        ),
+        thread(2, vec![span("send", 0x11, None, 20, 60)], vec![]),
+    ]));
+    let f = inside.iter().find(|e| e["ph"] == "f").unwrap();
+    assert_eq!(ns(&f["ts"]), 70);
 }
 
 #[test]
@@ -214,11 +251,11 @@ fn nothing_is_held_per_record() {
         let mut out = Vec::new();
         let mut w = Writer::new(&mut out);
         crate::export::spans::write_trace(&trace(threads), &mut w).unwrap();
-        let held = (w.rows.open_parents(), w.flows.held());
+        let held = (w.rows.open_parents() + w.enclosed.len(), w.flows.held());
         w.finish().unwrap();
         held
     };
-    assert_eq!(held(40), (0, (4, 0)), "the four spans that links name, nothing open");
+    assert_eq!(held(40), (0, (4, 0)), "the four spans that links name, nothing open or waiting for its span");
     assert_eq!(held(4000), held(40));
 }
 

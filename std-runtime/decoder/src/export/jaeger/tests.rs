@@ -140,6 +140,70 @@ fn the_first_earlier_cause_leads() {
 }
 
 #[test]
+fn a_span_without_a_parent_hangs_under_a_later_cause_only_where_no_loop_can_pass() {
+    // Ranks 1 to 4, times in µs. An `MPI_Recv` (1) posted at 0 receives at 5 the message of an
+    // `MPI_Send` (0x11) that began at 3: later, but a root that references nothing, so no loop
+    // of first references can pass through it. Two `MPI_Sendrecv` (0x21 at 200, 0x31 at 202)
+    // exchange messages: the later follows the earlier; the earlier's one cause is later and
+    // references it, so it gets no reference and names the span in a tag. A span (0x41) whose
+    // event (0x42) names an earlier span (0x51) follows from that span.
+    let (send, recv) = (
+        fixtures::keyed("MPI_Send", Kind::Span, "mpi.message>"),
+        fixtures::keyed("MPI message received", Kind::Event, "mpi.message<"),
+    );
+    let sendrecv = fixtures::keyed("MPI_Sendrecv", Kind::Span, "mpi.message>");
+    let sent = |id, cs: &Arc<Callsite>, value, start| Span {
+        correlation: Some(value),
+        callsite: cs.clone(),
+        ..span(id, None, &[], start)
+    };
+    let received = |id, parent, value, at: u64| Event {
+        id,
+        parent: Some(parent),
+        links: vec![],
+        correlation: Some(value),
+        callsite: recv.clone(),
+        fields: vec![],
+        ts_ns: 1_700_000_000_000_000_000 + at * 1000,
+    };
+    let plain = |id, start| Span { callsite: callsite("MPI_Recv", Kind::Span), ..span(id, None, &[], start) };
+    let noted = Event {
+        links: vec![0x51],
+        correlation: None,
+        callsite: callsite("noted", Kind::Event),
+        ..received(0x42, 0x41, 0, 405)
+    };
+    let rank = |pid: u32, spans, events| {
+        fixtures::process(pid, "mpi", vec![fixtures::thread(pid.into(), spans, events)])
+    };
+    let t = Trace {
+        processes: vec![
+            rank(1, vec![plain(0x1, 0), plain(0x41, 400)], vec![received(0x2, 0x1, 1, 5), noted]),
+            rank(2, vec![sent(0x11, &send, 1, 3), span(0x51, None, &[], 380)], vec![]),
+            rank(3, vec![sent(0x21, &sendrecv, 2, 200)], vec![received(0x22, 0x21, 3, 205)]),
+            rank(4, vec![sent(0x31, &sendrecv, 3, 202)], vec![received(0x32, 0x31, 2, 207)]),
+        ],
+    };
+    let refs = jaeger_refs(&t);
+    let ff = |n: u64| ("FOLLOWS_FROM".to_owned(), id(n));
+    assert_eq!(refs[&id(0x1)], [ff(0x11)], "the send references nothing: no loop can pass it");
+    assert_eq!(refs[&id(0x31)], [ff(0x21)], "the earlier cause leads");
+    assert_eq!(refs[&id(0x21)], [], "its one cause is later and references it");
+    assert_eq!(refs[&id(0x41)], [ff(0x51)], "an event's cause is its span's too");
+    assert_tree(&refs);
+    let j = json(&t, Format::Jaeger);
+    let tag = |span: u64, key: &str| {
+        let spans = j["data"][0]["spans"].as_array().unwrap();
+        let s = spans.iter().find(|s| s["spanID"] == id(span)).unwrap();
+        s["tags"].as_array().unwrap().iter().find(|t| t["key"] == key).map(|t| t["value"].clone())
+    };
+    assert_eq!(tag(0x21, "waffle.follows_from"), Some(Json::from(id(0x31))));
+    for span in [0x1, 0x31, 0x41, 0x11] {
+        assert_eq!(tag(span, "waffle.follows_from"), None, "{span:x} references all it follows from");
+    }
+}
+
+#[test]
 fn empty_traces_are_valid_documents() {
     let empty = Trace::default();
     assert_eq!(json(&empty, Format::Zipkin), serde_json::json!([]));

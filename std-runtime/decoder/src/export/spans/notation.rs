@@ -9,14 +9,13 @@ pub(crate) fn own_links(links: &[Link]) -> impl Iterator<Item = &Link> {
     links.iter().filter(|l| l.from_event.is_none())
 }
 
-/// The spans a span follows from: those showing its causes, those showing the causes of the
-/// messages it or its events received (effects of directed correlations), then the first
-/// member of its correlation group; no repeats.
+/// The spans a span follows from: those showing its causes and its events' causes, those
+/// showing the causes of the messages it or its events received (effects of directed
+/// correlations), then the first member of its or its events' correlation groups; no repeats.
 pub(crate) fn follows(links: &[Link]) -> Vec<u64> {
     let mut follows: Vec<u64> = Vec::new();
     for kind in [LinkKind::Cause, LinkKind::Message, LinkKind::Correlated] {
-        let mine = |l: &&Link| l.from_event.is_none() || l.kind == LinkKind::Message;
-        for l in links.iter().filter(mine).filter(|l| l.resolved && l.kind == kind) {
+        for l in links.iter().filter(|l| l.resolved && l.kind == kind) {
             if !follows.contains(&l.span) {
                 follows.push(l.span);
             }

@@ -64,7 +64,12 @@ pub(crate) struct State {
 impl State {
     pub(super) fn new(logs: usize) -> State {
         State {
-            ctx: Context { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0 },
+            ctx: Context {
+                processes: Vec::new(),
+                first_ns: Vec::new(),
+                trace_id: 0,
+                quiet_roots: Default::default(),
+            },
             next_calibration: None,
             logs,
             ids: Ids::default(),

@@ -138,6 +138,9 @@ fn threads_are_lines_of_the_host_plane_with_times_in_picoseconds() {
     assert_eq!(t1[2].stats["x"], StatValue::Double(0.5));
     assert_eq!(t1[2].stats["waffle.caused_by"], StatValue::Str("0000000000000001".into()));
     assert_eq!(t1[2].stats["waffle.parent"], StatValue::Str("0000000000000002".into()));
+    // An event is told from a span of no length by a stat of its own.
+    assert_eq!(t1[2].stats["waffle.event"], StatValue::Uint64(1));
+    assert!(t1.iter().take(2).all(|span| !span.stats.contains_key("waffle.event")));
 
     let t2 = events(plane, &plane.lines[1]);
     assert_eq!((t2[0].name.as_str(), t2[0].offset_ps), ("batch", 0), "the earliest record is offset 0");

@@ -3,8 +3,12 @@
 
 use std::mem;
 
-use super::{Assembler, Last, Parent};
-use crate::export::spans::{state::Place, Log, OutSpan, SpanWriter};
+use super::{Assembler, Last, Open, Parent};
+use crate::{
+    correlation::{role, Role},
+    export::spans::{state::Place, Log, OutSpan, SpanWriter},
+    model::Callsite,
+};
 
 impl<W: SpanWriter> Assembler<'_, W> {
     pub(super) fn emit(&mut self, span: &OutSpan<'_>) {
@@ -47,6 +51,25 @@ impl<W: SpanWriter> Assembler<'_, W> {
         self.emit(&span);
     }
 
+    /// Whether `s`, ending in the first pass, is one of the quiet roots
+    /// ([`Context`](crate::export::spans::Context)`::quiet_roots`): told by what it recorded,
+    /// whether or not its links would resolve.
+    fn quiet_root(&self, s: &Open) -> bool {
+        let quiet = |links: &[u64], callsite: &Callsite, value: Option<u64>| {
+            let role = role(&callsite.correlate).1;
+            links.is_empty() && (value.is_none() || callsite.correlate.is_empty() || role == Role::Cause)
+        };
+        let targets = &self.st.targets;
+        let referred =
+            targets.contains_key(&s.raw) || s.logs.iter().any(|l| l.owns && targets.contains_key(&l.raw));
+        referred
+            && !s.fresh
+            && s.raw != 0
+            && matches!(s.parent, Parent::None)
+            && quiet(&s.links, &s.callsite, s.correlation)
+            && s.logs.iter().all(|l| quiet(&l.caused_by, &l.callsite, l.correlation))
+    }
+
     /// A span ends: it is written, with the events it shows.
     pub(super) fn finish_span(&mut self, slot: usize, ticks: u64, ended: bool) {
         let mut s = self.slots[slot].take().expect("open");
@@ -68,6 +91,9 @@ impl<W: SpanWriter> Assembler<'_, W> {
         for l in s.logs.iter().filter(|l| l.off_thread && l.owns) {
             let anchor = self.event_anchor(l.thread, l.ts_ns, Some(&s));
             self.st.settle(l.raw, Place { span: s.id, fresh: s.fresh, event: true, anchor });
+        }
+        if !self.st.sealed && self.quiet_root(&s) {
+            self.st.ctx.quiet_roots.insert(s.id);
         }
         if self.st.sealed {
             let (parent, unresolved_parent, parent_anchor) = self.resolve_parent(s.parent);

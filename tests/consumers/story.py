@@ -134,6 +134,9 @@ class Story:
     pairs: set = field(default_factory=set)  # (effect key, cause key, kind or None)
     level: dict = field(default_factory=dict)  # kind (None: any kind) -> "item" or "span"
     notes: list = field(default_factory=list)  # what the reader found wrong on its own
+    # Indexes made once the story is read (`lifted_pairs`, `undirected`), for the comparisons.
+    _lifted: set | None = field(default=None, repr=False, compare=False)
+    _undirected: dict | None = field(default=None, repr=False, compare=False)
 
     def add(self, item):
         assert item.key not in self.items, f"{self.format}: {item.key} twice"
@@ -156,8 +159,27 @@ class Story:
             return self.parent[key]
         return key
 
-    def star(self, members, order):
-        """Pairs of an undirected group: each member to the first by `order`."""
+    def lifted_pairs(self):
+        """Every cause->effect pair as (effect's span, cause's span), of any kind."""
+        if self._lifted is None:
+            self._lifted = {(self.lift(e), self.lift(c)) for e, c, _ in self.pairs}
+        return self._lifted
+
+    def undirected(self):
+        """Each span's undirected `waffle.correlate` values (its events' included)."""
+        if self._undirected is None:
+            group = defaultdict(set)
+            for item in self.items.values():
+                if item.correlate and not item.correlate.split("=")[0].endswith((">", "<")):
+                    group[self.lift(item.key)].add(item.correlate)
+            self._undirected = group
+        return self._undirected
+
+    def star(self, members):
+        """Pairs of an undirected group: each member to the first, as the exporters choose it
+        (earliest in time; at the same time, the process given first, then the lower id), so
+        that a tie in time gives every format the same first member."""
+        order = lambda k: (self.items[k].start, self.items[k].process, k)
         members = sorted(members, key=order)
         return {(m, members[0], "correlated") for m in members[1:]}
 
@@ -368,7 +390,7 @@ def reference_parent_ok(j, o, kj, ko, m):
     target = m.get(j.parent[kj])
     if target is None:
         return False
-    if any(o.lift(e) == o.lift(ko) and o.lift(c) == o.lift(target) for e, c, _ in o.pairs):
+    if (o.lift(ko), o.lift(target)) in o.lifted_pairs():
         return True
     # A format without correlated pairs (Zipkin): the two share an undirected correlation.
     return "correlated" not in o.level and bool(correlated_within(o, {(o.lift(ko), o.lift(target))}))
@@ -419,11 +441,8 @@ def mapped(pairs, m):
 
 def correlated_within(s, pairs):
     """Those of `pairs` whose two ends (as spans) share an undirected `waffle.correlate`."""
-    group = defaultdict(set)
-    for item in s.items.values():
-        if item.correlate and not item.correlate.split("=")[0].endswith((">", "<")):
-            group[s.lift(item.key)].add(item.correlate)
-    return {(e, c) for e, c in pairs if group[e] & group[c]}
+    group = s.undirected()
+    return {(e, c) for e, c in pairs if group.get(e, set()) & group.get(c, set())}
 
 
 def diff_sets(kind, pa, pb, m):

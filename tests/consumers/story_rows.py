@@ -50,7 +50,7 @@ def directed(correlate):
     return None
 
 
-def derived_pairs(s, order):
+def derived_pairs(s):
     """Messages and correlations by the shared rules, from the items' `waffle.correlate`."""
     groups = defaultdict(lambda: ([], []))
     for item in s.items.values():
@@ -65,7 +65,7 @@ def derived_pairs(s, order):
         if isinstance(key, tuple):
             s.pairs |= {(e, c, "message") for e in second for c in first}
         elif len(first) > 1:
-            s.pairs |= s.star(first, order)
+            s.pairs |= s.star(first)
 
 
 # -------------------------------------------------------------------------------------- Chrome
@@ -269,7 +269,7 @@ def read_perfetto(path):
         for k in g:
             group[k] = g
     for g in {id(g): g for g in group.values()}.values():
-        s.pairs |= s.star(g, lambda k: (s.items[k].start, k))
+        s.pairs |= s.star(g)
     return s
 
 
@@ -372,5 +372,5 @@ def read_xspace(path):
                 causes += [(key, c) for c in ids(st.get("waffle.caused_by"))]
     s.parent = {k: p for k, p in parents.items() if p in s.items}
     s.pairs |= {(e, c, "cause") for e, c in causes if c in s.items}
-    derived_pairs(s, lambda k: (s.items[k].start, k))
+    derived_pairs(s)
     return s

@@ -12,8 +12,14 @@ Two child interpreters, run alternately ``--runs`` times:
 Each child times ``--rounds`` rounds of ``--number`` spans (``timeit``) and reports its median
 round; the table gives the median over runs, ns per span, and the ratio to the floor.
 
+With ``--instructions`` the children run under ``valgrind --tool=callgrind`` instead, once
+with no iteration and once with ``--number`` of them, and the table gives instructions per
+iteration (the difference over the number): exact and repeatable on a shared, loaded machine,
+where times are not.
+
     cargo build --release -p waffle-ffi
-    .venv/bin/python python/benches/bench_joined.py            # about 20 s
+    .venv/bin/python python/benches/bench_joined.py                    # about 20 s
+    .venv/bin/python python/benches/bench_joined.py --instructions --number 20000   # about 3 min
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -54,15 +61,60 @@ print(json.dumps(out))
 """
 
 
-def run(mode: str, lib: Path, tmp: Path, number: int, rounds: int) -> dict[str, float]:
+# A child for --instructions: `number` iterations of one case, nothing else.
+COUNTED = """
+import sys, threading
+import waffle
+if sys.argv[1] == "own":
+    waffle.start(sys.argv[2])
+assert waffle.is_recording()
+lock = threading.Lock()
+number, case = int(sys.argv[3]), sys.argv[4]
+if case == "floor":
+    for _ in range(number):
+        with lock:
+            pass
+elif case == "span":
+    for _ in range(number):
+        with waffle.span("bench"):
+            pass
+else:
+    for i in range(number):
+        with waffle.span("bench2", n=i, x=1.5):
+            pass
+"""
+
+
+def child_env(mode: str, lib: Path, trace: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAFFLE_") and k != "LD_PRELOAD"}
-    trace = tmp / f"{mode}.bin"
     if mode == "joined":
         env["LD_PRELOAD"] = str(lib)
         env["WAFFLE_OUTPUT"] = str(trace)
+    return env
+
+
+def instructions(mode: str, lib: Path, tmp: Path, number: int) -> dict[str, float]:
+    """Instructions per iteration of each case, from two callgrind runs (0 and `number`)."""
+    out = {}
+    for case in ("floor", "span", "fields"):
+        totals = []
+        for n in (0, number):
+            trace = tmp / f"{mode}-{case}-{n}.bin"
+            res = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", COUNTED,
+                 mode, str(trace), str(n), case],
+                capture_output=True, text=True, env=child_env(mode, lib, trace), check=True,
+            )
+            totals.append(int(re.search(r"Collected : (\d+)", res.stderr).group(1)))
+        out[case] = (totals[1] - totals[0]) / number
+    return out
+
+
+def run(mode: str, lib: Path, tmp: Path, number: int, rounds: int) -> dict[str, float]:
+    trace = tmp / f"{mode}.bin"
     res = subprocess.run(
         [sys.executable, "-c", CHILD, mode, str(trace), str(number), str(rounds)],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True, text=True, env=child_env(mode, lib, trace), check=True,
     )
     return json.loads(res.stdout)
 
@@ -73,9 +125,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--number", type=int, default=100_000)
     ap.add_argument("--lib", type=Path, default=REPO / "target" / "release" / "libwaffle.so")
+    ap.add_argument("--instructions", action="store_true", help="count instructions with callgrind")
     args = ap.parse_args()
     if not args.lib.is_file():
         sys.exit(f"{args.lib} is missing: cargo build --release -p waffle-ffi")
+    if args.instructions:
+        with tempfile.TemporaryDirectory() as d:
+            counted = {mode: instructions(mode, args.lib, Path(d), args.number) for mode in ("own", "joined")}
+        print(f"{'session':<8} {'case':<8} {'instr/it':>9} {'- floor':>8}")
+        for mode, cases in counted.items():
+            for case, n in cases.items():
+                print(f"{mode:<8} {case:<8} {n:9.0f} {n - cases['floor']:8.0f}")
+        return
     results: dict[str, list[dict[str, float]]] = {"own": [], "joined": []}
     with tempfile.TemporaryDirectory() as d:
         for _ in range(args.runs):

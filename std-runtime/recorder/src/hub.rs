@@ -43,7 +43,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
-        Once,
+        Mutex, Once,
     },
     time::Duration,
 };
@@ -84,6 +84,9 @@ static HUB: AtomicPtr<Hub> = AtomicPtr::new(std::ptr::null_mut());
 /// The head of a hub of another protocol found in the environment (null if none).
 static FOREIGN: AtomicPtr<Head> = AtomicPtr::new(std::ptr::null_mut());
 static REGISTER: Once = Once::new();
+/// Every file name this copy has published in a `Head`: another copy may still be reading an
+/// earlier one, so none is freed, and a name published again reuses its string.
+static NAMES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
 /// Registers this copy with the process's hub, making the hub if it is the first, and joins
 /// the session another copy records, if one does. Runs once, from the image's constructor (or
@@ -310,7 +313,7 @@ impl Slot {
     /// Makes this copy's new session, recording into `path`, the process's, and has every
     /// other copy join it.
     pub(crate) fn claim(&self, path: &Path) {
-        let file = CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default().into_raw();
+        let file = published(path);
         if let Some(head) = head() {
             head.file.store(file, Ordering::Release);
             head.recording.store(1, Ordering::Release);
@@ -343,6 +346,21 @@ impl Slot {
             }
         }
     }
+}
+
+/// `path` as a NUL-terminated string that lives as long as the process.
+fn published(path: &Path) -> *mut std::ffi::c_char {
+    let name = CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let at = match names.iter().position(|n| *n == name) {
+        Some(at) => at,
+        None => {
+            names.push(name);
+            names.len() - 1
+        }
+    };
+    // The string's bytes stay where they are when the vector grows: it holds owners, not bytes.
+    names[at].as_ptr().cast_mut()
 }
 
 /// Every registered copy but this one (and any of another protocol, which cannot be called).

@@ -69,6 +69,7 @@ use crate::{decode::stream::Header, model::Trace};
 
 #[doc(hidden)]
 pub mod encoding;
+mod groups;
 mod order;
 mod packet;
 mod plan;

@@ -4,14 +4,12 @@
 //! out of it, numbered from a base; the n-th item to reference it in the second pass takes
 //! base + n. A name matched by order gets one flow per occurrence, base + k, which its k-th
 //! span on every rank carries: one chain through the ranks in time order. A directed
-//! correlation group with C causes and E effects gets C x E flows from base: the i-th cause
-//! the second pass meets starts base + i E + j for each j, the j-th effect ends base + i E + j
-//! for each i, so each arrow goes from one cause to one effect, whatever order they come in.
+//! correlation group with C causes and E effects gets C x E flows from base: its i-th cause
+//! starts base + i E + j for each j, its j-th effect ends base + i E + j for each i, so each
+//! arrow goes from one cause to one effect (`groups.rs`, which works out every member's flows
+//! before the second pass).
 
-use super::{
-    order::OrderSite,
-    scan::{Member, Scan},
-};
+use super::{groups::Correlations, order::OrderSite, scan::Scan};
 use crate::export::{
     index::Keys,
     passes,
@@ -35,36 +33,6 @@ pub(super) struct Target {
     pub(super) written: bool,
 }
 
-/// A correlation group of two or more, by key number and value: its flow, and its last
-/// member, which ends the flow. A directed group's first flow, its causes and effects, and
-/// how many of each the second pass has met.
-pub(super) struct GroupPlan {
-    pub(super) key: (u32, u64),
-    pub(super) flow: u64,
-    pub(super) last: Member,
-    pub(super) causes: u32,
-    pub(super) effects: u32,
-    pub(super) causes_met: u32,
-    pub(super) effects_met: u32,
-}
-
-impl GroupPlan {
-    /// Whether its members are causes and effects.
-    pub(super) fn directed(&self) -> bool {
-        self.causes > 0 || self.effects > 0
-    }
-
-    /// How many flow ids it takes: one through an undirected group, one per cause and effect
-    /// pair of a directed one.
-    fn flows(&self) -> u64 {
-        if self.directed() {
-            u64::from(self.causes) * u64::from(self.effects)
-        } else {
-            1
-        }
-    }
-}
-
 /// What the writer knows before it starts.
 pub(crate) struct Plan {
     pub(super) processes: Vec<ProcessInfo>,
@@ -77,12 +45,11 @@ pub(crate) struct Plan {
     pub(super) ids: Vec<u64>,
     /// Targets found by [`target`](Plan::target)'s search, by id: (id, index).
     found: [(u64, usize); 8],
-    /// Correlation keys, numbered as `groups` knows them.
+    /// Correlation keys, numbered as the groups know them.
     pub(super) keys: Keys,
-    /// Groups of two or more, sorted by key number and value (a thread's values mostly grow,
-    /// so the writer finds them near the last one it found, where a hash map would miss the
-    /// cache on every one).
-    pub(super) groups: Vec<GroupPlan>,
+    /// Every correlated item's flows: per process and thread in record order, and the large
+    /// groups.
+    pub(super) correlations: Correlations,
     /// Names matched by order, by name: each one's first flow (occurrence k takes base + k).
     pub(super) matched: Vec<(String, u64)>,
     /// Per process, by callsite index: the callsites whose spans are matched by order.
@@ -128,47 +95,18 @@ impl Plan {
                 })
             })
             .collect();
-        // Flow ids: from 1, in id order, then the groups in key name and value order.
+        // Flow ids: from 1, the referenced items in id order.
         let mut next = 1u64;
         for t in &mut targets {
             (t.link_base, t.child_base) = (next, next + u64::from(t.links));
             next += u64::from(t.links) + u64::from(t.children);
         }
-        // The groups come in key number and value order: each key's flows start where those
-        // of the keys before it by name end.
-        // A directed group needs a cause and an effect; an undirected one two members.
-        let mut groups: Vec<GroupPlan> =
-            groups
-                .into_sorted()
-                .into_iter()
-                .filter(|(_, g)| {
-                    if g.causes > 0 || g.effects > 0 {
-                        g.causes > 0 && g.effects > 0
-                    } else {
-                        g.members > 1
-                    }
-                })
-                .map(|(key, g)| GroupPlan {
-                    key,
-                    flow: 0,
-                    last: g.last,
-                    causes: g.causes,
-                    effects: g.effects,
-                    causes_met: 0,
-                    effects_met: 0,
-                })
-                .collect();
+        // Then the correlation groups: keys by name, each key's groups by value.
+        let mut rank = vec![0u32; keys.numbers.len()];
         let mut names: Vec<(&str, u32)> = keys.numbers.iter().map(|(k, &n)| (k.as_str(), n)).collect();
         names.sort_unstable();
-        let mut base = vec![0u64; names.len()];
-        groups.iter().for_each(|g| base[g.key.0 as usize] += g.flows());
-        for &(_, n) in &names {
-            (base[n as usize], next) = (next, next + base[n as usize]);
-        }
-        for g in &mut groups {
-            g.flow = base[g.key.0 as usize];
-            base[g.key.0 as usize] += g.flows();
-        }
+        names.iter().enumerate().for_each(|(r, &(_, n))| rank[n as usize] = r as u32);
+        let correlations = groups.plan(&mut next, &rank);
         // Then the names matched by order, one flow per occurrence.
         let (matched, by_process) = order.plan(processes.len(), &mut next);
         keys.next_process();
@@ -184,7 +122,7 @@ impl Plan {
             ids,
             found: [(0, usize::MAX); 8],
             keys,
-            groups,
+            correlations,
             matched,
             order: by_process,
         }

@@ -13,8 +13,9 @@
 //!   detached span itself), and whether it is detached (then it gets a track of its own from
 //!   its begin);
 //! - the runs of ids that exist, so that links to ids outside the trace are told apart;
-//! - per correlation group: its size and its last member in time; for a directed group (see
-//!   [`crate::correlation`]), how many causes and effects it has;
+//! - per correlation group: its members (for a directed group, see [`crate::correlation`], its
+//!   causes and effects) and, undirected, its last member in time; per thread, its correlated
+//!   items in record order (`groups.rs`);
 //! - per span name and rank, how many spans and on which thread, for matching by order
 //!   (`order.rs`);
 //! - per process its header and threads, for the track descriptors written first.
@@ -22,6 +23,7 @@
 //! What it leaves is turned into the [`Plan`] (`plan.rs`).
 
 use super::{
+    groups::Groups,
     order::OrderCount,
     plan::Plan,
     tally::{Add, Tally},
@@ -32,7 +34,6 @@ use crate::export::{
     process::ProcessInfo,
 };
 use crate::{
-    correlation::Role,
     decode::stream::{FileEnd, Hand, Header, Item, Sink},
     error::Error,
     model::{Callsite, Track},
@@ -57,20 +58,6 @@ struct ThreadScan {
     run: Option<(u64, u64)>,
 }
 
-/// A correlation group: members so far and the latest, by (time, process, thread, id); and
-/// of those, the causes and the effects of a directed group.
-#[derive(Clone, Copy)]
-pub(super) struct Group {
-    pub(super) members: u32,
-    pub(super) last: Member,
-    pub(super) causes: u32,
-    pub(super) effects: u32,
-}
-
-/// A correlated item by (time in Unix ns, process, thread, id): the order the group's flow
-/// follows.
-pub(super) type Member = (u64, usize, usize, u64);
-
 /// The first pass over the records.
 #[derive(Default)]
 pub(crate) struct Scan {
@@ -84,7 +71,7 @@ pub(crate) struct Scan {
     pub(super) runs: Vec<(u64, u64)>,
     pub(super) refs: Tally<u64, Refs>,
     pub(super) keys: Keys,
-    pub(super) groups: Tally<(u32, u64), Group>,
+    pub(super) groups: Groups,
     /// Links counted and not yet in `refs`: (id, links), the latest first.
     pub(super) hot: [(u64, u32); 2],
     /// The current process's spans and events so far.
@@ -117,11 +104,9 @@ impl Scan {
         }
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
-                let cal = self.cal.expect("the header comes first");
-                let member = (cal.to_unix_ns(r.ticks), self.processes.len() - 1, t, r.id);
                 let (key, role) = self.keys.group(r.callsite_index, key, true).expect("added");
-                let (causes, effects) = (u32::from(role == Role::Cause), u32::from(role == Role::Effect));
-                self.groups.add((key, value), Group { members: 1, last: member, causes, effects });
+                let cal = self.cal.expect("the header comes first");
+                self.groups.add(t, (key, value), role, r.id, || cal.to_unix_ns(r.ticks));
             }
         }
     }
@@ -178,11 +163,13 @@ impl Sink for Scan {
         self.cal = Some(self.next_calibration.take().unwrap_or(header.calibration).converter());
         self.threads.clear();
         self.keys.next_process();
+        self.groups.process();
         self.processes.push(ProcessInfo::new(source, header));
     }
 
     fn thread(&mut self, _thread: usize, _stream: u32) {
         self.threads.push(ThreadScan::default());
+        self.groups.thread();
         self.process().thread();
     }
 
@@ -265,14 +252,5 @@ impl Add for Refs {
         self.links = self.links.saturating_add(other.links);
         self.children = self.children.saturating_add(other.children);
         self.detached |= other.detached;
-    }
-}
-
-impl Add for Group {
-    fn add(&mut self, other: Group) {
-        self.members = self.members.saturating_add(other.members);
-        self.last = self.last.max(other.last);
-        self.causes = self.causes.saturating_add(other.causes);
-        self.effects = self.effects.saturating_add(other.effects);
     }
 }

@@ -7,6 +7,7 @@
 use std::{cmp::Reverse, collections::BinaryHeap};
 
 use super::{
+    groups::Queue,
     packet::Packets,
     put::{key, Tag},
     CAUSED_BY, CORRELATE, ID, MATCHED, UNFINISHED, UNRESOLVED,
@@ -64,8 +65,8 @@ pub(super) struct Seq {
     /// between the two are not targets.
     pub(super) looked: u64,
     pub(super) next_target: u64,
-    /// The same for the plan's correlation groups (a key's values mostly grow too).
-    pub(super) group_cursor: usize,
+    /// The flows of the thread's correlated items, in record order.
+    pub(super) correlated: Queue,
     /// By callsite index.
     sites: Vec<Site>,
     /// Field-name iids as `DebugAnnotation.name_iid`, each callsite's in a run.
@@ -79,7 +80,7 @@ pub(super) struct Seq {
 }
 
 impl Seq {
-    pub(super) fn new(id: u32) -> Seq {
+    pub(super) fn new(id: u32, correlated: Queue) -> Seq {
         Seq {
             id,
             key: Tag::new(key::SEQUENCE_ID, id.into()),
@@ -88,7 +89,7 @@ impl Seq {
             cursor: 0,
             looked: 0,
             next_target: 0,
-            group_cursor: 0,
+            correlated,
             sites: Vec::new(),
             field_names: Vec::new(),
             specials: [Tag::NONE; 6],

@@ -279,6 +279,8 @@ impl Sink for Writer<'_> {
         packet.track_descriptor = Some(process_track(&plan.header, self.plan.pids[p], self.process_track));
         self.message(&packet);
         self.seqs.clear();
+        let mut queues =
+            self.plan.correlations.queues.get_mut(p).map(std::mem::take).unwrap_or_default().into_iter();
         for t in 0..self.plan.processes[p].threads.len() {
             let (track, id) = (self.uuid(), self.next_seq + 1);
             self.next_seq = id;
@@ -291,7 +293,7 @@ impl Sink for Writer<'_> {
             packet.trace_packet_defaults = Some(super::defaults(track));
             self.message(&packet);
             self.message(&clock_snapshot(id));
-            self.seqs.push(Seq::new(id));
+            self.seqs.push(Seq::new(id, queues.next().unwrap_or_default()));
         }
     }
 

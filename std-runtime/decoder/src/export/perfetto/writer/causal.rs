@@ -3,9 +3,8 @@
 //! effects of directed ones, matching by order) and the
 //! annotations that spell them out. Rare, so out of the writer's line.
 
-use super::{seek, Writer};
+use super::Writer;
 use crate::{
-    correlation::Role,
     decode::{stream::Item, FieldValue},
     export::perfetto::{order::OrderSite, put::Tag, sequence::Special},
 };
@@ -38,7 +37,7 @@ impl Writer<'_> {
         matched: Option<OrderSite>,
     ) {
         let detached = track.is_some();
-        let Writer { plan, seqs, ev, causal, process, .. } = self;
+        let Writer { plan, seqs, ev, causal, .. } = self;
         let seq = &mut seqs[t];
         let (out, into) = (&mut causal.out, &mut causal.into);
         out.clear();
@@ -103,7 +102,8 @@ impl Writer<'_> {
             }
         }
         // A correlation group: one flow through an undirected group's members in time order,
-        // or arrows from a directed group's causes to its effects.
+        // or arrows from a directed group's causes to its effects. The first pass worked out
+        // its flows; a member of a large group is looked up.
         if let (Some(value), key) = (r.correlation, &r.callsite.correlate) {
             if !key.is_empty() {
                 causal.text.clear();
@@ -112,36 +112,16 @@ impl Writer<'_> {
                 decimal(&mut causal.text, value);
                 let iid = seq.special(Special::Correlate, ev);
                 ev.text_annotation(iid, &causal.text);
-                if let Some((key, role)) = plan.keys.group(r.callsite_index, key, false) {
-                    let groups = &mut plan.groups;
-                    let i = seek(groups, seq.group_cursor, |g| g.key < (key, value));
-                    seq.group_cursor = i;
-                    match groups.get_mut(i).filter(|g| g.key == (key, value)) {
-                        // A cause starts an arrow to each effect, an effect ends one from each
-                        // cause: flow + cause number x effects + effect number.
-                        Some(g) if g.directed() => {
-                            let (c, e) = (u64::from(g.causes), u64::from(g.effects));
-                            if role == Role::Cause && g.causes_met < g.causes {
-                                let i = u64::from(g.causes_met);
-                                g.causes_met += 1;
-                                out.extend((0..e).map(|j| g.flow + i * e + j));
-                            } else if role == Role::Effect && g.effects_met < g.effects {
-                                let j = u64::from(g.effects_met);
-                                g.effects_met += 1;
-                                into.extend((0..c).map(|i| g.flow + i * e + j));
-                            }
+                match seq.correlated.next(at_ns, r.id) {
+                    Ok(flows) => flows.push(out, into),
+                    Err(member) => {
+                        let group = plan.keys.group(r.callsite_index, key, false);
+                        let large = group.and_then(|(key, role)| {
+                            Some((plan.correlations.large.get_mut(&(key, value))?, role))
+                        });
+                        if let Some((large, role)) = large {
+                            large.next(role, member).push(out, into);
                         }
-                        Some(g) => {
-                            // The plan ordered members by their time as converted, not as
-                            // written.
-                            let member = (at_ns, *process, t, r.id);
-                            if member == g.last {
-                                into.push(g.flow)
-                            } else {
-                                out.push(g.flow)
-                            }
-                        }
-                        None => {}
                     }
                 }
             }

@@ -8,7 +8,7 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader},
-    os::unix::process::ExitStatusExt,
+    os::unix::process::{CommandExt, ExitStatusExt},
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
@@ -24,11 +24,24 @@ fn dir(name: &str) -> PathBuf {
 
 /// Runs the example, sends `signal` once it is ready, and returns how it ended and its trace.
 fn run(signal: libc::c_int, path: &Path) -> (std::process::ExitStatus, Process, Vec<String>) {
-    let mut child = Command::new(common::example("blocked"))
-        .arg(path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run the example");
+    let mut command = Command::new(common::example("blocked"));
+    command.arg(path).stdout(Stdio::piped());
+    // The recorder leaves an ignored signal ignored, and a shell's background job starts with
+    // SIGINT ignored: the child starts with both signals at their default, however the tests
+    // were launched.
+    // SAFETY: between fork and exec the closure calls only `signal`, which is async-signal-safe,
+    // and touches no memory of the parent's.
+    unsafe {
+        command.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("run the example");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "READY");

@@ -97,7 +97,10 @@ struct Replayer<'f, const FIELDS: bool> {
     by_kth: HashMap<(u32, u64), usize>,
     counted: HashSet<(u32, u32)>,
     groups: HashMap<u32, Vec<usize>>,
-    captures: Vec<Capture>,
+    /// Items read and not yet complete (at most one per thread), in slots reused once they
+    /// are: a group's key may be every item's, most of them of other values.
+    captures: Vec<Option<Capture>>,
+    free: Vec<usize>,
     /// Per thread: its latest item with an id, if captured and not complete.
     open: Vec<Option<usize>>,
     /// Per group want: its captures not yet complete.
@@ -123,6 +126,7 @@ impl<'f, const FIELDS: bool> Replayer<'f, FIELDS> {
             counted: HashSet::new(),
             groups: HashMap::new(),
             captures: Vec::new(),
+            free: Vec::new(),
             open: Vec::new(),
             group_open: HashMap::new(),
             found: Found { items: vec![Vec::new(); wants.len()], counts: vec![0; wants.len()] },
@@ -205,17 +209,18 @@ impl<'f, const FIELDS: bool> Replayer<'f, FIELDS> {
 
     /// The item `capture` is complete: it meets its wants.
     fn complete(&mut self, capture: usize) {
-        let wants = std::mem::take(&mut self.captures[capture].wants);
+        let Capture { read, wants } = self.captures[capture].take().expect("an open capture");
+        self.free.push(capture);
         for &i in &wants {
             match self.wants[i] {
                 Want::Group { value, .. } => {
-                    if self.captures[capture].read.correlation == Some(value) {
-                        self.found.items[i].push(self.captures[capture].read.clone());
+                    if read.correlation == Some(value) {
+                        self.found.items[i].push(read.clone());
                     }
                     *self.group_open.get_mut(&i).expect("counted") -= 1;
                 }
                 _ => {
-                    self.found.items[i].push(self.captures[capture].read.clone());
+                    self.found.items[i].push(read.clone());
                     self.finish_want(i);
                 }
             }
@@ -304,8 +309,24 @@ impl<'f, const FIELDS: bool> Replayer<'f, FIELDS> {
             rank,
             fields: FIELDS.then(|| item.fields.to_values()),
         };
-        self.captures.push(Capture { read, wants });
-        self.open[t] = Some(self.captures.len() - 1);
+        let capture = Some(Capture { read, wants });
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.captures[slot] = capture;
+                slot
+            }
+            None => {
+                self.captures.push(capture);
+                self.captures.len() - 1
+            }
+        };
+        self.open[t] = Some(slot);
+    }
+
+    /// The thread's latest item with an id, if captured and not complete.
+    fn latest(&mut self, thread: usize) -> Option<&mut Capture> {
+        let c = self.open.get(thread).copied().flatten()?;
+        self.captures[c].as_mut()
     }
 
     /// Spans of order key `key` handed before now.
@@ -350,14 +371,14 @@ impl<const FIELDS: bool> Sink for Replayer<'_, FIELDS> {
     fn detached_end(&mut self, _thread: usize, _span: (), _ticks: u64, _ended: bool) {}
 
     fn late_link(&mut self, thread: usize, target: u64) {
-        if let Some(Some(c)) = self.open.get(thread) {
-            self.captures[*c].read.links.push(target);
+        if let Some(c) = self.latest(thread) {
+            c.read.links.push(target);
         }
     }
 
     fn late_correlation(&mut self, thread: usize, value: u64) {
-        if let Some(Some(c)) = self.open.get(thread) {
-            self.captures[*c].read.correlation = Some(value);
+        if let Some(c) = self.latest(thread) {
+            c.read.correlation = Some(value);
         }
     }
 

@@ -123,7 +123,7 @@ pub(super) fn gather(trace: &Trace) -> Gathered {
     let sends = spans()
         .filter(|(_, s)| {
             waits::is_send(&s.callsite)
-                && !s.correlation.is_some_and(|v| facts.effects.binary_search(&v).is_ok())
+                && s.correlation.is_none_or(|v| facts.effects.binary_search(&v).is_err())
         })
         .map(|(at, s)| call(at, s))
         .collect();

@@ -219,12 +219,13 @@ struct Gathered {
 }
 
 fn assemble(g: Gathered) -> Hang {
-    let unmatched_sends = g.facts.unmatched_sends(&g.sends);
-    let found = waits::find(&g.facts, &g.open, &unmatched_sends);
+    let Gathered { processes, threads, open, facts, sends } = g;
+    let unmatched_sends = facts.unmatched_sends(sends);
+    let found = waits::find(&facts, &open, &unmatched_sends);
     let (deadlocks, deadlocks_truncated) = cycles::elementary(&found.waits, MAX_DEADLOCKS);
     Hang {
-        processes: g.processes,
-        threads: g.threads,
+        processes,
+        threads,
         waits: found.waits,
         unmatched_sends,
         unmatched_receives: found.unmatched_receives,

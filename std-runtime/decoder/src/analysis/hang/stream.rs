@@ -67,10 +67,11 @@ pub(super) fn gather<P: AsRef<Path>>(paths: &[P]) -> Result<(Gathered, Vec<Warni
         })
         .collect();
     let wanted = waits::wanted(&open);
-    acc.sends.sort_unstable();
-    acc.sends.dedup();
+    let mut sent = std::mem::take(&mut acc.sends);
+    sent.sort_unstable();
+    sent.dedup();
     let unmatched: HashSet<u64> =
-        acc.sends.iter().copied().filter(|v| facts.effects.binary_search(v).is_err()).collect();
+        sent.into_iter().filter(|v| facts.effects.binary_search(v).is_err()).collect();
     let mut sends = Vec::new();
     if !wanted.is_empty() || !unmatched.is_empty() || acc.uncorrelated {
         for (p, path) in paths.iter().enumerate() {
@@ -542,9 +543,11 @@ impl<'a> Details<'a> {
     /// The starts of the requests by number, the requests received, and the sends kept.
     fn done(mut self) -> (HashMap<u64, Call>, HashSet<u64>, Vec<Call>) {
         let starts = self.starts.iter().map(|(&r, &(_, _, k))| (r, self.tracked[&k].call.clone())).collect();
-        let mut sends: Vec<Call> = self.sends.iter().map(|k| self.tracked[k].call.clone()).collect();
+        let mut sends: Vec<Call> = Vec::with_capacity(self.sends.len());
+        for k in &self.sends {
+            sends.extend(self.tracked.remove(k).map(|t| t.call));
+        }
         sends.sort_by_key(|c| (c.at.thread, span_index(c)));
-        self.tracked.clear();
         (starts, self.received, sends)
     }
 }

@@ -257,9 +257,10 @@ impl Facts {
 
     /// The unmatched sends among `sends` (in trace order): those whose message no rank
     /// received.
-    pub(super) fn unmatched_sends(&self, sends: &[Call]) -> Vec<Message> {
-        let unmatched = sends.iter().filter(|s| s.is_send() && !self.delivered(s));
-        unmatched.map(|s| self.message(s, s.field("request").and_then(unsigned))).collect()
+    /// They are consumed as they are read: there may be many.
+    pub(super) fn unmatched_sends(&self, sends: Vec<Call>) -> Vec<Message> {
+        let unmatched = sends.into_iter().filter(|s| s.is_send() && !self.delivered(s));
+        unmatched.map(|s| self.message(&s, s.field("request").and_then(unsigned))).collect()
     }
 }
 

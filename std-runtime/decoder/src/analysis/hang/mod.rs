@@ -40,6 +40,7 @@ use std::path::Path;
 use waits::{Call, Facts};
 
 mod cycles;
+mod details;
 mod gather;
 mod render;
 mod stream;

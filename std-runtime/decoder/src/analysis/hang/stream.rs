@@ -5,13 +5,14 @@
 //! begun, and the values of every message sent and received (8 bytes each, sorted when all
 //! files are read). Whether a receive holds its message is marked on its slot while it is
 //! open (or, for a message received on another thread inside it, by id). A second reading
-//! ([`Details`]) comes only if an open call waits on requests or a send went unreceived: it
+//! (`details.rs`) comes only if an open call waits on requests or a send went unreceived: it
 //! keeps the calls that started those requests, which of them completed, and those sends.
 //!
 //! A correlation value recorded after other records belongs to the latest item of its thread
 //! (as in the model), so an item's value counts once its thread has moved on to the next.
 
 use super::{
+    details::Details,
     rank_of,
     waits::{self, Call, Facts, COLLECTIVE, RECEIVED},
     Gathered, OpenSpan, ProcessEnd, ThreadState,
@@ -22,7 +23,7 @@ use crate::{
         FieldValue, Fields, Header, Item, Sink,
     },
     error::Error,
-    model::{Callsite, Item as Kind, ItemRef, Value},
+    model::{Callsite, Item as Kind, ItemRef},
     reader::Warning,
 };
 use std::{
@@ -105,13 +106,13 @@ struct Across {
 
 /// What the rules ask of a callsite's items.
 #[derive(Clone, Copy, Default)]
-struct Roles {
+pub(super) struct Roles {
     comm: Option<usize>,
-    request: Option<usize>,
-    send: bool,
+    pub(super) request: Option<usize>,
+    pub(super) send: bool,
     effect: bool,
     collective: bool,
-    received: bool,
+    pub(super) received: bool,
 }
 
 fn roles(cs: &Callsite) -> Roles {
@@ -128,10 +129,10 @@ fn roles(cs: &Callsite) -> Roles {
 
 /// Per callsite index, learnt on first sight.
 #[derive(Default)]
-struct Sites(Vec<Option<Roles>>);
+pub(super) struct Sites(Vec<Option<Roles>>);
 
 impl Sites {
-    fn of(&mut self, item: &Item<'_>) -> Roles {
+    pub(super) fn of(&mut self, item: &Item<'_>) -> Roles {
         let i = item.callsite_index as usize;
         if self.0.len() <= i {
             self.0.resize(i + 1, None);
@@ -141,14 +142,14 @@ impl Sites {
 }
 
 /// A call's index among its thread's spans.
-fn span_index(c: &Call) -> usize {
+pub(super) fn span_index(c: &Call) -> usize {
     match c.at.item {
         Kind::Span(i) | Kind::Event(i) => i,
     }
 }
 
 /// An integer field by position.
-fn value_at(fields: &Fields, at: Option<usize>) -> Option<u64> {
+pub(super) fn value_at(fields: &Fields, at: Option<usize>) -> Option<u64> {
     match at.and_then(|k| fields.iter().nth(k))? {
         FieldValue::U64(v) => Some(v),
         FieldValue::I64(v) => u64::try_from(v).ok(),
@@ -455,194 +456,5 @@ impl Sink for Ends<'_> {
             self.commit(t);
         }
         self.complete = end.complete;
-    }
-}
-
-/// A call the second reading keeps, while it may be wanted: a send until its thread moves on
-/// (kept then if its message went unreceived), a request's start until a later start of the
-/// same request.
-struct Tracked {
-    call: Call,
-    /// A send not yet known to be received.
-    send: bool,
-    /// The latest start of its request so far.
-    start: bool,
-}
-
-/// The second reading's sink, for one file: the calls that started `requests`, which of
-/// those completed as receives, and the sends whose values are in `unmatched` or that have
-/// none. It keeps only those, and the calls of each thread's latest item.
-struct Details<'a> {
-    process: usize,
-    requests: HashSet<u64>,
-    unmatched: &'a HashSet<u64>,
-    /// Whether every send is a candidate whatever its value at its begin (a value recorded
-    /// late replaced one a send began with, see [`Across::relabelled`]).
-    every_send: bool,
-    sites: Sites,
-    /// Per thread: spans begun, and the key of its latest item if it is tracked.
-    threads: Vec<(usize, Option<u64>)>,
-    /// By key (from 1; 0 is an untracked span's handle).
-    tracked: HashMap<u64, Tracked>,
-    next: u64,
-    /// By request: (thread, span index, key) of the last span that started it.
-    starts: HashMap<u64, (usize, usize, u64)>,
-    received: HashSet<u64>,
-    /// The keys of the sends kept.
-    sends: Vec<u64>,
-}
-
-impl<'a> Details<'a> {
-    fn new(process: usize, requests: HashSet<u64>, unmatched: &'a HashSet<u64>, every_send: bool) -> Self {
-        Details {
-            process,
-            requests,
-            unmatched,
-            every_send,
-            sites: Sites::default(),
-            threads: Vec::new(),
-            tracked: HashMap::new(),
-            next: 1,
-            starts: HashMap::new(),
-            received: HashSet::new(),
-            sends: Vec::new(),
-        }
-    }
-
-    /// Whether a send with this value may be unmatched.
-    fn candidate(&self, correlation: Option<u64>) -> bool {
-        correlation.is_none_or(|v| self.unmatched.contains(&v))
-    }
-
-    /// Forgets `key` if nothing wants it any more.
-    fn release(&mut self, key: u64) {
-        if self.tracked.get(&key).is_some_and(|c| !c.send && !c.start) {
-            self.tracked.remove(&key);
-        }
-    }
-
-    /// The thread's latest item is complete: a send is kept if its value is unmatched.
-    fn commit(&mut self, t: usize) {
-        let Some(key) = self.threads[t].1.take() else { return };
-        self.settle(key);
-    }
-
-    fn settle(&mut self, key: u64) {
-        let Some(c) = self.tracked.get_mut(&key) else { return };
-        if c.send {
-            let kept = c.call.correlation.is_none_or(|v| self.unmatched.contains(&v));
-            if kept {
-                self.sends.push(key);
-            } else {
-                c.send = false;
-                self.release(key);
-            }
-        }
-    }
-
-    /// The starts of the requests by number, the requests received, and the sends kept.
-    fn done(mut self) -> (HashMap<u64, Call>, HashSet<u64>, Vec<Call>) {
-        let starts = self.starts.iter().map(|(&r, &(_, _, k))| (r, self.tracked[&k].call.clone())).collect();
-        let mut sends: Vec<Call> = Vec::with_capacity(self.sends.len());
-        for k in &self.sends {
-            sends.extend(self.tracked.remove(k).map(|t| t.call));
-        }
-        sends.sort_by_key(|c| (c.at.thread, span_index(c)));
-        (starts, self.received, sends)
-    }
-}
-
-impl Sink for Details<'_> {
-    /// The tracked call's key, or 0.
-    type Span = u64;
-    const TRACK_RECORDS: bool = true;
-
-    fn process(&mut self, _source: &str, _header: &Header) {}
-
-    fn thread(&mut self, _thread: usize, _stream: u32) {
-        self.threads.push((0, None));
-    }
-
-    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
-
-    fn span_begin(&mut self, t: usize, item: &Item<'_>) -> u64 {
-        if item.id != 0 {
-            self.commit(t);
-        }
-        let roles = self.sites.of(item);
-        let span = self.threads[t].0;
-        self.threads[t].0 += 1;
-        let request = value_at(item.fields, roles.request).filter(|r| *r != 0 && self.requests.contains(r));
-        let send = roles.send && (self.every_send || self.candidate(item.correlation));
-        if !send && request.is_none() {
-            return 0;
-        }
-        let call = Call {
-            at: ItemRef { process: self.process, thread: t, item: Kind::Span(span) },
-            id: item.id,
-            callsite: item.callsite.clone(),
-            values: item.fields.iter().map(|v| v.to_value()).collect::<Vec<Value>>(),
-            correlation: item.correlation,
-            ended: true,
-        };
-        let key = self.next;
-        self.next += 1;
-        self.tracked.insert(key, Tracked { call, send, start: request.is_some() });
-        if let Some(r) = request {
-            match self.starts.get(&r).copied() {
-                Some((lt, ls, _)) if (t, span) < (lt, ls) => {
-                    self.tracked.get_mut(&key).expect("just tracked").start = false;
-                }
-                previous => {
-                    self.starts.insert(r, (t, span, key));
-                    if let Some((_, _, old)) = previous {
-                        self.tracked.get_mut(&old).expect("a start is tracked").start = false;
-                        self.release(old);
-                    }
-                }
-            }
-        }
-        if item.id != 0 {
-            self.threads[t].1 = Some(key);
-        } else {
-            // A stand-in is no thread's latest item: nothing recorded later is its.
-            self.settle(key);
-        }
-        self.release(key);
-        key
-    }
-
-    fn event(&mut self, t: usize, item: &Item<'_>) {
-        self.commit(t);
-        let roles = self.sites.of(item);
-        if roles.received {
-            let request =
-                value_at(item.fields, roles.request).filter(|r| *r != 0 && self.requests.contains(r));
-            self.received.extend(request);
-        }
-    }
-
-    fn span_end(&mut self, _t: usize, key: u64, _ticks: u64, ended: bool) {
-        if let Some(c) = self.tracked.get_mut(&key) {
-            c.call.ended = ended;
-        }
-    }
-
-    fn detach(&mut self, _t: usize, _key: u64, _id: u64) {}
-
-    fn detached_end(&mut self, t: usize, key: u64, ticks: u64, ended: bool) {
-        self.span_end(t, key, ticks, ended);
-    }
-
-    fn late_correlation(&mut self, t: usize, value: u64) {
-        if let Some(c) = self.threads[t].1.and_then(|k| self.tracked.get_mut(&k)) {
-            c.call.correlation = Some(value);
-        }
-    }
-
-    fn finish(&mut self, _end: &FileEnd) {
-        for t in 0..self.threads.len() {
-            self.commit(t);
-        }
     }
 }

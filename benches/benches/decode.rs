@@ -13,6 +13,10 @@
 //!   `waffle-decode -o` does (`export::Files`: two passes over the file). The JSON formats are
 //!   too slow for ten runs of the big trace.
 //!
+//! - group `analyses`, on the 64 MB trace: `why` (the middle `converged` event) and `hang` on
+//!   the file, as `waffle-decode why` and `hang` read it (an index built in one pass, then the
+//!   windows the walk needs; one reading for `hang`, as nothing is stuck).
+//!
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
 //!   the same packets (the track events of the small trace's `.pftrace`), in the same run;
 //! - groups `real_decode` and `real_perfetto`, on the traces of real MPI programs that
@@ -38,6 +42,7 @@ use std::{
 use waffle::EventId;
 use waffle_benches::real_traces::{self, TraceSet};
 use waffle_decode::{
+    analysis::{self, Options, Selector},
     decode::{self, stream::FileEnd, Header, Item, Sink},
     export::{self, perfetto::encoding, Files, Format},
 };
@@ -109,6 +114,24 @@ impl Sink for Nothing {
     fn span_end(&mut self, _: usize, _: (), ticks: u64, _: bool) {
         black_box(ticks);
     }
+    fn detach(&mut self, _: usize, _: (), _: u64) {}
+    fn detached_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
+    fn finish(&mut self, _: &FileEnd) {}
+}
+
+/// Counts the `converged` events.
+struct Count(usize);
+
+impl Sink for Count {
+    type Span = ();
+    fn process(&mut self, _: &str, _: &Header) {}
+    fn thread(&mut self, _: usize, _: u32) {}
+    fn thread_named(&mut self, _: usize, _: u64, _: &str) {}
+    fn span_begin(&mut self, _: usize, _: &Item<'_>) {}
+    fn event(&mut self, _: usize, event: &Item<'_>) {
+        self.0 += usize::from(event.callsite.name == "converged");
+    }
+    fn span_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
     fn detach(&mut self, _: usize, _: (), _: u64) {}
     fn detached_end(&mut self, _: usize, _: (), _: u64, _: bool) {}
     fn finish(&mut self, _: &FileEnd) {}
@@ -206,6 +229,20 @@ fn bench(c: &mut Criterion) {
     group.bench_function("decode_only", |b| {
         b.iter(|| decode::stream::decode_path(&big[0], &mut Nothing).expect("decode"))
     });
+    group.finish();
+
+    // `why` of the middle `converged` event and `hang` (nothing stuck: one reading), on the
+    // files as `waffle-decode why` and `hang` read them, beside `decode/perfetto` above.
+    let mut count = Count(0);
+    decode::stream::decode_path(&big[0], &mut count).expect("decode");
+    let middle = Selector::name("converged", count.0 / 2);
+    let mut group = c.benchmark_group("analyses");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Bytes(big_bytes));
+    group.bench_function("why", |b| {
+        b.iter(|| analysis::why_files(&big, &middle, &Options::default()).expect("why"))
+    });
+    group.bench_function("hang", |b| b.iter(|| analysis::hang::hang_files(&big).expect("hang")));
     group.finish();
 
     let mut group = c.benchmark_group("decode_small");

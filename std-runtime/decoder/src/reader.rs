@@ -65,6 +65,15 @@ impl FrameReader<BufReader<File>> {
 }
 
 impl<R: Read + Seek> FrameReader<BufReader<R>> {
+    /// Goes on at `offset`, which must be where a frame begins (one that [`offset`](Self::offset)
+    /// gave on an earlier read of the same file): the frames before it are not read.
+    pub fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.input.seek(io::SeekFrom::Start(offset))?;
+        self.offset = offset;
+        self.done = false;
+        Ok(())
+    }
+
     /// The next intact frame of kind `kind`, its payload in `payload`: the frames are walked as
     /// [`read_frame`](Self::read_frame) walks them, but only the heads of other frames are read
     /// and their payloads are seeked over, so finding the last CLOCK frame of a large file

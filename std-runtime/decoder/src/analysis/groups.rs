@@ -2,10 +2,10 @@
 //! operations matched by order), the notes on names it could not match, and which visited
 //! items reach a link.
 
-use super::{Options, Relation};
+use super::{source::Source, Options, Relation};
 use crate::{
     matching::{self, Rank, RankField},
-    model::{Item, ItemRef, Trace},
+    model::Trace,
 };
 use std::{
     collections::{HashMap, HashSet},
@@ -14,19 +14,21 @@ use std::{
 
 /// Items that are one thing on several processes or threads: a correlation group, or an
 /// operation matched by order; or a directed correlation group (relation
-/// [`Relation::Message`]), whose effects are caused by its causes.
+/// [`Relation::Message`]), whose effects are caused by its causes. Members by id.
+#[derive(Debug, PartialEq)]
 pub(super) struct Group {
     pub(super) relation: Relation,
     pub(super) occurrence: Option<u64>,
-    pub(super) members: Vec<ItemRef>,
-    /// A directed group's causes (empty when undirected).
-    pub(super) causes: Vec<ItemRef>,
+    /// In time order.
+    pub(super) members: Vec<u64>,
+    /// A directed group's causes, in time order (empty when undirected).
+    pub(super) causes: Vec<u64>,
 }
 
 impl Group {
     /// The causes `at` has through this group: a directed group's causes if `at` is one of
     /// its effects; none for a cause, nor in an undirected group.
-    pub(super) fn causes_of(&self, at: ItemRef) -> &[ItemRef] {
+    pub(super) fn causes_of(&self, at: u64) -> &[u64] {
         if self.relation == Relation::Message && !self.causes.contains(&at) {
             &self.causes
         } else {
@@ -38,8 +40,9 @@ impl Group {
 /// Each item in a group of two or more and its group: correlation groups, then (unless
 /// `options` turn it off) operations matched by order; and the names that two or more ranks
 /// have but that are not matched, with why.
-pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<Group>>, matching::Matching) {
+pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<u64, Rc<Group>>, matching::Matching) {
     let mut out = HashMap::new();
+    let id = |r| trace.describe(r).id;
     let mut add = |group: Group| {
         let group = Rc::new(group);
         for &m in &group.members {
@@ -48,7 +51,9 @@ pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<G
     };
     for c in trace.correlations() {
         let relation = if c.directed { Relation::Message } else { Relation::CorrelatedWith };
-        add(Group { relation, occurrence: None, members: c.members, causes: c.causes });
+        let (members, causes) =
+            (c.members.into_iter().map(id).collect(), c.causes.into_iter().map(id).collect());
+        add(Group { relation, occurrence: None, members, causes });
     }
     let mut decided = matching::Matching::default();
     if options.match_by_order {
@@ -57,7 +62,7 @@ pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<G
             add(Group {
                 relation: Relation::MatchedByOrder,
                 occurrence: Some(op.occurrence),
-                members: op.members,
+                members: op.members.into_iter().map(id).collect(),
                 causes: Vec::new(),
             });
         }
@@ -68,30 +73,26 @@ pub(super) fn groups(trace: &Trace, options: &Options) -> (HashMap<ItemRef, Rc<G
 
 /// A sentence for each name of a span the walk visited that is not matched by order, so that
 /// a chain that stops at a rank's border says why it did not cross.
-pub(super) fn notes(
-    trace: &Trace,
-    index: &HashMap<u64, ItemRef>,
-    visited: &HashSet<u64>,
-    unmatched: &matching::Matching,
-) -> Vec<String> {
+pub(super) fn notes<S: Source>(source: &S, visited: &HashSet<u64>) -> Vec<String> {
+    let unmatched = &source.matching().unmatched;
     let mut names: Vec<&str> = visited
         .iter()
-        .filter_map(|id| index.get(id))
-        .filter(|r| matches!(r.item, Item::Span(_)))
-        .map(|&r| trace.describe(r).callsite.name.as_str())
-        .filter(|name| unmatched.unmatched.contains_key(*name))
+        .map(|&id| source.facts(id))
+        .filter(|f| matches!(f.at.item, crate::model::Item::Span(_)))
+        .map(|f| f.callsite.name.as_str())
+        .filter(|name| unmatched.contains_key(*name))
         .collect();
     names.sort_unstable();
     names.dedup();
-    names.into_iter().map(|name| unmatched.unmatched[name].describe(name, &|r| rank_name(trace, r))).collect()
+    names.into_iter().map(|name| unmatched[name].describe(name, &|r| rank_name(source, r))).collect()
 }
 
 /// A sentence for each process that head sampling thinned (`waffle.sample` label): a cause in
 /// a root it dropped is not in its file, so a chain can stop short there.
-pub(super) fn sampled(trace: &Trace) -> Vec<String> {
-    let sampled = trace.processes.iter().enumerate().filter_map(|(process, p)| {
-        let rate = p.header.label("waffle.sample")?;
-        let who = rank_name(trace, &Rank { process, field: RankField::None });
+pub(super) fn sampled<S: Source>(source: &S) -> Vec<String> {
+    let sampled = (0..source.processes()).filter_map(|process| {
+        let rate = source.process(process).1.label("waffle.sample")?;
+        let who = rank_name(source, &Rank { process, field: RankField::None });
         Some(format!(
             "{who} was head-sampled (waffle.sample={rate}): its file holds only the roots it kept, \
              each whole, and no recorded item names a dropped one, but a cause in a dropped root was never recorded"
@@ -102,11 +103,11 @@ pub(super) fn sampled(trace: &Trace) -> Vec<String> {
 
 /// A rank as a reader knows it: the process's `rank` label (or its pid), and the span's own
 /// `rank` field when it has one.
-fn rank_name(trace: &Trace, rank: &Rank) -> String {
-    let p = &trace.processes[rank.process];
-    let process = match p.header.label("rank") {
+fn rank_name<S: Source>(source: &S, rank: &Rank) -> String {
+    let header = source.process(rank.process).1;
+    let process = match header.label("rank") {
         Some(label) => format!("rank {label}"),
-        None => format!("pid {}", p.header.pid),
+        None => format!("pid {}", header.pid),
     };
     match &rank.field {
         RankField::None => process,
@@ -117,32 +118,26 @@ fn rank_name(trace: &Trace, rank: &Rank) -> String {
 /// The visited items from which a link to a known item can be reached without following a
 /// link: through parents and undirected groups. Those are not root causes. An effect of a
 /// directed group has a link of its own, to each of the group's causes.
-pub(super) fn reaching_links(
-    trace: &Trace,
-    index: &HashMap<u64, ItemRef>,
-    groups: &HashMap<ItemRef, Rc<Group>>,
-    visited: &HashSet<u64>,
-) -> HashSet<u64> {
+pub(super) fn reaching_links<S: Source>(source: &S, visited: &HashSet<u64>) -> HashSet<u64> {
     // Walk the parent and correlation edges backwards, from every item that has a link.
     let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut queue: Vec<u64> = Vec::new();
     for &id in visited {
-        let view = trace.describe(index[&id]);
-        if let Some(p) = view.parent {
+        let facts = source.facts(id);
+        if let Some(p) = facts.parent {
             children.entry(p).or_default().push(id);
         }
-        let caused = groups.get(&index[&id]).is_some_and(|g| !g.causes_of(index[&id]).is_empty());
-        if caused || view.links.iter().any(|l| index.contains_key(l)) {
+        let caused = source.group(id).is_some_and(|g| !g.causes_of(id).is_empty());
+        if caused || facts.links.iter().any(|&l| source.contains(l)) {
             queue.push(id);
         }
     }
     let mut reached: HashSet<u64> = queue.iter().copied().collect();
     let mut groups_done: HashSet<*const Group> = HashSet::new();
     while let Some(id) = queue.pop() {
-        let at = index[&id];
-        let undirected = groups.get(&at).filter(|g| g.relation != Relation::Message);
+        let undirected = source.group(id).filter(|g| g.relation != Relation::Message);
         let group = undirected.filter(|g| groups_done.insert(Rc::as_ptr(g)));
-        let peers = group.into_iter().flat_map(|g| g.members.iter().map(|&r| trace.describe(r).id));
+        let peers = group.into_iter().flat_map(|g| g.members.iter().copied());
         let kids = children.get(&id).into_iter().flatten().copied();
         for next in peers.chain(kids).collect::<Vec<_>>() {
             if visited.contains(&next) && reached.insert(next) {

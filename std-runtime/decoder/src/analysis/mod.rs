@@ -40,23 +40,21 @@
 //! }
 //! ```
 
-use crate::model::{Item, ItemRef, Trace, Value};
-use groups::{groups, notes, reaching_links, Group};
-use std::{
-    collections::{HashSet, VecDeque},
-    rc::Rc,
-};
+use crate::model::{ItemRef, Trace, Value};
 
 mod groups;
 pub mod hang;
+mod index;
 #[cfg(test)]
 mod message_tests;
 #[cfg(test)]
 mod order_tests;
 mod render;
 mod select;
+mod source;
 #[cfg(test)]
 mod tests;
+mod walk;
 
 pub use render::JSON_VERSION;
 pub use select::{Selector, WhyError};
@@ -216,168 +214,56 @@ impl Default for Options {
     }
 }
 
-/// A node of the walk's tree, before it is flattened into steps.
-struct Node {
-    relation: Relation,
-    from: u64,
-    reached: Target,
-    depth: usize,
-    occurrence: Option<u64>,
-    children: Vec<usize>,
-}
-
-#[derive(Clone, Copy)]
-enum Target {
-    Item(ItemRef),
-    Again(ItemRef),
-    Unknown(u64),
-}
-
 /// Explains the span or event `selector` picks: the causal chain back to its root causes.
 pub fn why(trace: &Trace, selector: &Selector) -> Result<Explanation, WhyError> {
     why_with(trace, selector, &Options::default())
+}
+
+/// What can stop [`why_files`]: a file that cannot be read, or a symptom not found.
+#[derive(Debug, thiserror::Error)]
+pub enum WhyFilesError {
+    /// A file is missing, foreign, newer, damaged before anything usable, or changed while it
+    /// was read.
+    #[error(transparent)]
+    Read(#[from] crate::error::Error),
+    /// The selector picks nothing.
+    #[error(transparent)]
+    Why(#[from] WhyError),
+}
+
+/// [`why_with`] on files, without building the model: the files are read once into an index
+/// of where things are (see `index/mod.rs`), the walk reads again the parts of them it
+/// reaches. Memory grows with threads, correlation groups and checkpoints (one per MiB of
+/// input), not with spans and events. The answer is the one [`why_with`] gives on the decoded
+/// files; the warnings are those of decoding them.
+pub fn why_files<P: AsRef<std::path::Path>>(
+    paths: &[P],
+    selector: &Selector,
+    options: &Options,
+) -> Result<(Explanation, Vec<crate::reader::Warning>), WhyFilesError> {
+    why_files_every(paths, selector, options, index::CHECKPOINT_EVERY)
+}
+
+/// [`why_files`] with a checkpoint every `every` bytes of frames.
+fn why_files_every<P: AsRef<std::path::Path>>(
+    paths: &[P],
+    selector: &Selector,
+    options: &Options,
+    every: u64,
+) -> Result<(Explanation, Vec<crate::reader::Warning>), WhyFilesError> {
+    let built = index::build(paths, selector, options.match_by_order, every)?;
+    let symptom = built.symptom.clone()?;
+    let warnings = built.warnings.clone();
+    let mut source = index::Indexed::new(built);
+    Ok((walk::walk(&mut source, symptom)?, warnings))
 }
 
 /// [`why`], with options.
 pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result<Explanation, WhyError> {
     let index = trace.index();
     let symptom = select::select(trace, &index, selector)?;
-    let t0 = earliest_ns(trace);
-    let (groups, unmatched) = groups(trace, options);
-    let symptom_id = trace.describe(symptom).id;
-
-    // Breadth first, so every item hangs under the nearest way to reach it.
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut top: Vec<usize> = Vec::new();
-    let mut visited: HashSet<u64> = HashSet::from([symptom_id]);
-    let (mut unknown, mut unknown_seen): (Vec<u64>, HashSet<u64>) = Default::default();
-    let (mut link_targets, mut targets_seen): (Vec<u64>, HashSet<u64>) = Default::default();
-    // A group's members all reach each other: expanding it once is enough (and keeps a group
-    // of n members from costing n² steps).
-    let mut groups_done: HashSet<*const Group> = HashSet::new();
-    let mut links_followed = 0;
-    let mut queue: VecDeque<(ItemRef, Option<usize>, usize)> = VecDeque::from([(symptom, None, 0)]);
-    while let Some((at, node, depth)) = queue.pop_front() {
-        let view = trace.describe(at);
-        let mut edges: Vec<(Relation, u64, Option<u64>)> =
-            view.links.iter().map(|&l| (Relation::CausedBy, l, None)).collect();
-        if let Some(g) = groups.get(&at) {
-            if g.relation == Relation::Message {
-                // Each effect has its own causes to show; a cause has none here.
-                let causes = g.causes_of(at).iter().map(|&c| trace.describe(c).id);
-                edges.extend(causes.map(|id| (Relation::Message, id, None)));
-            } else if groups_done.insert(Rc::as_ptr(g)) {
-                let peers = g.members.iter().filter(|&&m| m != at).map(|&m| trace.describe(m).id);
-                edges.extend(peers.map(|id| (g.relation, id, g.occurrence)));
-            }
-        }
-        edges.extend(view.parent.map(|p| (Relation::Inside, p, None)));
-        for (relation, id, occurrence) in edges.into_iter().filter(|&(_, id, _)| id != 0) {
-            let target = match index.get(&id) {
-                Some(&r) if visited.insert(id) => {
-                    queue.push_back((r, Some(nodes.len()), depth + 1));
-                    Target::Item(r)
-                }
-                Some(&r) if relation.causal() => Target::Again(r),
-                Some(_) => continue,
-                None if !unknown_seen.insert(id) => continue,
-                None => {
-                    unknown.push(id);
-                    Target::Unknown(id)
-                }
-            };
-            if relation.causal() && !matches!(target, Target::Unknown(_)) {
-                links_followed += 1;
-                if id != symptom_id && targets_seen.insert(id) {
-                    link_targets.push(id);
-                }
-            }
-            let i = nodes.len();
-            nodes.push(Node {
-                relation,
-                from: view.id,
-                reached: target,
-                depth: depth + 1,
-                occurrence,
-                children: Vec::new(),
-            });
-            match node {
-                Some(n) => nodes[n].children.push(i),
-                None => top.push(i),
-            }
-        }
-    }
-
-    let reaches_link = reaching_links(trace, &index, &groups, &visited);
-    let root_causes = link_targets
-        .iter()
-        .filter(|id| !reaches_link.contains(id))
-        .map(|id| info(trace, index[id], t0))
-        .collect();
-
-    let mut steps = Vec::with_capacity(nodes.len());
-    let mut stack: Vec<usize> = top.into_iter().rev().collect();
-    while let Some(n) = stack.pop() {
-        let node = &nodes[n];
-        let reached = match node.reached {
-            Target::Item(r) => Reached::Item(info(trace, r, t0)),
-            Target::Again(r) => Reached::Again(info(trace, r, t0)),
-            Target::Unknown(id) => Reached::Unknown(id),
-        };
-        let occurrence = node.occurrence;
-        steps.push(Step { depth: node.depth, relation: node.relation, from: node.from, reached, occurrence });
-        stack.extend(node.children.iter().rev());
-    }
-    let mut notes = notes(trace, &index, &visited, &unmatched);
-    notes.extend(groups::sampled(trace));
-
-    Ok(Explanation {
-        symptom: info(trace, symptom, t0),
-        steps,
-        root_causes,
-        unknown_ids: unknown,
-        links_followed,
-        notes,
-    })
-}
-
-/// The earliest timestamp of the trace, which offsets count from.
-fn earliest_ns(trace: &Trace) -> u64 {
-    let threads = trace.processes.iter().flat_map(|p| &p.threads);
-    threads
-        .flat_map(|t| t.spans.iter().map(|s| s.start_ns).chain(t.events.iter().map(|e| e.ts_ns)))
-        .min()
-        .unwrap_or(0)
-}
-
-fn info(trace: &Trace, at: ItemRef, t0: u64) -> ItemInfo {
-    let p = &trace.processes[at.process];
-    let th = &p.threads[at.thread];
-    let (kind, fields): (_, Vec<(String, Value)>) = match at.item {
-        Item::Span(i) => ("span", th.spans[i].fields().map(|(k, v)| (k.to_owned(), v.clone())).collect()),
-        Item::Event(i) => ("event", th.events[i].fields().map(|(k, v)| (k.to_owned(), v.clone())).collect()),
-    };
-    let v = trace.describe(at);
-    ItemInfo {
-        at,
-        id: v.id,
-        name: v.callsite.name.clone(),
-        kind,
-        source: p.source.clone(),
-        pid: p.header.pid,
-        process_name: p.header.name.clone(),
-        host: p.header.host.clone(),
-        rank: p.header.label("rank").map(str::to_owned),
-        labels: p.header.labels.clone(),
-        thread_name: th.name.clone(),
-        tid: th.tid,
-        offset_us: v.ts_ns.saturating_sub(t0) as f64 / 1000.0,
-        fields,
-        correlation: v
-            .correlation
-            .filter(|_| !v.callsite.correlate.is_empty())
-            .map(|c| (v.callsite.correlate.clone(), c)),
-        parent: v.parent,
-        links: v.links.to_vec(),
-    }
+    let symptom = trace.describe(symptom).id;
+    let mut source = source::Model::new(trace, index, options);
+    let Ok(explanation) = walk::walk(&mut source, symptom);
+    Ok(explanation)
 }

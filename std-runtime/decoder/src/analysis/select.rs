@@ -16,6 +16,9 @@ pub enum Selector {
     },
     /// The span or event with this id.
     Id(u64),
+    /// The first tensor (in time order across all files) with a NaN element (`tensor.nan`
+    /// > 0), as [`crate::diff::first_nan`] finds it.
+    FirstNan,
 }
 
 impl Selector {
@@ -75,6 +78,9 @@ pub enum WhyError {
         /// The id asked for.
         id: u64,
     },
+    /// No tensor has a NaN element.
+    #[error("no tensor with a NaN element (tensor.nan > 0) in these files")]
+    NoNan,
 }
 
 /// The item a selector picks.
@@ -85,6 +91,7 @@ pub(super) fn select(
 ) -> Result<ItemRef, WhyError> {
     let (name, nth) = match selector {
         Selector::Id(id) => return index.get(id).copied().ok_or(WhyError::NoSuchId { id: *id }),
+        Selector::FirstNan => return crate::diff::first_nan(trace).map(|(r, _)| r).ok_or(WhyError::NoNan),
         Selector::Name { name, nth } => (name, *nth),
     };
     let named = |want_span: bool| {
@@ -118,7 +125,7 @@ fn item_index(item: Item) -> usize {
 
 /// Up to `n` distinct names from `names` closest to `want`, ignoring case: names containing it
 /// first, then those missing fewer of its words, then by edit distance.
-fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
+pub(super) fn closest<'a>(want: &str, names: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
     let want_l = want.to_lowercase();
     let mut names: Vec<&str> = names.collect();
     names.sort_unstable();

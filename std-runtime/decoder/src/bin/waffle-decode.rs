@@ -45,7 +45,7 @@ mod why;
 use progress::Progress;
 use waffle_decode::{
     analysis,
-    decode::{self, ProcessStats},
+    decode::ProcessStats,
     export::{Files, Format},
     send::{self, Options, Policy, Target},
 };
@@ -124,7 +124,7 @@ enum Command {
     /// Print the causal chain from an event back to its root causes, across files.
     Why(why::WhyArgs),
     /// Show where a stopped run was stuck: the spans each thread was still inside, who waited
-    /// for whom among the MPI ranks, and the deadlocks. Reads every file into memory.
+    /// for whom among the MPI ranks, and the deadlocks.
     Hang(HangArgs),
     /// Compare two runs: kernels aligned by step, name and occurrence (slower, missing, fused,
     /// split), the first tensor whose values differ, the first NaN or Inf of each run.
@@ -317,11 +317,10 @@ fn known_formats() -> String {
 /// `waffle-decode hang`: the report on stdout (exit status 0 whether or not something was
 /// stuck), warnings and errors on stderr.
 fn hang(args: &HangArgs) -> Result<(), String> {
-    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
-    for w in &decoded.warnings {
+    let (report, warnings) = analysis::hang::hang_files(&args.inputs).map_err(|e| e.to_string())?;
+    for w in &warnings {
         eprintln!("waffle-decode: warning: {w}");
     }
-    let report = analysis::hang::hang(&decoded.trace);
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| e.to_string())?;
         json.push('\n');

@@ -26,7 +26,7 @@ use waffle::{
 const DENSE_CALLSITES: u32 = 1 << 16;
 
 /// The callsites of a file, by `(module, id)`, as indexes into [`Decoder::sites`].
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Callsites {
     dense: Vec<(u32, Vec<u32>)>,
     sparse: HashMap<(u32, u32), u32>,
@@ -80,6 +80,7 @@ impl ModuleSites<'_> {
 }
 
 /// A detached span waiting for its ASYNC_END.
+#[derive(Clone)]
 pub(super) struct Detached<T> {
     pub(super) thread: usize,
     pub(super) start: u64,
@@ -167,6 +168,43 @@ impl<T: Copy + Default> Decoder<T> {
             no_fields: Fields::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// A copy of the whole state, but the warnings so far: decoding the rest of the file from
+    /// the copy hands a sink what decoding it from `self` would (`resume.rs`).
+    pub(super) fn snapshot(&self) -> Decoder<T> {
+        Decoder {
+            path: self.path.clone(),
+            top_parent: self.top_parent,
+            callsites: self.callsites.clone(),
+            sites: self.sites.clone(),
+            schemas: self.schemas.clone(),
+            hands: self.hands.clone(),
+            hands_any: self.hands_any,
+            streams: self.streams.clone(),
+            threads: self.threads.clone(),
+            detached: self.detached.clone(),
+            early_ends: self.early_ends.clone(),
+            early_ends_warned: self.early_ends_warned,
+            held: self.held.clone(),
+            eager: self.eager.clone(),
+            dropped_end: self.dropped_end,
+            complete: self.complete,
+            standin_budget: self.standin_budget,
+            no_fields: Fields::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The id of the item `thread` holds back for its links, if it holds one (`resume.rs`).
+    pub(super) fn pending_id(&self, thread: usize) -> Option<u64> {
+        let p = &self.threads.get(thread)?.pending;
+        p.active.then_some(p.id)
+    }
+
+    /// Threads (streams) met so far.
+    pub(super) fn thread_count(&self) -> usize {
+        self.threads.len()
     }
 
     pub(super) fn frame<S: Sink<Span = T>>(

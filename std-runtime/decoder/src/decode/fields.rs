@@ -52,7 +52,7 @@ impl<'a> From<&'a Value> for FieldValue<'a> {
 /// Each value is a type and a 64-bit word (the bits of a float, a bool as 0 or 1, a string as
 /// its range of `text`), kept in two arrays: a value is stored as two plain stores, never as an
 /// enum assembled on the stack and copied (which stalls on store forwarding).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Fields {
     types: Vec<FieldType>,
     words: Vec<u64>,

@@ -9,7 +9,9 @@
 //! thread had staged and not pushed) are held until a later chunk supersedes them or decoded
 //! as chunks then (`tail.rs`), also for every sink alike. Device tracks' slices are taken off
 //! the threads that recorded them and handed over at the end of the file as threads of their
-//! own, on the host's clock ([`track`]), for every sink alike too.
+//! own, on the host's clock ([`track`]), for every sink alike too. A file read once with
+//! checkpoints ([`stream::decode_checkpointed`]) can be decoded again from any of them
+//! ([`resume`]), for analyses that keep positions rather than records.
 
 use crate::{
     error::Error,
@@ -22,6 +24,7 @@ mod build;
 mod chunk;
 mod decoder;
 mod fields;
+pub mod resume;
 pub mod stream;
 mod stream_state;
 mod tail;

@@ -11,7 +11,7 @@
 //! header's, then each valid CLOCK frame's as it is read. The last one applies to every tick of
 //! the file, so a sink that must convert as it goes first asks [`final_calibration`].
 
-use super::{decoder::Decoder, fields::Fields};
+use super::{decoder::Decoder, fields::Fields, resume::Checkpoint};
 use crate::{
     error::Error,
     model::{Callsite, Track},
@@ -209,9 +209,34 @@ pub fn decode_path<S: Sink>(path: &Path, sink: &mut S) -> Result<Vec<Warning>, E
 /// Decodes the frames of `reader` into `sink`; `path` names the file in messages. Fails only
 /// when the file has no usable header; later damage becomes warnings.
 pub fn decode<R: Read, S: Sink>(
+    reader: FrameReader<R>,
+    path: &Path,
+    sink: &mut S,
+) -> Result<Vec<Warning>, Error> {
+    decode_observed(reader, path, sink, None)
+}
+
+/// [`decode_path`], also handing `keep` a [`Checkpoint`] (with the sink) before the first frame
+/// after the header and then before the first frame that begins `every` bytes or more after
+/// the previous checkpoint: the places from which [`resume`](super::resume::resume) can
+/// decode the file again.
+pub fn decode_checkpointed<S: Sink>(
+    path: &Path,
+    sink: &mut S,
+    every: u64,
+    keep: &mut dyn FnMut(&mut S, Checkpoint<S::Span>),
+) -> Result<Vec<Warning>, Error> {
+    decode_observed(FrameReader::open(path)?, path, sink, Some((every, keep)))
+}
+
+/// Where checkpoints are handed, and how far apart.
+type Observer<'k, S> = (u64, &'k mut dyn FnMut(&mut S, Checkpoint<<S as Sink>::Span>));
+
+fn decode_observed<R: Read, S: Sink>(
     mut reader: FrameReader<R>,
     path: &Path,
     sink: &mut S,
+    mut observer: Option<Observer<'_, S>>,
 ) -> Result<Vec<Warning>, Error> {
     let mut warnings = Vec::new();
     let mut payload = Vec::new();
@@ -229,7 +254,16 @@ pub fn decode<R: Read, S: Sink>(
     let mut sink = super::track::Tracks::new(sink);
     sink.process(&path.display().to_string(), &header);
     let mut d = Decoder::new(path, header.parent_span());
-    while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
+    let mut checked: Option<u64> = None;
+    loop {
+        if let Some((every, keep)) = observer.as_mut() {
+            let at = reader.offset();
+            if checked.is_none_or(|c| at >= c.saturating_add(*every)) {
+                checked = Some(at);
+                keep(sink.inner(), Checkpoint::new(at, &d));
+            }
+        }
+        let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) else { break };
         if let Err(message) = d.frame(kind, offset, &payload, &mut sink) {
             warnings.push(Warning { path: path.to_owned(), offset, message });
         }

@@ -29,7 +29,7 @@ impl<T> Open<T> {
 }
 
 /// A span begin or event not yet handed to the sink.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Pending {
     pub(super) active: bool,
     pub(super) is_span: bool,
@@ -47,6 +47,7 @@ pub(super) struct Pending {
 }
 
 /// What one `(stream, generation)` carries from chunk to chunk.
+#[derive(Clone)]
 pub(super) struct StreamState<T> {
     pub(super) module: u32,
     pub(super) stack: Vec<Open<T>>,

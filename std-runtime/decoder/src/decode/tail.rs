@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use waffle::wire::{chunk::take_chunk, ChunkHead, TailHead, FRAME_HEAD_LEN};
 
 /// A TAIL's chunk waiting for the file to say whether it is superseded.
+#[derive(Clone)]
 pub(super) struct Held {
     /// The chunk body's offset in the file, for warnings.
     at: u64,
@@ -41,6 +42,7 @@ pub(super) type HeldTails = BTreeMap<u32, Held>;
 
 /// A TAIL decoded when it was read (eager mode): its chunk's key, its records, where the
 /// decoding stopped.
+#[derive(Clone)]
 pub(super) struct Eager {
     key: (u32, u64),
     records: Vec<u8>,

@@ -136,6 +136,21 @@ impl<'s, S: Sink> Tracks<'s, S> {
         }
     }
 
+    /// For decoding resumed in the middle of a file whose first `threads` threads are known
+    /// (`resume.rs`): slices read from there on are held (and handed over at its end, on
+    /// threads after those the file's first reading made, which the resuming sink tells apart);
+    /// a late link or correlation for an item before the resumption goes nowhere.
+    pub(super) fn resume(inner: &'s mut S, threads: usize) -> Self {
+        let mut tracks = Tracks::new(inner);
+        tracks.last = vec![Latest::Kept; threads];
+        tracks
+    }
+
+    /// The sink it hands on to.
+    pub(super) fn inner(&mut self) -> &mut S {
+        self.inner
+    }
+
     fn role(&mut self, index: u32, cs: &Callsite) -> Role {
         self.top_index = self.top_index.max(index);
         let i = index as usize;

@@ -21,8 +21,11 @@
 //! A run that finished cleanly has no thread inside a span: [`Hang::stuck`] is false and the
 //! text says "nothing is stuck".
 //!
-//! Memory: unlike the exports, `hang` needs the whole model ([`crate::decode::decode_files`]),
-//! so it holds every span and event of the files at once.
+//! [`hang`] reads a model; [`hang_files`] (what `waffle-decode hang` runs) reads the files
+//! without building one, with the same answer: one streaming reading that keeps the spans open
+//! at each moment, the communicators' ranks, the collectives begun and the values of messages
+//! sent and received (8 bytes each), then, only if some call waits on a request or some send
+//! went unreceived, a second reading for those requests' calls and those sends.
 //!
 //! ```
 //! use waffle_decode::analysis::hang;
@@ -33,9 +36,16 @@
 //! ```
 
 use crate::model::{ItemRef, Trace, Value};
+use std::path::Path;
+use waits::{Call, Facts};
 
 mod cycles;
+mod details;
+mod gather;
 mod render;
+mod stream;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 mod tests;
 mod waits;
@@ -188,56 +198,37 @@ impl Hang {
 
 /// Reads what was stuck in `trace` (see the module docs).
 pub fn hang(trace: &Trace) -> Hang {
-    let processes: Vec<ProcessEnd> = (0..trace.processes.len())
-        .map(|p| {
-            let process = &trace.processes[p];
-            ProcessEnd {
-                rank: rank_of(trace, p),
-                file: process.source.clone(),
-                pid: process.header.pid,
-                last_ns: trace.last_ns(p),
-                complete: process.complete,
-            }
-        })
-        .collect();
-    let mut threads = Vec::new();
-    for (p, process) in trace.processes.iter().enumerate() {
-        for (t, thread) in process.threads.iter().enumerate() {
-            let mut open: Vec<(u32, u64, OpenSpan)> = thread
-                .spans
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| !s.ended)
-                .map(|(i, s)| {
-                    let at = ItemRef { process: p, thread: t, item: crate::model::Item::Span(i) };
-                    let fields = s.fields().map(|(k, v)| (k.to_owned(), v.clone())).collect();
-                    let for_ns = processes[p].last_ns.saturating_sub(s.start_ns);
-                    (
-                        s.depth,
-                        s.start_ns,
-                        OpenSpan { at, id: s.id, name: s.name().to_owned(), for_ns, fields },
-                    )
-                })
-                .collect();
-            // Innermost first: deepest, then latest begun.
-            open.sort_by_key(|o| std::cmp::Reverse((o.0, o.1)));
-            threads.push(ThreadState {
-                process: p,
-                rank: processes[p].rank,
-                file: process.source.clone(),
-                name: thread.name.clone(),
-                tid: thread.tid,
-                open: open.into_iter().map(|(_, _, o)| o).collect(),
-            });
-        }
-    }
-    let found = waits::find(trace, &processes);
+    assemble(gather::gather(trace))
+}
+
+/// [`hang`] on files, without building the model (see the module docs); with the warnings of
+/// decoding them.
+pub fn hang_files<P: AsRef<Path>>(paths: &[P]) -> Result<(Hang, Vec<crate::reader::Warning>), crate::Error> {
+    let (gathered, warnings) = stream::gather(paths)?;
+    Ok((assemble(gathered), warnings))
+}
+
+/// What a report is made of, however it was read.
+struct Gathered {
+    processes: Vec<ProcessEnd>,
+    threads: Vec<ThreadState>,
+    /// Every span that never ended, in process, thread and begin order.
+    open: Vec<Call>,
+    facts: Facts,
+    /// Sends that may be unmatched (at least every unmatched one), in the same order.
+    sends: Vec<Call>,
+}
+
+fn assemble(g: Gathered) -> Hang {
+    let Gathered { processes, threads, open, facts, sends } = g;
+    let unmatched_sends = facts.unmatched_sends(sends);
+    let found = waits::find(&facts, &open, &unmatched_sends);
     let (deadlocks, deadlocks_truncated) = cycles::elementary(&found.waits, MAX_DEADLOCKS);
     Hang {
         processes,
         threads,
         waits: found.waits,
-        unmatched_sends: found.unmatched_sends,
+        unmatched_sends,
         unmatched_receives: found.unmatched_receives,
         deadlocks,
         deadlocks_truncated,
@@ -245,6 +236,6 @@ pub fn hang(trace: &Trace) -> Hang {
 }
 
 /// A process's `rank` label, read as a number.
-fn rank_of(trace: &Trace, p: usize) -> Option<i64> {
-    trace.processes[p].header.label("rank").and_then(|r| r.trim().parse().ok())
+fn rank_of(header: &waffle::wire::Header) -> Option<i64> {
+    header.label("rank").and_then(|r| r.trim().parse().ok())
 }

@@ -22,19 +22,22 @@
 //! - `peer` -1 (`MPI_ANY_SOURCE`) waits for every other rank of the communicator, -2
 //!   (`MPI_PROC_NULL`) for none.
 
-use super::{Message, ProcessEnd, Wait, WaitKind};
+use super::{Message, Wait, WaitKind};
 use crate::{
     correlation::{role, Role},
-    model::{Item, ItemRef, Span, Trace, Value},
+    model::{Callsite, ItemRef, Value},
 };
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    sync::Arc,
+};
 
 /// The event a completed receive records.
 pub(super) const RECEIVED: &str = "MPI message received";
 /// The stem of the messages' correlation keys.
-const MESSAGE: &str = "mpi.message";
+pub(super) const MESSAGE: &str = "mpi.message";
 /// The collectives' correlation key.
-const COLLECTIVE: &str = "mpi.collective";
+pub(super) const COLLECTIVE: &str = "mpi.collective";
 /// Calls that block until a message from `peer` arrives.
 const RECEIVES: &[&str] =
     &["MPI_Recv", "MPI_Probe", "MPI_Mprobe", "MPI_Mrecv", "MPI_Sendrecv", "MPI_Sendrecv_replace"];
@@ -43,114 +46,120 @@ const BLOCKING_SENDS: &[&str] = &["MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bse
 /// Source value for any source.
 const ANY_SOURCE: i64 = -1;
 
+/// A span as the rules read it: an MPI call still open, a call that started a request, or a
+/// send.
+#[derive(Clone, Debug)]
+pub(super) struct Call {
+    pub(super) at: ItemRef,
+    pub(super) id: u64,
+    pub(super) callsite: Arc<Callsite>,
+    /// Values in the callsite's field order.
+    pub(super) values: Vec<Value>,
+    pub(super) correlation: Option<u64>,
+    pub(super) ended: bool,
+}
+
+impl Call {
+    fn name(&self) -> &str {
+        &self.callsite.name
+    }
+
+    fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.callsite.fields.iter().map(|(n, _)| n.as_str()).zip(&self.values)
+    }
+
+    /// Its field `name`, if it has it.
+    pub(super) fn field(&self, name: &str) -> Option<&Value> {
+        get(self.fields(), name)
+    }
+
+    /// Whether it is a send: a cause of a message.
+    pub(super) fn is_send(&self) -> bool {
+        is_send(&self.callsite)
+    }
+}
+
+/// Whether spans of `callsite` are sends: causes of messages.
+pub(super) fn is_send(callsite: &Callsite) -> bool {
+    role(&callsite.correlate) == (MESSAGE, Role::Cause)
+}
+
+/// Whether items of `callsite` with a value are received messages: effects of messages.
+pub(super) fn is_effect(callsite: &Callsite) -> bool {
+    role(&callsite.correlate) == (MESSAGE, Role::Effect)
+}
+
 /// What [`find`] finds.
 pub(super) struct Found {
     pub(super) waits: Vec<Wait>,
-    pub(super) unmatched_sends: Vec<Message>,
     pub(super) unmatched_receives: Vec<Message>,
 }
 
-/// What the rules look up, gathered once over the whole trace.
-struct Facts<'t> {
-    trace: &'t Trace,
-    ranks: Vec<Option<i64>>,
+/// What the rules look up, gathered over the whole trace: from a model, or from files read
+/// one after another (`stream.rs`), which gather only what the open calls need.
+pub(super) struct Facts {
+    /// Each process's rank and file.
+    pub(super) ranks: Vec<Option<i64>>,
+    pub(super) files: Vec<String>,
     /// Per communicator key, the ranks whose files show it.
-    members: HashMap<u64, BTreeSet<i64>>,
+    pub(super) members: HashMap<u64, BTreeSet<i64>>,
     /// (rank, `mpi.collective` value) of every collective begun.
-    entered: HashSet<(i64, u64)>,
-    /// (process, request) of every receive request completed.
-    received: HashSet<(usize, u64)>,
-    /// Spans holding a received message.
-    holds_message: HashSet<u64>,
-    /// Values of every message received.
-    effects: HashSet<u64>,
-    /// (process, request) to the span that started it.
-    starts: HashMap<(usize, u64), ItemRef>,
+    pub(super) entered: HashSet<(i64, u64)>,
+    /// (process, request) of the receive requests completed, at least of those open calls
+    /// wait for.
+    pub(super) received: HashSet<(usize, u64)>,
+    /// Spans holding a received message, at least the open ones.
+    pub(super) holds_message: HashSet<u64>,
+    /// Values of every message received, sorted.
+    pub(super) effects: Vec<u64>,
+    /// (process, request) to the span that started it (the last one), at least for the
+    /// requests open calls wait for.
+    pub(super) starts: HashMap<(usize, u64), Call>,
 }
 
-/// The waits, unmatched sends and unmatched receives of `trace`.
-pub(super) fn find(trace: &Trace, processes: &[ProcessEnd]) -> Found {
-    let facts = Facts::gather(trace, processes);
+/// The requests open `Wait*`/`Test*` calls wait for, as (process, request): what
+/// [`Facts::received`] and [`Facts::starts`] must hold.
+pub(super) fn wanted(open: &[Call]) -> HashSet<(usize, u64)> {
+    let waiting =
+        open.iter().filter(|c| c.name().starts_with("MPI_Wait") || c.name().starts_with("MPI_Test"));
+    let listed = waiting.filter_map(|c| match c.field("requests") {
+        Some(Value::Str(list)) => Some((c.at.process, list.clone())),
+        _ => None,
+    });
+    let each = |(p, list): (usize, String)| {
+        let requests: Vec<u64> = list.split(',').filter_map(|r| r.trim().parse::<u64>().ok()).collect();
+        requests.into_iter().map(move |r| (p, r))
+    };
+    listed.flat_map(each).collect()
+}
+
+/// The waits of the `open` calls (spans that never ended, in process, thread and begin
+/// order), and the receives they wait for that no send in `unmatched_sends` could satisfy.
+pub(super) fn find(facts: &Facts, open: &[Call], unmatched_sends: &[Message]) -> Found {
     let mut waits = Vec::new();
     let mut pending: Vec<Message> = Vec::new();
-    for (p, process) in trace.processes.iter().enumerate() {
-        let Some(me) = facts.ranks[p] else { continue };
-        for (t, thread) in process.threads.iter().enumerate() {
-            for (i, s) in thread.spans.iter().enumerate().filter(|(_, s)| !s.ended) {
-                let at = ItemRef { process: p, thread: t, item: Item::Span(i) };
-                facts.waits_of(me, at, s, &mut waits, &mut pending);
-            }
-        }
+    for call in open {
+        let Some(me) = facts.ranks[call.at.process] else { continue };
+        facts.waits_of(me, call, &mut waits, &mut pending);
     }
-    let unmatched_sends = facts.unmatched_sends();
-    let unmatched_receives = pending.into_iter().filter(|r| !could_match(r, &unmatched_sends)).collect();
-    Found { waits, unmatched_sends, unmatched_receives }
+    let unmatched_receives = pending.into_iter().filter(|r| !could_match(r, unmatched_sends)).collect();
+    Found { waits, unmatched_receives }
 }
 
-impl<'t> Facts<'t> {
-    fn gather(trace: &'t Trace, processes: &[ProcessEnd]) -> Facts<'t> {
-        let mut facts = Facts {
-            trace,
-            ranks: processes.iter().map(|p| p.rank).collect(),
-            members: HashMap::new(),
-            entered: HashSet::new(),
-            received: HashSet::new(),
-            holds_message: HashSet::new(),
-            effects: HashSet::new(),
-            starts: HashMap::new(),
-        };
-        for (p, process) in trace.processes.iter().enumerate() {
-            let rank = facts.ranks[p];
-            for (t, thread) in process.threads.iter().enumerate() {
-                for (i, s) in thread.spans.iter().enumerate() {
-                    let comm = get(s.fields(), "comm").and_then(unsigned);
-                    if let (Some(rank), Some(comm)) = (rank, comm) {
-                        facts.members.entry(comm).or_default().insert(rank);
-                    }
-                    if let (Some(rank), Some(v), COLLECTIVE) =
-                        (rank, s.correlation, s.callsite.correlate.as_str())
-                    {
-                        facts.entered.insert((rank, v));
-                    }
-                    if let Some(request) = get(s.fields(), "request").and_then(unsigned).filter(|&r| r != 0) {
-                        let at = ItemRef { process: p, thread: t, item: Item::Span(i) };
-                        facts.starts.insert((p, request), at);
-                    }
-                }
-                for e in &thread.events {
-                    let comm = get(e.fields(), "comm").and_then(unsigned);
-                    if let (Some(rank), Some(comm)) = (rank, comm) {
-                        facts.members.entry(comm).or_default().insert(rank);
-                    }
-                    if let (Some(v), (MESSAGE, Role::Effect)) = (e.correlation, role(&e.callsite.correlate)) {
-                        facts.effects.insert(v);
-                    }
-                    if e.name() == RECEIVED {
-                        facts.holds_message.extend(e.parent);
-                        if let Some(request) =
-                            get(e.fields(), "request").and_then(unsigned).filter(|&r| r != 0)
-                        {
-                            facts.received.insert((p, request));
-                        }
-                    }
-                }
-            }
-        }
-        facts
-    }
-
-    /// The waits of the open span `s` of rank `me`; the receives it still waits for go to
+impl Facts {
+    /// The waits of the open call `s` of rank `me`; the receives it still waits for go to
     /// `pending`.
-    fn waits_of(&self, me: i64, at: ItemRef, s: &Span, waits: &mut Vec<Wait>, pending: &mut Vec<Message>) {
+    fn waits_of(&self, me: i64, s: &Call, waits: &mut Vec<Wait>, pending: &mut Vec<Message>) {
         let name = s.name();
-        let mut wait = |to: i64, kind: WaitKind, start: &Span| {
+        let at = s.at;
+        let mut wait = |to: i64, kind: WaitKind, start: &Call| {
             waits.push(Wait {
                 from: me,
                 to,
                 call: name.to_owned(),
                 started_by: matches!(kind, WaitKind::Request(_)).then(|| start.name().to_owned()),
-                comm: get(start.fields(), "comm").and_then(unsigned),
-                tag: get(start.fields(), "tag").and_then(signed),
+                comm: start.field("comm").and_then(unsigned),
+                tag: start.field("tag").and_then(signed),
                 kind,
                 at,
             })
@@ -164,27 +173,26 @@ impl<'t> Facts<'t> {
                 for to in self.sources(me, s) {
                     wait(to, WaitKind::Receive, s);
                 }
-                pending.push(self.message(at, s, None));
+                pending.push(self.message(s, None));
             }
         } else if BLOCKING_SENDS.contains(&name) {
             if !self.delivered(s) {
-                if let Some(to) = get(s.fields(), "peer").and_then(signed).filter(|&p| p >= 0) {
+                if let Some(to) = s.field("peer").and_then(signed).filter(|&p| p >= 0) {
                     wait(to, WaitKind::Send, s);
                 }
             }
         } else if name.starts_with("MPI_Wait") || name.starts_with("MPI_Test") {
-            let Some(Value::Str(list)) = get(s.fields(), "requests") else { return };
+            let Some(Value::Str(list)) = s.field("requests") else { return };
             for request in list.split(',').filter_map(|r| r.trim().parse::<u64>().ok()) {
-                let Some(&start_at) = self.starts.get(&(at.process, request)) else { continue };
-                let start = self.span(start_at);
+                let Some(start) = self.starts.get(&(at.process, request)) else { continue };
                 let kind = WaitKind::Request(request);
                 if start.callsite.correlate == COLLECTIVE {
                     for to in self.not_arrived(me, start) {
                         wait(to, kind, start);
                     }
-                } else if role(&start.callsite.correlate) == (MESSAGE, Role::Cause) {
+                } else if start.is_send() {
                     if !self.delivered(start) {
-                        if let Some(to) = get(start.fields(), "peer").and_then(signed).filter(|&p| p >= 0) {
+                        if let Some(to) = start.field("peer").and_then(signed).filter(|&p| p >= 0) {
                             wait(to, kind, start);
                         }
                     }
@@ -194,28 +202,21 @@ impl<'t> Facts<'t> {
                     for to in self.sources(me, start) {
                         wait(to, kind, start);
                     }
-                    pending.push(self.message(start_at, start, Some(request)));
+                    pending.push(self.message(start, Some(request)));
                 }
             }
         }
     }
 
-    fn span(&self, at: ItemRef) -> &'t Span {
-        match at.item {
-            Item::Span(i) => &self.trace.thread(at).spans[i],
-            Item::Event(_) => unreachable!("requests are started by spans"),
-        }
-    }
-
     /// Whether a send's message was received.
-    fn delivered(&self, send: &Span) -> bool {
-        send.correlation.is_some_and(|v| self.effects.contains(&v))
+    pub(super) fn delivered(&self, send: &Call) -> bool {
+        send.correlation.is_some_and(|v| self.effects.binary_search(&v).is_ok())
     }
 
     /// The ranks a receive from `s`'s `peer` on its `comm` waits for.
-    fn sources(&self, me: i64, s: &Span) -> Vec<i64> {
-        match get(s.fields(), "peer").and_then(signed) {
-            Some(ANY_SOURCE) => self.others(me, get(s.fields(), "comm").and_then(unsigned)),
+    fn sources(&self, me: i64, s: &Call) -> Vec<i64> {
+        match s.field("peer").and_then(signed) {
+            Some(ANY_SOURCE) => self.others(me, s.field("comm").and_then(unsigned)),
             Some(p) if p >= 0 => vec![p],
             _ => Vec::new(),
         }
@@ -232,41 +233,34 @@ impl<'t> Facts<'t> {
 
     /// The ranks of the collective `s`'s communicator that have not begun its same-numbered
     /// collective.
-    fn not_arrived(&self, me: i64, s: &Span) -> Vec<i64> {
+    fn not_arrived(&self, me: i64, s: &Call) -> Vec<i64> {
         let Some(value) = s.correlation else { return Vec::new() };
-        let Some(comm) = get(s.fields(), "comm").and_then(unsigned) else { return Vec::new() };
+        let Some(comm) = s.field("comm").and_then(unsigned) else { return Vec::new() };
         self.others(me, Some(comm)).into_iter().filter(|&r| !self.entered.contains(&(r, value))).collect()
     }
 
-    /// Every send whose message no rank received.
-    fn unmatched_sends(&self) -> Vec<Message> {
-        let mut out = Vec::new();
-        for (p, process) in self.trace.processes.iter().enumerate() {
-            for (t, thread) in process.threads.iter().enumerate() {
-                for (i, s) in thread.spans.iter().enumerate() {
-                    if role(&s.callsite.correlate) == (MESSAGE, Role::Cause) && !self.delivered(s) {
-                        let at = ItemRef { process: p, thread: t, item: Item::Span(i) };
-                        out.push(self.message(at, s, get(s.fields(), "request").and_then(unsigned)));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn message(&self, at: ItemRef, s: &Span, request: Option<u64>) -> Message {
+    /// A send or receive as a message nothing matched.
+    pub(super) fn message(&self, s: &Call, request: Option<u64>) -> Message {
         Message {
-            rank: self.ranks[at.process],
-            file: self.trace.processes[at.process].source.clone(),
+            rank: self.ranks[s.at.process],
+            file: self.files[s.at.process].clone(),
             call: s.name().to_owned(),
-            peer: get(s.fields(), "peer").and_then(signed),
-            comm: get(s.fields(), "comm").and_then(unsigned),
-            tag: get(s.fields(), "tag").and_then(signed),
-            bytes: get(s.fields(), "bytes").and_then(unsigned),
+            peer: s.field("peer").and_then(signed),
+            comm: s.field("comm").and_then(unsigned),
+            tag: s.field("tag").and_then(signed),
+            bytes: s.field("bytes").and_then(unsigned),
             request: request.filter(|&r| r != 0),
             open: !s.ended,
-            at,
+            at: s.at,
         }
+    }
+
+    /// The unmatched sends among `sends` (in trace order): those whose message no rank
+    /// received.
+    /// They are consumed as they are read: there may be many.
+    pub(super) fn unmatched_sends(&self, sends: Vec<Call>) -> Vec<Message> {
+        let unmatched = sends.into_iter().filter(|s| s.is_send() && !self.delivered(s));
+        unmatched.map(|s| self.message(&s, s.field("request").and_then(unsigned))).collect()
     }
 }
 
@@ -285,7 +279,8 @@ fn get<'a>(mut fields: impl Iterator<Item = (&'a str, &'a Value)>, name: &str) -
     fields.find(|(n, _)| *n == name).map(|(_, v)| v)
 }
 
-fn unsigned(v: &Value) -> Option<u64> {
+/// An unsigned integer field.
+pub(super) fn unsigned(v: &Value) -> Option<u64> {
     match *v {
         Value::U64(v) => Some(v),
         Value::I64(v) => u64::try_from(v).ok(),

@@ -2,9 +2,10 @@
 
 use clap::{ArgGroup, Args};
 use std::{io::Write, path::PathBuf};
+use waffle::wire::reserved::tensor;
 use waffle_decode::{
-    analysis::{self, Selector, WhyError},
-    decode, diff,
+    analysis::{self, ItemInfo, Selector, WhyError, WhyFilesError},
+    model::Value,
 };
 
 #[derive(Args, Debug)]
@@ -41,39 +42,46 @@ pub(crate) struct WhyArgs {
     no_match: bool,
 }
 
-/// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr.
+/// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr. The files
+/// are indexed, not decoded into a model (`analysis::why_files`): memory stays a small part of
+/// their size.
 pub(crate) fn why(args: &WhyArgs) -> Result<(), String> {
-    let decoded = decode::decode_files(&args.inputs).map_err(|e| e.to_string())?;
-    for w in &decoded.warnings {
-        eprintln!("waffle-decode: warning: {w}");
-    }
-    let mut heading = String::new();
     let selector = match (&args.event, args.id) {
-        _ if args.first_nan => {
-            let Some((at, name)) = diff::first_nan(&decoded.trace) else {
-                return Err("no tensor with a NaN element (tensor.nan > 0) in these files".into());
-            };
-            let item = decoded.trace.describe(at);
-            let source = &decoded.trace.processes[at.process].source;
-            heading = format!("first NaN: tensor {name} (event {:016x}, {source})\n", item.id);
-            Selector::id(item.id)
-        }
+        _ if args.first_nan => Selector::FirstNan,
         (_, Some(id)) => Selector::id(id),
         (Some(name), None) => Selector::name(name.clone(), args.nth.unwrap_or(0)),
         (None, None) => return Err("give the symptom with --event NAME, --id ID or --first-nan".into()),
     };
     let options = analysis::Options { match_by_order: !args.no_match };
-    let explanation = analysis::why_with(&decoded.trace, &selector, &options).map_err(|e| match e {
-        WhyError::NthOutOfRange { count, .. } => format!("{e}; --nth takes 0 to {}", count - 1),
-        e => e.to_string(),
-    })?;
+    let (explanation, warnings) = match analysis::why_files(&args.inputs, &selector, &options) {
+        Ok(found) => found,
+        Err(WhyFilesError::Why(e @ WhyError::NthOutOfRange { count, .. })) => {
+            return Err(format!("{e}; --nth takes 0 to {}", count - 1))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    for w in &warnings {
+        eprintln!("waffle-decode: warning: {w}");
+    }
     let text = if args.json {
         let mut json = serde_json::to_string_pretty(&explanation.to_json()).map_err(|e| e.to_string())?;
         json.push('\n');
         json
+    } else if args.first_nan {
+        first_nan_heading(&explanation.symptom) + &explanation.to_text()
     } else {
-        heading + &explanation.to_text()
+        explanation.to_text()
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
+}
+
+/// `first NaN: tensor NAME (event ID, FILE)`: the tensor's name is its `tensor.name` field.
+fn first_nan_heading(symptom: &ItemInfo) -> String {
+    let name = symptom.fields.iter().find_map(|(k, v)| match (k.as_str(), v) {
+        (tensor::NAME, Value::Str(s)) => Some(s.as_str()),
+        _ => None,
+    });
+    let name = name.unwrap_or(&symptom.name);
+    format!("first NaN: tensor {name} (event {:016x}, {})\n", symptom.id, symptom.source)
 }

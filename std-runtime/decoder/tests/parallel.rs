@@ -133,6 +133,15 @@ fn files_read_on_many_threads_give_the_same_bytes() {
         assert!(pftrace.contains(annotation), "{annotation}");
     }
 
+    // Progress hears of every byte read, on the calling thread.
+    let read = |threads| {
+        let mut read = 0;
+        Files::scan_threads(&files, Format::Perfetto, threads, &mut |n| read += n).unwrap();
+        read
+    };
+    let sizes: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+    assert_eq!((read(1), read(3)), (sizes, sizes));
+
     // The file order is the process order, whichever file a thread reads first.
     let reversed: Vec<PathBuf> = files.iter().rev().cloned().collect();
     assert_eq!(export(&reversed, Format::Perfetto, 1), export(&reversed, Format::Perfetto, 4));

@@ -183,11 +183,7 @@ impl Input {
     }
 
     /// Reads the file into `pass`; its warnings.
-    fn read(
-        &self,
-        pass: &mut impl Pass,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<Vec<Warning>, Error> {
+    fn read(&self, pass: &mut impl Pass, progress: &mut dyn FnMut(u64)) -> Result<Vec<Warning>, Error> {
         pass.read(&mut Records { from: Origin::File(&self.path, self.calibration, progress) })
     }
 }

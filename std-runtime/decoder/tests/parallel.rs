@@ -34,7 +34,7 @@ fn ranks(dir: &Path, ranks: usize) -> Vec<PathBuf> {
             let worker = s.spawn(move || {
                 // Inside a span of the rank before: its child, off its track.
                 let _in = last_ctx.as_ref().map(Context::enter);
-                let _helper = waffle::span!("helper", rank);
+                let _served = waffle::span!("serve", rank);
                 for i in 0..300u64 {
                     // One group over every file, far more members than the cache notes.
                     waffle::event!("tick", i, correlate = ("epoch", 1u64));

@@ -1,5 +1,5 @@
 //! Decode and export throughput: bytes of `trace.bin` per second, per output format, on one
-//! core.
+//! core (group `real_threads`: on every core too).
 //!
 //! Traces are recorded once into a temporary directory (4 threads of nested spans with fields,
 //! events, links within and across threads, correlations), then each export is timed from the
@@ -26,6 +26,8 @@
 //!   files, each file exported alone, one after the other (the same bytes, so the two rows'
 //!   ratio is what exporting the files together adds). [`real`] makes such a group for any
 //!   format.
+//! - group `real_threads`, on the same traces: Perfetto with the files read on one thread and
+//!   on every core (`Files::scan_threads`), the whole export and its first pass alone.
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
@@ -167,6 +169,35 @@ fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
     group.finish();
 }
 
+/// Group `real_threads`: each set exported to Perfetto with its files read on 1 thread and on
+/// every core (`Files::scan_threads`, `waffle-decode -j N`), whole and the first pass alone
+/// (the pass that reads files apart), rows of one run.
+fn real_threads(c: &mut Criterion, sets: &[TraceSet]) {
+    if sets.is_empty() {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut group = c.benchmark_group("real_threads");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    for set in sets {
+        group.throughput(Throughput::Bytes(set.bytes));
+        for threads in [1, cores] {
+            group.bench_function(format!("{}/perfetto/{threads}", set.name), |b| {
+                b.iter(|| {
+                    let export = Files::scan_threads(&set.files, Format::Perfetto, threads, &mut |_| {});
+                    black_box(export.expect("scan")).write(&mut io::sink(), &mut |_| {}).expect("write");
+                })
+            });
+            group.bench_function(format!("{}/scan/{threads}", set.name), |b| {
+                b.iter(|| {
+                    Files::scan_threads(&set.files, Format::Perfetto, threads, &mut |_| {}).expect("scan")
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 /// Group `real_decode`: each set's files through the decoder into a sink that keeps nothing,
 /// what one pass over them costs before any exporting.
 fn real_decode(c: &mut Criterion, sets: &[TraceSet]) {
@@ -284,6 +315,7 @@ fn bench(c: &mut Criterion) {
     };
     real_decode(c, &sets);
     real(c, Format::Perfetto, &sets);
+    real_threads(c, &sets);
     if !keep {
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -115,6 +115,13 @@ struct Cli {
     /// with Perfetto flow arrows; draw only recorded links, parents and correlations.
     #[arg(long)]
     no_match: bool,
+
+    /// Threads to read the inputs on (default: the machine's cores). Perfetto's first pass
+    /// reads each file on a thread of its own and writes the same bytes with any number; the
+    /// other formats, and every format's second pass, read the files one after the other.
+    /// 1: the calling thread only.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
     #[command(flatten)]
     follow: follow::FollowArgs,
 }
@@ -234,7 +241,12 @@ fn run(cli: &Cli) -> Result<(), String> {
 
 /// The first of the two reads of the files, for `format`; the first time, says what it found.
 fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
-    let mut files = Files::scan(&cli.inputs, format, &mut progress.inc()).map_err(|e| e.to_string())?;
+    let threads = match cli.threads {
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let mut files =
+        Files::scan_threads(&cli.inputs, format, threads, &mut progress.inc()).map_err(|e| e.to_string())?;
     if cli.no_match {
         files.unmatch();
     }

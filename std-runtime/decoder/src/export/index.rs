@@ -105,6 +105,19 @@ impl Keys {
         Some(self.by_callsite[c] - 1)
     }
 
+    /// Numbers `later`'s keys here too (those new to this one after its own): the number each
+    /// of `later`'s numbers becomes.
+    pub(crate) fn merge(&mut self, later: Keys) -> Vec<u32> {
+        let mut keys: Vec<(String, u32)> = later.numbers.into_iter().collect();
+        keys.sort_unstable_by_key(|&(_, n)| n);
+        keys.into_iter()
+            .map(|(key, _)| {
+                let n = self.numbers.len() as u32;
+                *self.numbers.entry(key).or_insert(n)
+            })
+            .collect()
+    }
+
     /// A new process: its callsites are numbered afresh.
     pub(crate) fn next_process(&mut self) {
         self.by_callsite.clear();

@@ -198,8 +198,25 @@ impl Files {
         format: Format,
         progress: &mut dyn FnMut(u64),
     ) -> Result<Files, Error> {
+        Files::scan_threads(paths, format, 1, progress)
+    }
+
+    /// [`scan`](Files::scan) on up to `threads` threads (0 or 1: the calling thread only),
+    /// where the format allows: Perfetto reads each file on a thread of its own and merges
+    /// what it learnt in file order, so what is written is the same bytes with any number of
+    /// threads; the other formats read their files one after the other. (Writing reads them
+    /// one after the other in every format.) `progress` is told the bytes read on the calling
+    /// thread.
+    pub fn scan_threads<P: AsRef<Path>>(
+        paths: &[P],
+        format: Format,
+        threads: usize,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Files, Error> {
         let scanned = match format {
-            Format::Perfetto => Scanned::scan(paths, perfetto::Scan::new, progress)?.map(Plans::Perfetto),
+            Format::Perfetto => {
+                Scanned::scan_apart(paths, perfetto::Scan::new, threads, progress)?.map(Plans::Perfetto)
+            }
             Format::Chrome => {
                 Scanned::scan(paths, |_| spans::first_pass(chrome::LOGS), progress)?.map(Plans::Spans)
             }

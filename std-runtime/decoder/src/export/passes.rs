@@ -22,6 +22,15 @@
 //! - **the files between the passes**: a file whose size changed since the first pass is an
 //!   error of the second.
 //!
+//! - **threads**: a first pass that can read each file on its own and be merged in file order
+//!   ([`Split`]) reads the files on as many threads as it is given
+//!   ([`Scanned::scan_apart`]); with one, the same per-file passes are made one after the
+//!   other and merged the same way, so the plan, and everything written from it, is the same
+//!   bytes whatever the number of threads. A format whose first pass is not split reads its
+//!   files one after the other ([`Scanned::scan`]). Every second pass reads them one after
+//!   the other: it numbers what it writes (tracks, sequences, flows met) as it goes, across
+//!   files.
+//!
 //! What cannot be shared is each format's sinks: Perfetto's first pass counts references and
 //! lets the decoder skip every item that refers nowhere (`Sink::EVERY_ITEM`), while the span
 //! formats' first pass must assemble every span to learn where each referenced item ends up,
@@ -44,6 +53,8 @@ use crate::{
     model::Trace,
     reader::{FrameReader, Warning},
 };
+
+mod apart;
 
 /// The records a pass reads at one go: one file, or a whole model.
 pub(crate) struct Records<'a> {
@@ -130,6 +141,15 @@ pub(crate) trait FirstPass: Pass {
     fn into_plan(self) -> Self::Plan;
 }
 
+/// A first pass that can read each file into a pass of its own, the passes then merged in file
+/// order into what one pass over every file would have learnt; so files can be read on
+/// several threads. Merging is what makes the plan: a pass over many files is the merge of its
+/// per-file passes, however many threads read them.
+pub(crate) trait Split: FirstPass + Send + Sized {
+    /// `later`, a pass over the file after those this one read, joins it.
+    fn merge(&mut self, later: Self);
+}
+
 /// What a first pass learnt, as every format's plan has it.
 pub(crate) trait Plan {
     /// Each process (each file), in the order read.
@@ -154,8 +174,17 @@ struct Input {
 }
 
 impl Input {
+    fn new(path: &Path) -> Input {
+        Input { path: path.to_owned(), calibration: stream::final_calibration(path), size: Input::size(path) }
+    }
+
     fn size(path: &Path) -> Option<u64> {
         std::fs::metadata(path).map(|m| m.len()).ok()
+    }
+
+    /// Reads the file into `pass`; its warnings.
+    fn read(&self, pass: &mut impl Pass, progress: &mut dyn FnMut(u64)) -> Result<Vec<Warning>, Error> {
+        pass.read(&mut Records { from: Origin::File(&self.path, self.calibration, progress) })
     }
 }
 
@@ -180,14 +209,8 @@ impl Scanned<()> {
         let mut inputs = Vec::with_capacity(paths.len());
         let mut warnings = Vec::new();
         for path in paths {
-            let path = path.as_ref();
-            let input = Input {
-                path: path.to_owned(),
-                calibration: stream::final_calibration(path),
-                size: Input::size(path),
-            };
-            let mut records = Records { from: Origin::File(path, input.calibration, &mut *progress) };
-            warnings.extend(pass.read(&mut records)?);
+            let input = Input::new(path.as_ref());
+            warnings.extend(input.read(&mut pass, &mut *progress)?);
             inputs.push(input);
         }
         Ok(Scanned { inputs, plan: pass.into_plan(), warnings })
@@ -233,8 +256,7 @@ impl<P: Plan> Scanned<P> {
                 let path = input.path.display();
                 return Err(io::Error::other(format!("{path}: changed while it was read")));
             }
-            let mut records = Records { from: Origin::File(&input.path, input.calibration, &mut *progress) };
-            pass.read(&mut records).map_err(io::Error::other)?;
+            input.read(&mut pass, &mut *progress).map_err(io::Error::other)?;
             pass.written()?;
         }
         pass.finish()

@@ -232,6 +232,31 @@ impl Groups {
         hot.used = false;
     }
 
+    /// `later`, what the files after this one's noted, joins it: its streams numbered after
+    /// these, its notes after these, its key numbers turned into this one's (`keys`, see
+    /// `Keys::merge`). Each file's cache is its own: a group is large if it was in any.
+    pub(super) fn merge(&mut self, mut later: Groups, keys: &[u32]) {
+        (0..self.hot.len()).for_each(|way| self.evict(way));
+        (0..later.hot.len()).for_each(|way| later.evict(way));
+        let (streams, noted) = (self.items.len() as u32, self.noted);
+        let key = |(k, v): GroupKey| (keys[k as usize], v);
+        for (part, recs) in self.parts.iter_mut().zip(later.parts) {
+            part.extend(recs.into_iter().map(|r| Rec {
+                n: r.n + noted,
+                stream: r.stream + streams,
+                key: keys[r.key as usize],
+                ..r
+            }));
+        }
+        self.counted.extend(later.counted.into_iter().map(|(k, c)| {
+            let last = Member { stream: c.last.stream + streams, ..c.last };
+            (key(k), Counted { last, ..c })
+        }));
+        self.items.extend(later.items);
+        self.threads.extend(later.threads);
+        self.noted += later.noted;
+    }
+
     /// Numbers the groups' flows from `next` on (keys by name, `rank` giving each key number's
     /// place; each key's groups in value order) and works out every noted member's flows: each
     /// thread's queue, per process, and the large groups.

@@ -42,7 +42,9 @@ pub(super) struct OrderCount {
     /// Counted callsites of the processes read: (process, callsite index, callsite, rank
     /// field's index).
     sites: Vec<(usize, u32, Arc<Callsite>, Option<usize>)>,
-    tally: matching::Tally,
+    /// Spans counted per callsite and rank, in the order the processes were read (added up by
+    /// name when the plan is made).
+    seen: Vec<(Arc<Callsite>, Rank, Seen)>,
 }
 
 /// A callsite's spans as matching by order sees them: the matched name they take their flows
@@ -111,17 +113,32 @@ impl OrderCount {
         for (index, c) in self.counted.drain(..).enumerate() {
             let Some(c) = c else { continue };
             for (field, seen) in c.seen {
-                self.tally.add(&c.callsite.name, Rank { process, field }, seen);
+                self.seen.push((c.callsite.clone(), Rank { process, field }, seen));
             }
             self.sites.push((process, index as u32, c.callsite, c.rank));
         }
     }
 
+    /// `later`, what the files after this one's counted, their first process numbered
+    /// `processes`, joins it.
+    pub(super) fn merge(&mut self, later: OrderCount, processes: usize) {
+        let sites = later.sites.into_iter().map(|(p, index, c, rank)| (p + processes, index, c, rank));
+        self.sites.extend(sites);
+        let seen = later
+            .seen
+            .into_iter()
+            .map(|(c, rank, seen)| (c, Rank { process: rank.process + processes, ..rank }, seen));
+        self.seen.extend(seen);
+    }
+
     /// The matched names, by name, each with its first flow id (taken from `next`, one per
     /// occurrence), and per process, by callsite index, the callsites matched.
     pub(super) fn plan(self, processes: usize, next: &mut u64) -> (Vec<(String, u64)>, Vec<Vec<OrderSite>>) {
-        let matched: Vec<(String, u64)> = self
-            .tally
+        let mut tally = matching::Tally::default();
+        for (callsite, rank, seen) in self.seen {
+            tally.add(&callsite.name, rank, seen);
+        }
+        let matched: Vec<(String, u64)> = tally
             .decide()
             .matched
             .into_iter()

@@ -20,7 +20,10 @@
 //!   (`order.rs`);
 //! - per process its header and threads, for the track descriptors written first.
 //!
-//! What it leaves is turned into the [`Plan`] (`plan.rs`).
+//! Each file is read by a pass of its own (on as many threads as the export is given), and
+//! the passes are merged in file order ([`Split`]): processes, streams and correlation keys
+//! are numbered on, counts added up. What the merged pass leaves is turned into the [`Plan`]
+//! (`plan.rs`).
 
 use super::{
     groups::Groups,
@@ -30,7 +33,7 @@ use super::{
 };
 use crate::export::{
     index::Keys,
-    passes::{FirstPass, Pass, Records},
+    passes::{FirstPass, Pass, Records, Split},
     process::ProcessInfo,
 };
 use crate::{
@@ -151,6 +154,22 @@ impl FirstPass for Scan {
 
     fn into_plan(self) -> Plan {
         Plan::new(self)
+    }
+}
+
+/// Passes over single files, merged in file order: the plan is the same whether they were
+/// read on one thread or several.
+impl Split for Scan {
+    fn merge(&mut self, mut later: Scan) {
+        for (id, n) in std::mem::take(&mut later.hot) {
+            later.count_links(id, n);
+        }
+        let keys = self.keys.merge(later.keys);
+        self.groups.merge(later.groups, &keys);
+        self.order.merge(later.order, self.processes.len());
+        self.processes.extend(later.processes);
+        self.runs.extend(later.runs);
+        self.refs.merge(later.refs);
     }
 }
 

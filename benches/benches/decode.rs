@@ -14,7 +14,14 @@
 //!   too slow for ten runs of the big trace.
 //!
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
-//!   the same packets (the track events of the small trace's `.pftrace`), in the same run.
+//!   the same packets (the track events of the small trace's `.pftrace`), in the same run;
+//! - groups `real_decode` and `real_perfetto`, on the traces of real MPI programs that
+//!   `benches/real-traces.sh` records (`waffle_benches::real_traces`; skipped, with a line
+//!   saying so, when it has not been run): the decoder alone over each set's files, and each
+//!   set exported as `waffle-decode rank*.bin -o run.pftrace` does, then, for a set of several
+//!   files, each file exported alone, one after the other (the same bytes, so the two rows'
+//!   ratio is what exporting the files together adds). [`real`] makes such a group for any
+//!   format.
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
@@ -29,6 +36,7 @@ use std::{
     time::Duration,
 };
 use waffle::EventId;
+use waffle_benches::real_traces::{self, TraceSet};
 use waffle_decode::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
     export::{self, perfetto::encoding, Files, Format},
@@ -107,8 +115,54 @@ impl Sink for Nothing {
 }
 
 fn perfetto(files: &[PathBuf]) {
-    let export = Files::scan(files, Format::Perfetto, &mut |_| {}).expect("scan");
-    export.write(&mut io::sink(), &mut |_| {}).expect("write");
+    export(files, Format::Perfetto);
+}
+
+/// `files` streamed in `format` as `waffle-decode -o` streams them, the output thrown away.
+fn export(files: &[PathBuf], format: Format) {
+    let export = Files::scan(files, format, &mut |_| {}).expect("scan");
+    black_box(export).write(&mut io::sink(), &mut |_| {}).expect("write");
+}
+
+/// Group `real_<format>`: each set of real traces exported in `format`, its files together,
+/// then (a set of several files) each file alone, one after the other, in the same iteration.
+fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
+    if sets.is_empty() {
+        return;
+    }
+    let mut group = c.benchmark_group(format!("real_{}", format.name()));
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    for set in sets {
+        group.throughput(Throughput::Bytes(set.bytes));
+        group.bench_function(&set.name, |b| b.iter(|| export(&set.files, format)));
+        if set.files.len() > 1 {
+            group.bench_function(format!("{}/alone", set.name), |b| {
+                b.iter(|| set.files.iter().for_each(|file| export(std::slice::from_ref(file), format)))
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Group `real_decode`: each set's files through the decoder into a sink that keeps nothing,
+/// what one pass over them costs before any exporting.
+fn real_decode(c: &mut Criterion, sets: &[TraceSet]) {
+    if sets.is_empty() {
+        return;
+    }
+    let mut group = c.benchmark_group("real_decode");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    for set in sets {
+        group.throughput(Throughput::Bytes(set.bytes));
+        group.bench_function(&set.name, |b| {
+            b.iter(|| {
+                for file in &set.files {
+                    decode::stream::decode_path(file, &mut Nothing).expect("decode");
+                }
+            })
+        });
+    }
+    group.finish();
 }
 
 fn env_mb(name: &str, default: u64) -> u64 {
@@ -183,6 +237,16 @@ fn bench(c: &mut Criterion) {
     let mut buffer = encoding::Buffer::new();
     group.bench_function("hand", |b| b.iter(|| sample.hand(black_box(&mut buffer))));
     group.finish();
+
+    // Real programs' traces, when recorded; not in a smoke test (they are hundreds of MB).
+    let sets = if testing {
+        eprintln!("decode bench: real traces are benched by `cargo bench` only");
+        Vec::new()
+    } else {
+        real_traces::sets("decode bench")
+    };
+    real_decode(c, &sets);
+    real(c, Format::Perfetto, &sets);
     if !keep {
         std::fs::remove_dir_all(&dir).ok();
     }

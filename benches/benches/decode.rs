@@ -15,6 +15,11 @@
 //!
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
 //!   the same packets (the track events of the small trace's `.pftrace`), in the same run.
+//! - group `real`, on the traces of real MPI programs that `benches/real-traces.sh` records
+//!   (`target/bench-traces/PROGRAM/rank*.bin`, or `WAFFLE_BENCH_TRACES`; a program not recorded
+//!   is left out): each span format, the program's files exported together
+//!   (`real/PROGRAM/FORMAT`) and each file alone, one after the other (`.../apart`: a file's
+//!   cost should not depend on the files beside it).
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
@@ -185,6 +190,77 @@ fn bench(c: &mut Criterion) {
     group.finish();
     if !keep {
         std::fs::remove_dir_all(&dir).ok();
+    }
+    if !testing {
+        real(c);
+    }
+}
+
+/// The formats of the span stream: every format but Perfetto and XSpace.
+const SPAN_FORMATS: &[Format] =
+    &[Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome];
+
+/// Exports `files` together as `format`, the output thrown away.
+fn export_to_sink(files: &[PathBuf], format: Format) {
+    let scanned = Files::scan(files, format, &mut |_| {}).expect("scan");
+    black_box(scanned).write(&mut io::sink(), &mut |_| {}).expect("write");
+}
+
+/// The recorded traces of real programs, by program: `rank*.bin` in each directory of
+/// `WAFFLE_BENCH_TRACES` (`target/bench-traces` by default), in rank order.
+fn real_traces() -> Vec<(String, Vec<PathBuf>)> {
+    let root = std::env::var_os("WAFFLE_BENCH_TRACES").map(PathBuf::from).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        target.join("bench-traces")
+    });
+    let Ok(dirs) = std::fs::read_dir(&root) else {
+        eprintln!("decode bench: no traces of real programs in {} (benches/real-traces.sh)", root.display());
+        return Vec::new();
+    };
+    let mut programs = Vec::new();
+    for dir in dirs.flatten().map(|d| d.path()) {
+        let mut ranks: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|f| {
+                let name = f.file_name().into_string().ok()?;
+                let rank = name.strip_prefix("rank")?.strip_suffix(".bin")?.parse().ok()?;
+                Some((rank, f.path()))
+            })
+            .collect();
+        ranks.sort();
+        if let (false, Some(name)) = (ranks.is_empty(), dir.file_name().and_then(|n| n.to_str())) {
+            programs.push((name.to_owned(), ranks.into_iter().map(|(_, p)| p).collect()));
+        }
+    }
+    programs.sort();
+    programs
+}
+
+/// Group `real`: each span format on each real program's traces, the files together and apart.
+fn real(c: &mut Criterion) {
+    for (program, files) in real_traces() {
+        let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+        eprintln!("decode bench: {program}: {} files, {bytes} bytes", files.len());
+        let mut group = c.benchmark_group(format!("real/{program}"));
+        group
+            .sample_size(10)
+            .sampling_mode(criterion::SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(5));
+        group.throughput(Throughput::Bytes(bytes));
+        for &format in SPAN_FORMATS {
+            group.bench_function(format.name(), |b| b.iter(|| export_to_sink(&files, format)));
+            if files.len() > 1 {
+                group.bench_function(format!("{}/apart", format.name()), |b| {
+                    b.iter(|| files.iter().for_each(|f| export_to_sink(std::slice::from_ref(f), format)))
+                });
+            }
+        }
+        group.finish();
     }
 }
 

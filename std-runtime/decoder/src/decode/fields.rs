@@ -52,7 +52,7 @@ impl<'a> From<&'a Value> for FieldValue<'a> {
 /// Each value is a type and a 64-bit word (the bits of a float, a bool as 0 or 1, a string as
 /// its range of `text`), kept in two arrays: a value is stored as two plain stores, never as an
 /// enum assembled on the stack and copied (which stalls on store forwarding).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Fields {
     types: Vec<FieldType>,
     words: Vec<u64>,
@@ -63,6 +63,14 @@ impl Fields {
     /// No values.
     pub const fn new() -> Fields {
         Fields { types: Vec::new(), words: Vec::new(), text: String::new() }
+    }
+
+    /// Replaces the values with a copy of `other`'s, keeping this buffer's memory (a record's
+    /// values kept past the decoder's next record, without allocating once it has grown).
+    pub fn copy_from(&mut self, other: &Fields) {
+        self.types.clone_from(&other.types);
+        self.words.clone_from(&other.words);
+        self.text.clone_from(&other.text);
     }
 
     /// Forgets the values, keeping the memory.

@@ -229,7 +229,7 @@ impl SpanWriter for Writer<'_> {
         let thread_tid = self.rows.thread(s.process, s.thread);
         let mut args = Map::new();
         for (name, v) in s.fields() {
-            args.entry(name).or_insert_with(|| value(v));
+            args.entry(name).or_insert_with(|| value(&v.to_value()));
         }
         causal_args(&mut args, s);
         let (at, within) = if s.event {

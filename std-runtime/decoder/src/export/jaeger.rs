@@ -131,7 +131,7 @@ fn process_json(process: &ProcessInfo, trace_id: u128) -> Json {
 
 fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
     let thread = &ctx.processes[span.process].threads[span.thread];
-    let mut tags: Vec<Json> = span.fields().map(|(name, value)| tag(name, value)).collect();
+    let mut tags: Vec<Json> = span.fields().map(|(name, value)| tag(name, &value.to_value())).collect();
     tags.push(tag("thread.id", &Value::U64(thread.tid)));
     if !thread.name.is_empty() {
         tags.push(tag("thread.name", &Value::Str(thread.name.clone())));
@@ -156,7 +156,7 @@ fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
     if span.stand_in {
         tags.push(tag("waffle.stand_in", &Value::Bool(true)));
     }
-    let (references, unreferenced) = references(span, ctx);
+    let (references, unreferenced) = references(span);
     if !unreferenced.is_empty() {
         tags.push(tag("waffle.follows_from", &Value::Str(hex_list(&unreferenced))));
     }
@@ -184,7 +184,7 @@ fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
 
 /// A span's references, in the order that makes Jaeger's UI build the right tree (see the
 /// module docs), and the spans it follows from that cannot be references.
-fn references(span: &OutSpan<'_>, ctx: &Context) -> (Vec<(&'static str, u64)>, Vec<u64>) {
+fn references(span: &OutSpan<'_>) -> (Vec<(&'static str, u64)>, Vec<u64>) {
     let follows = follows(span.links);
     let mut refs = Vec::with_capacity(1 + follows.len());
     if let Some(parent) = span.parent.filter(|&p| p != span.id) {
@@ -203,7 +203,7 @@ fn references(span: &OutSpan<'_>, ctx: &Context) -> (Vec<(&'static str, u64)>, V
     let lead = follows
         .iter()
         .position(earlier)
-        .or_else(|| follows.iter().position(|id| ctx.quiet_roots.contains(id)));
+        .or_else(|| follows.iter().position(|id| span.links.iter().any(|l| l.span == *id && l.quiet)));
     let Some(lead) = lead else { return (refs, follows) };
     refs.push(("FOLLOWS_FROM", follows[lead]));
     refs.extend(follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| ("FOLLOWS_FROM", id)));
@@ -212,7 +212,7 @@ fn references(span: &OutSpan<'_>, ctx: &Context) -> (Vec<(&'static str, u64)>, V
 
 fn log_json(log: &Log) -> Json {
     let mut fields = vec![tag("event", &Value::Str(log.callsite.name.clone()))];
-    fields.extend(log.fields().map(|(name, value)| tag(name, value)));
+    fields.extend(log.fields().map(|(name, value)| tag(name, &value.to_value())));
     if log.linked {
         fields.push(tag("waffle.id", &Value::Str(format!("{:016x}", log.id))));
     }

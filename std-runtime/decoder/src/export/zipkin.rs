@@ -40,7 +40,10 @@ use super::spans::{
     notation::{correlation, hex_list, message_from, own_links, service_name, us},
     Context, Log, OutSpan, Source, SpanWriter,
 };
-use crate::model::{Trace, Value};
+use crate::{
+    decode::FieldValue,
+    model::{Trace, Value},
+};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
@@ -163,7 +166,7 @@ impl Spans {
             tag("thread.name", thread.name.clone());
         }
         for (name, value) in span.fields() {
-            tag(name, value_text(value));
+            tag(name, value_text(&value.to_value()));
         }
         if !span.caused_by.is_empty() {
             tag("waffle.caused_by", hex_list(span.caused_by));
@@ -225,8 +228,8 @@ fn annotation(log: &Log) -> String {
     let mut text = log.callsite.name.clone();
     for (name, value) in log.fields() {
         let _ = match value {
-            Value::Str(s) => write!(text, " {name}={s:?}"),
-            v => write!(text, " {name}={}", value_text(v)),
+            FieldValue::Str(s) => write!(text, " {name}={s:?}"),
+            v => write!(text, " {name}={}", value_text(&v.to_value())),
         };
     }
     if log.linked {

@@ -1,77 +1,98 @@
 #!/usr/bin/env bash
-# Records the traces of real MPI programs that `benches/decode.rs` exports (group `real`): each
-# program run under `mpirun` with `libwaffle_mpi.so` preloaded, one file per rank, into
-# target/bench-traces/PROGRAM/rank*.bin (or $WAFFLE_BENCH_TRACES/PROGRAM/).
+# Records the traces of real MPI programs that `benches/decode.rs` exports (its `real_*`
+# groups): each program run under mpirun with libwaffle_mpi.so preloaded, one trace.bin per
+# rank, into DIR/NAME/rank*.bin, where DIR is $WAFFLE_BENCH_TRACES, else
+# $CARGO_TARGET_DIR/bench-traces, else target/bench-traces (the bench looks in the same
+# place; nothing there is committed). A set that is there already is recorded again.
 #
-#   benches/real-traces.sh                  # netpipe and lammps (about 20 MB each, a minute)
-#   benches/real-traces.sh netpipe-long     # any of: netpipe netpipe-long lammps
+#   netpipe     NetPIPE (`NPopenmpi`, Debian's netpipe-openmpi), 2 ranks, messages of up to
+#               64 bytes, 20000 round trips a size: ~1.4 M messages between one pair, ~2 x 100 MB
+#   netpipe-short  the same with 2500 round trips a size, an eighth as long (~2 x 11 MB):
+#               beside `netpipe`, whether an export's cost per byte grows with the run
+#   lammps-8    LAMMPS (`lmp`, Debian's lammps), 8 ranks: the Lennard-Jones melt of
+#               tests/consumers/real_programs.py (tiled communication, rebalancing, irregular
+#               exchanges, reductions) run for $LAMMPS_STEPS steps (default 4000), ~8 x 9 MB
+#   halo-20k    benches/c/halo.c, 2 ranks, 20000 steps of a halo exchange (4 messages a step,
+#   halo-160k   an allreduce every 100): the same run at two lengths, ~3.6 and ~31 MB a rank
 #
-# - netpipe: NetPIPE's ping-pong between 2 ranks, blocks of 1 to 64 bytes, 2,500 round trips
-#   per size (`-n`): 165,000 messages each way, 12 MB per rank.
-# - netpipe-long: the same with 20,000 round trips per size, 8 times as long (95 MB per rank):
-#   beside `netpipe`, it shows whether an export's cost per byte grows with the run.
-# - lammps: LAMMPS' Lennard-Jones melt (2,048 atoms, tiled communication, load balancing every
-#   50 steps) for 4,000 steps on 4 ranks: halo exchanges with several peers, collectives, 5 MB
-#   per rank.
+# usage: benches/real-traces.sh [NAME...]     (default: every set above)
 #
-# Needs Open MPI's `mpirun`, NetPIPE (`NPopenmpi`) and LAMMPS (`lmp`) on the PATH.
+# Adding a program: a function `record_NAME DIR` that leaves DIR/rank*.bin, and NAME in `all`.
+# Every set found is a row of each `real_*` group of the bench.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+out="${WAFFLE_BENCH_TRACES:-$target/bench-traces}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+all=(netpipe netpipe-short lammps-8 halo-20k halo-160k)
+sets=("${@:-${all[@]}}")
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-out=${WAFFLE_BENCH_TRACES:-$target/bench-traces}
-programs=("$@")
-[ ${#programs[@]} -gt 0 ] || programs=(netpipe lammps)
+cargo build --release --quiet -p waffle-mpi -p waffle-decode --bin waffle-decode
+lib="$(cd "$target/release" && pwd)/libwaffle_mpi.so"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 
-cargo build --release -p waffle-mpi --manifest-path "$root/Cargo.toml" >&2
-lib=$target/release/libwaffle_mpi.so
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The flags of tests/consumers/real_programs.py: as root, more ranks than cores, shared memory
+# only, and a rank waiting for a message yields its core.
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none
+        --mca btl self,vader --mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent ""
+        --mca mpi_yield_when_idle 1)
 
-# Flags that work as root in a container and on fewer cores than ranks (yield when idle, or
-# two spinning ranks on two busy cores take many times as long).
-flags=(--allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader
-       --mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent "" --mca mpi_yield_when_idle 1)
-
-# record NAME RANKS ARGV...: runs ARGV in a scratch directory, the traces into $out/NAME.
-record() {
-    local name=$1 ranks=$2
+traced() { # traced DIR RANKS PROGRAM ARGS...: runs it in $work with the library preloaded
+    local dir="$1" ranks="$2"
     shift 2
-    local dir=$out/$name
-    rm -rf "$dir"
-    mkdir -p "$dir/run"
-    [ -z "${input:-}" ] || printf '%s' "$input" >"$dir/run/in.bench"
-    echo "real-traces: $name ($ranks ranks): $*" >&2
-    (cd "$dir/run" && mpirun "${flags[@]}" -np "$ranks" -x LD_PRELOAD="$lib" \
-        -x WAFFLE_OUTPUT="$dir/rank%r.bin" "$@" >"$dir/run.log" 2>&1) ||
-        { cat "$dir/run.log" >&2; exit 1; }
-    rm -rf "$dir/run"
-    ls -l "$dir"/rank*.bin >&2
+    if ! (cd "$work" && "${mpirun[@]}" -np "$ranks" -x "LD_PRELOAD=$lib" \
+        -x "WAFFLE_OUTPUT=$dir/rank%r.bin" "$@" >"$work/log" 2>&1); then
+        cat "$work/log" >&2
+        return 1
+    fi
 }
 
-lammps_input='units           lj
-atom_style      atomic
-lattice         fcc 0.8442
-region          box block 0 8 0 8 0 8
-create_box      1 box
-create_atoms    1 box
-mass            1 1.0
-velocity        all create 3.0 87287 loop geom
-pair_style      lj/cut 2.5
-pair_coeff      1 1 1.0 1.0 2.5
-neighbor        0.3 bin
-neigh_modify    every 20 delay 0 check no
-fix             1 all nve
-comm_style      tiled
-balance         1.0 rcb
-fix             2 all balance 50 1.0 rcb
-thermo          50
-run             4000
-'
+netpipe() { # netpipe DIR ROUND_TRIPS
+    traced "$1" 2 NPopenmpi -u 64 -n "$2" -o "$work/np.out"
+}
+record_netpipe() { netpipe "$1" 20000; }
+record_netpipe-short() { netpipe "$1" 2500; }
 
-for program in "${programs[@]}"; do
-    case $program in
-        netpipe) input='' record netpipe 2 NPopenmpi -u 64 -n 2500 -o np.out ;;
-        netpipe-long) input='' record netpipe-long 2 NPopenmpi -u 64 -n 20000 -o np.out ;;
-        lammps) input=$lammps_input record lammps 4 lmp -in in.bench -log none -screen none ;;
-        *) echo "real-traces: unknown program $program (netpipe, netpipe-long, lammps)" >&2; exit 2 ;;
-    esac
+record_lammps-8() {
+    # The consumer tests' input, with its runs made longer: `run 200` and `run 50` become
+    # LAMMPS_STEPS and a quarter of it.
+    local steps="${LAMMPS_STEPS:-4000}"
+    python3 - "$work/in.melt" "$steps" <<'EOF'
+import ast, sys
+source = open("tests/consumers/real_programs.py").read()
+text = next(ast.literal_eval(node.value) for node in ast.parse(source).body
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "LAMMPS_INPUT")
+steps = int(sys.argv[2])
+text = text.replace("run             200", f"run             {steps}")
+text = text.replace("run             50", f"run             {max(steps // 4, 1)}")
+open(sys.argv[1], "w").write(text)
+EOF
+    traced "$1" 8 lmp -in in.melt -log none -screen none
+}
+
+halo() { # halo DIR STEPS
+    mpicc -O2 -o "$work/halo" benches/c/halo.c
+    traced "$1" 2 "$work/halo" "$2"
+}
+record_halo-20k() { halo "$1" 20000; }
+record_halo-160k() { halo "$1" 160000; }
+
+for name in "${sets[@]}"; do
+    if ! declare -F "record_$name" >/dev/null; then
+        echo "real-traces.sh: no set named $name (there are: ${all[*]})" >&2
+        exit 2
+    fi
+    dir="$out/$name"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    start=$SECONDS
+    "record_$name" "$dir"
+    if ! ls "$dir"/rank*.bin >/dev/null 2>&1; then
+        echo "real-traces.sh: $name left no trace in $dir" >&2
+        exit 1
+    fi
+    echo "$name: $(ls "$dir" | wc -l) files, $(du -sh "$dir" | cut -f1), recorded in $((SECONDS - start)) s"
 done

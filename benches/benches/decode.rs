@@ -14,12 +14,15 @@
 //!   too slow for ten runs of the big trace.
 //!
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
-//!   the same packets (the track events of the small trace's `.pftrace`), in the same run.
-//! - group `real`, on the traces of real MPI programs that `benches/real-traces.sh` records
-//!   (`target/bench-traces/PROGRAM/rank*.bin`, or `WAFFLE_BENCH_TRACES`; a program not recorded
-//!   is left out): each span format, the program's files exported together
-//!   (`real/PROGRAM/FORMAT`) and each file alone, one after the other (`.../apart`: a file's
-//!   cost should not depend on the files beside it).
+//!   the same packets (the track events of the small trace's `.pftrace`), in the same run;
+//! - groups `real_decode` and `real_FORMAT` (Perfetto and every span format: `real_otlp`,
+//!   `real_otlp-json`, `real_jaeger`, `real_zipkin`, `real_chrome`), on the traces of real MPI
+//!   programs that `benches/real-traces.sh` records (`waffle_benches::real_traces`; skipped,
+//!   with a line saying so, when it has not been run): the decoder alone over each set's files,
+//!   and each set exported as `waffle-decode rank*.bin -o run.FORMAT` does, then, for a set of
+//!   several files, each file exported alone, one after the other (the same bytes, so the two
+//!   rows' ratio is what exporting the files together adds). [`real`] makes such a group for
+//!   any format.
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
@@ -34,6 +37,7 @@ use std::{
     time::Duration,
 };
 use waffle::EventId;
+use waffle_benches::real_traces::{self, TraceSet};
 use waffle_decode::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
     export::{self, perfetto::encoding, Files, Format},
@@ -112,8 +116,54 @@ impl Sink for Nothing {
 }
 
 fn perfetto(files: &[PathBuf]) {
-    let export = Files::scan(files, Format::Perfetto, &mut |_| {}).expect("scan");
-    export.write(&mut io::sink(), &mut |_| {}).expect("write");
+    export(files, Format::Perfetto);
+}
+
+/// `files` streamed in `format` as `waffle-decode -o` streams them, the output thrown away.
+fn export(files: &[PathBuf], format: Format) {
+    let export = Files::scan(files, format, &mut |_| {}).expect("scan");
+    black_box(export).write(&mut io::sink(), &mut |_| {}).expect("write");
+}
+
+/// Group `real_<format>`: each set of real traces exported in `format`, its files together,
+/// then (a set of several files) each file alone, one after the other, in the same iteration.
+fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
+    if sets.is_empty() {
+        return;
+    }
+    let mut group = c.benchmark_group(format!("real_{}", format.name()));
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    for set in sets {
+        group.throughput(Throughput::Bytes(set.bytes));
+        group.bench_function(&set.name, |b| b.iter(|| export(&set.files, format)));
+        if set.files.len() > 1 {
+            group.bench_function(format!("{}/alone", set.name), |b| {
+                b.iter(|| set.files.iter().for_each(|file| export(std::slice::from_ref(file), format)))
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Group `real_decode`: each set's files through the decoder into a sink that keeps nothing,
+/// what one pass over them costs before any exporting.
+fn real_decode(c: &mut Criterion, sets: &[TraceSet]) {
+    if sets.is_empty() {
+        return;
+    }
+    let mut group = c.benchmark_group("real_decode");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    for set in sets {
+        group.throughput(Throughput::Bytes(set.bytes));
+        group.bench_function(&set.name, |b| {
+            b.iter(|| {
+                for file in &set.files {
+                    decode::stream::decode_path(file, &mut Nothing).expect("decode");
+                }
+            })
+        });
+    }
+    group.finish();
 }
 
 fn env_mb(name: &str, default: u64) -> u64 {
@@ -188,79 +238,20 @@ fn bench(c: &mut Criterion) {
     let mut buffer = encoding::Buffer::new();
     group.bench_function("hand", |b| b.iter(|| sample.hand(black_box(&mut buffer))));
     group.finish();
+
+    // Real programs' traces, when recorded; not in a smoke test (they are hundreds of MB).
+    let sets = if testing {
+        eprintln!("decode bench: real traces are benched by `cargo bench` only");
+        Vec::new()
+    } else {
+        real_traces::sets("decode bench")
+    };
+    real_decode(c, &sets);
+    for format in [Format::Perfetto, Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome] {
+        real(c, format, &sets);
+    }
     if !keep {
         std::fs::remove_dir_all(&dir).ok();
-    }
-    if !testing {
-        real(c);
-    }
-}
-
-/// The formats of the span stream: every format but Perfetto and XSpace.
-const SPAN_FORMATS: &[Format] =
-    &[Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome];
-
-/// Exports `files` together as `format`, the output thrown away.
-fn export_to_sink(files: &[PathBuf], format: Format) {
-    let scanned = Files::scan(files, format, &mut |_| {}).expect("scan");
-    black_box(scanned).write(&mut io::sink(), &mut |_| {}).expect("write");
-}
-
-/// The recorded traces of real programs, by program: `rank*.bin` in each directory of
-/// `WAFFLE_BENCH_TRACES` (`target/bench-traces` by default), in rank order.
-fn real_traces() -> Vec<(String, Vec<PathBuf>)> {
-    let root = std::env::var_os("WAFFLE_BENCH_TRACES").map(PathBuf::from).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-        target.join("bench-traces")
-    });
-    let Ok(dirs) = std::fs::read_dir(&root) else {
-        eprintln!("decode bench: no traces of real programs in {} (benches/real-traces.sh)", root.display());
-        return Vec::new();
-    };
-    let mut programs = Vec::new();
-    for dir in dirs.flatten().map(|d| d.path()) {
-        let mut ranks: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|f| {
-                let name = f.file_name().into_string().ok()?;
-                let rank = name.strip_prefix("rank")?.strip_suffix(".bin")?.parse().ok()?;
-                Some((rank, f.path()))
-            })
-            .collect();
-        ranks.sort();
-        if let (false, Some(name)) = (ranks.is_empty(), dir.file_name().and_then(|n| n.to_str())) {
-            programs.push((name.to_owned(), ranks.into_iter().map(|(_, p)| p).collect()));
-        }
-    }
-    programs.sort();
-    programs
-}
-
-/// Group `real`: each span format on each real program's traces, the files together and apart.
-fn real(c: &mut Criterion) {
-    for (program, files) in real_traces() {
-        let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
-        eprintln!("decode bench: {program}: {} files, {bytes} bytes", files.len());
-        let mut group = c.benchmark_group(format!("real/{program}"));
-        group
-            .sample_size(10)
-            .sampling_mode(criterion::SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(500))
-            .measurement_time(Duration::from_secs(5));
-        group.throughput(Throughput::Bytes(bytes));
-        for &format in SPAN_FORMATS {
-            group.bench_function(format.name(), |b| b.iter(|| export_to_sink(&files, format)));
-            if files.len() > 1 {
-                group.bench_function(format!("{}/apart", format.name()), |b| {
-                    b.iter(|| files.iter().for_each(|f| export_to_sink(std::slice::from_ref(f), format)))
-                });
-            }
-        }
-        group.finish();
     }
 }
 

@@ -107,14 +107,6 @@ pub(crate) struct OutSpan<'a> {
     /// Whether another item names it (a link, a correlation peer, a child it does not enclose
     /// on the child's thread), so that a writer may need to find it after it is written.
     pub(crate) referred: bool,
-    /// Whether an item names it by its id (a link, a child it does not enclose), not only as
-    /// its correlation peer: a writer finds it by [`id`](Self::id) then.
-    pub(crate) named: bool,
-    /// Its number among the correlation targets (the causes of directed groups, and the items
-    /// that were the first of their group when read), which the links of its group's other
-    /// members carry ([`Link::target`]): a writer finds it by that number, below
-    /// [`Context::targets`].
-    pub(crate) target: Option<u32>,
     /// The events shown on it, in the order read (time order on one thread).
     pub(crate) logs: &'a [Log],
 }

@@ -104,8 +104,6 @@ fn out_span(o: &Open, end_ns: u64, ended: bool, event: bool) -> OutSpan<'_> {
         stand_in: o.raw == 0 && !event,
         event,
         referred: false,
-        named: false,
-        target: None,
         logs: &o.logs,
     }
 }

@@ -21,9 +21,8 @@ fn emit<W: SpanWriter>(writer: &mut W, error: &mut Option<io::Error>, ctx: &Cont
 
 impl<W: SpanWriter> Assembler<'_, W> {
     /// Whether item `raw` (correlation target `target`, if any) is named by another item.
-    fn referred(&self, raw: u64, target: Option<u32>) -> (bool, bool) {
-        let named = self.st.named(raw).is_some();
-        (named || target.is_some(), named)
+    fn referred(&self, raw: u64, target: Option<u32>) -> bool {
+        self.st.named(raw).is_some() || target.is_some()
     }
 
     /// An event shown as a span of its own.
@@ -34,7 +33,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
         let item = (ev.raw, thread as u32, ev.ts_ns);
         self.links_of(&mut links, id, None, item, &ev.caused_by, ev.member.as_ref());
         let target = ev.member.and_then(|m| m.target);
-        let (referred, named) = if ev.owns { self.referred(ev.raw, target) } else { (false, false) };
+        let referred = ev.owns && self.referred(ev.raw, target);
         let span = OutSpan {
             process: self.process,
             thread,
@@ -54,8 +53,6 @@ impl<W: SpanWriter> Assembler<'_, W> {
             stand_in: false,
             event: true,
             referred,
-            named,
-            target,
             logs: &[],
         };
         emit(&mut self.writer, &mut self.error, &self.st.ctx, &span);
@@ -165,7 +162,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
             self.links_of(&mut links, s.id, Some(l.id), item, &l.caused_by, l.member.as_ref());
         }
         let target = s.member.and_then(|m| m.target);
-        let (referred, named) = if s.id == s.raw { self.referred(s.raw, target) } else { (false, false) };
+        let referred = s.id == s.raw && self.referred(s.raw, target);
         let span = OutSpan {
             process: self.process,
             thread: s.thread,
@@ -185,8 +182,6 @@ impl<W: SpanWriter> Assembler<'_, W> {
             stand_in: s.raw == 0,
             event: false,
             referred,
-            named,
-            target,
             logs: &s.logs,
         };
         emit(&mut self.writer, &mut self.error, &self.st.ctx, &span);

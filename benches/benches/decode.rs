@@ -16,9 +16,11 @@
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
 //!   the same packets (the track events of the small trace's `.pftrace`), in the same run;
 //! - groups `real_decode` and `real_FORMAT` (Perfetto and every span format: `real_otlp`,
-//!   `real_otlp-json`, `real_jaeger`, `real_zipkin`, `real_chrome`), on the traces of real MPI
-//!   programs that `benches/real-traces.sh` records (`waffle_benches::real_traces`; skipped,
-//!   with a line saying so, when it has not been run): the decoder alone over each set's files,
+//!   `real_otlp-json`, `real_jaeger`, `real_zipkin`, `real_chrome`), in the bench thread's CPU
+//!   time (`common/cpu_time.rs`), on the traces of real MPI programs that
+//!   `benches/real-traces.sh` records (`waffle_benches::real_traces`; skipped, with a line
+//!   saying so, when it has not been run), the small synthetic trace first (`.../synthetic`):
+//!   the decoder alone over each set's files,
 //!   and each set exported as `waffle-decode rank*.bin -o run.FORMAT` does, then, for a set of
 //!   several files, each file exported alone, one after the other (the same bytes, so the two
 //!   rows' ratio is what exporting the files together adds). [`real`] makes such a group for
@@ -29,7 +31,11 @@
 //! keeps them there (for `perf`) and uses them again on the next run if they are there. See
 //! README.md, "Decode and export".
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use criterion::{
+    criterion_group, criterion_main, measurement::Measurement, BatchSize, Criterion, Throughput,
+};
 use std::{
     hint::black_box,
     io,
@@ -38,6 +44,10 @@ use std::{
 };
 use waffle::EventId;
 use waffle_benches::real_traces::{self, TraceSet};
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::CpuTime;
 use waffle_decode::{
     decode::{self, stream::FileEnd, Header, Item, Sink},
     export::{self, perfetto::encoding, Files, Format},
@@ -127,12 +137,17 @@ fn export(files: &[PathBuf], format: Format) {
 
 /// Group `real_<format>`: each set of real traces exported in `format`, its files together,
 /// then (a set of several files) each file alone, one after the other, in the same iteration.
-fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
+fn real<M: Measurement>(c: &mut Criterion<M>, format: Format, sets: &[TraceSet]) {
     if sets.is_empty() {
         return;
     }
     let mut group = c.benchmark_group(format!("real_{}", format.name()));
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    // An iteration takes seconds: ten of them, one a sample, after one to warm up.
+    group
+        .sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(5));
     for set in sets {
         group.throughput(Throughput::Bytes(set.bytes));
         group.bench_function(&set.name, |b| b.iter(|| export(&set.files, format)));
@@ -147,7 +162,7 @@ fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
 
 /// Group `real_decode`: each set's files through the decoder into a sink that keeps nothing,
 /// what one pass over them costs before any exporting.
-fn real_decode(c: &mut Criterion, sets: &[TraceSet]) {
+fn real_decode<M: Measurement>(c: &mut Criterion<M>, sets: &[TraceSet]) {
     if sets.is_empty() {
         return;
     }
@@ -240,15 +255,25 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     // Real programs' traces, when recorded; not in a smoke test (they are hundreds of MB).
-    let sets = if testing {
+    // Measured in CPU time (an export of seconds on a shared machine waits for a core as long
+    // as it runs), with the small synthetic trace as the first row of each group, measured
+    // alike.
+    let mut sets = if testing {
         eprintln!("decode bench: real traces are benched by `cargo bench` only");
         Vec::new()
     } else {
         real_traces::sets("decode bench")
     };
-    real_decode(c, &sets);
-    for format in [Format::Perfetto, Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome] {
-        real(c, format, &sets);
+    if !sets.is_empty() {
+        let synthetic = TraceSet { name: "synthetic".into(), files: small.to_vec(), bytes: small_bytes };
+        sets.insert(0, synthetic);
+    }
+    let mut cpu = Criterion::default().with_measurement(CpuTime).configure_from_args();
+    real_decode(&mut cpu, &sets);
+    for format in
+        [Format::Perfetto, Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome]
+    {
+        real(&mut cpu, format, &sets);
     }
     if !keep {
         std::fs::remove_dir_all(&dir).ok();

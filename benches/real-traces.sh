@@ -7,6 +7,8 @@
 #
 #   netpipe     NetPIPE (`NPopenmpi`, Debian's netpipe-openmpi), 2 ranks, messages of up to
 #               64 bytes, 20000 round trips a size: ~1.4 M messages between one pair, ~2 x 100 MB
+#   netpipe-short  the same with 2500 round trips a size, an eighth as long (~2 x 11 MB):
+#               beside `netpipe`, whether an export's cost per byte grows with the run
 #   lammps-8    LAMMPS (`lmp`, Debian's lammps), 8 ranks: the Lennard-Jones melt of
 #               tests/consumers/real_programs.py (tiled communication, rebalancing, irregular
 #               exchanges, reductions) run for $LAMMPS_STEPS steps (default 4000), ~8 x 9 MB
@@ -23,7 +25,7 @@ target="${CARGO_TARGET_DIR:-target}"
 out="${WAFFLE_BENCH_TRACES:-$target/bench-traces}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-all=(netpipe lammps-8 halo-20k halo-160k)
+all=(netpipe netpipe-short lammps-8 halo-20k halo-160k)
 sets=("${@:-${all[@]}}")
 
 cargo build --release --quiet -p waffle-mpi -p waffle-decode --bin waffle-decode
@@ -48,9 +50,11 @@ traced() { # traced DIR RANKS PROGRAM ARGS...: runs it in $work with the library
     fi
 }
 
-record_netpipe() {
-    traced "$1" 2 NPopenmpi -u 64 -n 20000 -o "$work/np.out"
+netpipe() { # netpipe DIR ROUND_TRIPS
+    traced "$1" 2 NPopenmpi -u 64 -n "$2" -o "$work/np.out"
 }
+record_netpipe() { netpipe "$1" 20000; }
+record_netpipe-short() { netpipe "$1" 2500; }
 
 record_lammps-8() {
     # The consumer tests' input, with its runs made longer: `run 200` and `run 50` become

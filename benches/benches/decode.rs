@@ -19,22 +19,29 @@
 //!
 //! - group `perfetto_encode`: the Perfetto exporter's own packet encoder against prost's, on
 //!   the same packets (the track events of the small trace's `.pftrace`), in the same run;
-//! - groups `real_decode` and `real_perfetto`, on the traces of real MPI programs that
+//! - groups `real_decode` and `real_FORMAT` (Perfetto and every span format: `real_otlp`,
+//!   `real_otlp-json`, `real_jaeger`, `real_zipkin`, `real_chrome`), in the bench thread's CPU
+//!   time (`common/cpu_time.rs`), on the traces of real MPI programs that
 //!   `benches/real-traces.sh` records (`waffle_benches::real_traces`; skipped, with a line
-//!   saying so, when it has not been run): the decoder alone over each set's files, and each
-//!   set exported as `waffle-decode rank*.bin -o run.pftrace` does, then, for a set of several
-//!   files, each file exported alone, one after the other (the same bytes, so the two rows'
-//!   ratio is what exporting the files together adds). [`real`] makes such a group for any
-//!   format.
-//! - group `real_threads`, on the same traces: Perfetto with the files read on one thread and
-//!   on every core (`Files::scan_threads`), the whole export and its first pass alone.
+//!   saying so, when it has not been run), the small synthetic trace first (`.../synthetic`):
+//!   the decoder alone over each set's files,
+//!   and each set exported as `waffle-decode rank*.bin -o run.FORMAT` does, then, for a set of
+//!   several files, each file exported alone, one after the other (the same bytes, so the two
+//!   rows' ratio is what exporting the files together adds). [`real`] makes such a group for
+//!   any format.
+//! - group `real_threads`, on the same traces, in wall time: Perfetto with the files read on one
+//!   thread and on every core (`Files::scan_threads`), the whole export and its first pass alone.
 //!
 //! `cargo bench -p waffle-benches --bench decode` (about 2 minutes). `WAFFLE_DECODE_BENCH_MB`
 //! and `WAFFLE_DECODE_BENCH_SMALL_MB` set the traces' sizes; `WAFFLE_DECODE_BENCH_KEEP=DIR`
 //! keeps them there (for `perf`) and uses them again on the next run if they are there. See
 //! README.md, "Decode and export".
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use criterion::{
+    criterion_group, criterion_main, measurement::Measurement, BatchSize, Criterion, Throughput,
+};
 use std::{
     hint::black_box,
     io,
@@ -43,6 +50,10 @@ use std::{
 };
 use waffle::EventId;
 use waffle_benches::real_traces::{self, TraceSet};
+
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+use cpu_time::CpuTime;
 use waffle_decode::{
     analysis::{self, Options, Selector},
     decode::{self, stream::FileEnd, Header, Item, Sink},
@@ -151,12 +162,17 @@ fn export(files: &[PathBuf], format: Format) {
 
 /// Group `real_<format>`: each set of real traces exported in `format`, its files together,
 /// then (a set of several files) each file alone, one after the other, in the same iteration.
-fn real(c: &mut Criterion, format: Format, sets: &[TraceSet]) {
+fn real<M: Measurement>(c: &mut Criterion<M>, format: Format, sets: &[TraceSet]) {
     if sets.is_empty() {
         return;
     }
     let mut group = c.benchmark_group(format!("real_{}", format.name()));
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    // An iteration takes seconds: ten of them, one a sample, after one to warm up.
+    group
+        .sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(5));
     for set in sets {
         group.throughput(Throughput::Bytes(set.bytes));
         group.bench_function(&set.name, |b| b.iter(|| export(&set.files, format)));
@@ -200,7 +216,7 @@ fn real_threads(c: &mut Criterion, sets: &[TraceSet]) {
 
 /// Group `real_decode`: each set's files through the decoder into a sink that keeps nothing,
 /// what one pass over them costs before any exporting.
-fn real_decode(c: &mut Criterion, sets: &[TraceSet]) {
+fn real_decode<M: Measurement>(c: &mut Criterion<M>, sets: &[TraceSet]) {
     if sets.is_empty() {
         return;
     }
@@ -307,14 +323,26 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     // Real programs' traces, when recorded; not in a smoke test (they are hundreds of MB).
-    let sets = if testing {
+    // Measured in CPU time (an export of seconds on a shared machine waits for a core as long
+    // as it runs), with the small synthetic trace as the first row of each group, measured
+    // alike.
+    let mut sets = if testing {
         eprintln!("decode bench: real traces are benched by `cargo bench` only");
         Vec::new()
     } else {
         real_traces::sets("decode bench")
     };
-    real_decode(c, &sets);
-    real(c, Format::Perfetto, &sets);
+    if !sets.is_empty() {
+        let synthetic = TraceSet { name: "synthetic".into(), files: small.to_vec(), bytes: small_bytes };
+        sets.insert(0, synthetic);
+    }
+    let mut cpu = Criterion::default().with_measurement(CpuTime).configure_from_args();
+    real_decode(&mut cpu, &sets);
+    for format in
+        [Format::Perfetto, Format::Otlp, Format::OtlpJson, Format::Jaeger, Format::Zipkin, Format::Chrome]
+    {
+        real(&mut cpu, format, &sets);
+    }
     real_threads(c, &sets);
     if !keep {
         std::fs::remove_dir_all(&dir).ok();

@@ -65,6 +65,14 @@ impl Fields {
         Fields { types: Vec::new(), words: Vec::new(), text: String::new() }
     }
 
+    /// Replaces the values with a copy of `other`'s, keeping this buffer's memory (a record's
+    /// values kept past the decoder's next record, without allocating once it has grown).
+    pub fn copy_from(&mut self, other: &Fields) {
+        self.types.clone_from(&other.types);
+        self.words.clone_from(&other.words);
+        self.text.clone_from(&other.text);
+    }
+
     /// Forgets the values, keeping the memory.
     pub fn clear(&mut self) {
         self.types.clear();

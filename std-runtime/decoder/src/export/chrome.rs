@@ -51,19 +51,22 @@
 //! start time in file order (chrome://tracing, older Perfetto) may nest a span inside a child
 //! begun in the same nanosecond.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
 use super::index::IdMap;
+use super::json_buf::JsonBuf;
 use super::spans::{Anchor, Context, LinkKind, OutSpan, Source, SpanWriter};
 use crate::model::{Callsite, Trace, Value};
 
 mod flows;
 mod rows;
+mod text;
 
 use flows::{Flow, Flows};
 use rows::{Point, Rows};
+use text::{Arg, Args, Place};
 
 /// How many events a span shows as logs: none, every event is an instant or a slice.
 pub(crate) const LOGS: usize = 0;
@@ -87,7 +90,11 @@ pub(crate) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
 
 /// The document, written as spans come.
 struct Writer<'a> {
-    out: BufWriter<&'a mut dyn Write>,
+    out: &'a mut dyn Write,
+    /// The text not yet handed to `out`.
+    text: JsonBuf,
+    /// The args' buffer.
+    args: Args,
     /// Whether the document and the metadata are written (at the first process).
     started: bool,
     /// Trace events written.
@@ -108,7 +115,9 @@ struct Writer<'a> {
 impl<'a> Writer<'a> {
     fn new(out: &'a mut dyn Write) -> Self {
         Writer {
-            out: BufWriter::new(out),
+            out,
+            text: JsonBuf::default(),
+            args: Args::default(),
             started: false,
             events: 0,
             origin: 0,
@@ -125,7 +134,7 @@ impl<'a> Writer<'a> {
         self.started = true;
         self.origin = ctx.first_ns.iter().flatten().min().copied().unwrap_or(0);
         self.rows = Rows::new(ctx);
-        self.out.write_all(b"{\"traceEvents\":[")?;
+        self.text.raw(b"{\"traceEvents\":[");
         for (p, process) in ctx.processes.iter().enumerate() {
             let h = &process.header;
             let pid = self.rows.pid(p);
@@ -167,14 +176,19 @@ impl<'a> Writer<'a> {
     }
 
     fn event(&mut self, e: &Json) -> io::Result<()> {
-        self.out.write_all(if self.events == 0 { b"\n" } else { b",\n" })?;
-        self.events += 1;
-        serde_json::to_writer(&mut self.out, e).map_err(io::Error::from)
+        self.next_event();
+        serde_json::to_writer(&mut self.text.bytes, e).map_err(io::Error::from)
     }
 
-    /// `ns` as a `ts`.
-    fn at(&self, ns: u64) -> Json {
-        us(ns.saturating_sub(self.origin))
+    /// Starts an event's text.
+    fn next_event(&mut self) {
+        self.text.raw(if self.events == 0 { b"\n" } else { b",\n" });
+        self.events += 1;
+    }
+
+    /// `ns` as a `ts`, ns after the origin.
+    fn at(&self, ns: u64) -> u64 {
+        ns.saturating_sub(self.origin)
     }
 
     /// Writes the arrows that are ready.
@@ -182,34 +196,28 @@ impl<'a> Writer<'a> {
         let ready = std::mem::take(&mut self.ready);
         for f in &ready {
             self.flow_ids += 1;
-            for (ph, p) in [("s", f.from), ("f", f.to)] {
-                let mut e = json!({
-                    "ph": ph, "id": self.flow_ids, "cat": FLOW_CAT, "name": f.name,
-                    "pid": p.pid, "tid": p.tid, "ts": self.at(p.ts),
-                });
-                if ph == "f" {
-                    e["bp"] = json!("e");
-                }
-                self.event(&e)?;
+            for (end, p) in [(false, f.from), (true, f.to)] {
+                self.next_event();
+                let ts = self.at(p.ts);
+                text::flow(&mut self.text, self.flow_ids, f, end, p, ts);
             }
         }
         self.ready = ready;
         self.ready.clear();
-        Ok(())
+        self.text.flush_block(self.out)
     }
 
     /// Closes the document; arrows whose cause never turned up go where it was recorded.
     fn finish(mut self) -> io::Result<()> {
         if !self.started {
-            self.out.write_all(b"{\"traceEvents\":[")?;
+            self.text.raw(b"{\"traceEvents\":[");
         }
         self.ready = std::mem::take(&mut self.flows).rest();
         self.write_flows()?;
-        write!(
-            self.out,
-            "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"waffle_origin_unix_ns\":\"{}\"}}}}\n",
-            self.origin
-        )?;
+        self.text.raw(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"waffle_origin_unix_ns\":");
+        self.text.u64_str(self.origin);
+        self.text.raw(b"}}\n");
+        self.text.flush(self.out)?;
         self.out.flush()
     }
 }
@@ -227,11 +235,7 @@ impl SpanWriter for Writer<'_> {
     fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
         let pid = self.rows.pid(s.process);
         let thread_tid = self.rows.thread(s.process, s.thread);
-        let mut args = Map::new();
-        for (name, v) in s.fields() {
-            args.entry(name).or_insert_with(|| value(v));
-        }
-        causal_args(&mut args, s);
+        let mut args = self.args.of(s);
         let (at, within) = if s.event {
             let enclosed = s.parent.is_some() && s.parent_anchor.is_none();
             let flows = s.referred || s.parent_anchor.is_some() || s.links.iter().any(|l| l.resolved);
@@ -248,16 +252,12 @@ impl SpanWriter for Writer<'_> {
             }
             if slice {
                 // A zero-length slice, which a zero-length span would be too: this says which.
-                args.entry("waffle.event").or_insert(json!(true));
+                args.add("waffle.event", Arg::True);
             }
-            let mut e = record(if slice { "X" } else { "i" }, s.callsite, pid, thread_tid, args);
-            e["ts"] = self.at(s.start_ns);
-            if slice {
-                e["dur"] = us(0);
-            } else {
-                e["s"] = json!("t");
-            }
-            self.event(&e)?;
+            let place = Place { pid, tid: thread_tid, ts: self.at(s.start_ns), dur: slice.then_some(0) };
+            self.next_event();
+            text::record(&mut self.text, s, &mut args, place);
+            self.args.done(args);
             if enclosed {
                 // Its arrows wait for its parent (see the module docs).
                 return self.write_flows();
@@ -279,12 +279,12 @@ impl SpanWriter for Writer<'_> {
                 ("waffle.stretched", slice.stretched),
             ];
             for (key, _) in flags.iter().filter(|(_, on)| *on) {
-                args.entry(*key).or_insert(json!(true));
+                args.add(key, Arg::True);
             }
-            let mut e = record("X", s.callsite, pid, tid, args);
-            e["ts"] = self.at(slice.start);
-            e["dur"] = us(slice.end - slice.start);
-            self.event(&e)?;
+            let place = Place { pid, tid, ts: self.at(slice.start), dur: Some(slice.end - slice.start) };
+            self.next_event();
+            text::record(&mut self.text, s, &mut args, place);
+            self.args.done(args);
             (Point { pid, tid, ts: slice.bind }, Some((slice.start, slice.end)))
         };
         // Arrows waiting for this item, then its own: its links, its parent elsewhere; and those

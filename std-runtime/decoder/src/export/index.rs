@@ -4,7 +4,7 @@
 use crate::correlation::{self, group_key, Role};
 use std::{
     borrow::Cow,
-    collections::{hash_map::RandomState, HashMap, HashSet},
+    collections::{hash_map::RandomState, HashMap},
     hash::{BuildHasher, Hasher},
 };
 
@@ -52,9 +52,6 @@ impl Hasher for IdHasher {
 
 /// A map keyed by ids.
 pub(crate) type IdMap<K, V> = HashMap<K, V, IdHash>;
-
-/// A set of ids (see [`IdHash`]).
-pub(crate) type IdSet<K> = HashSet<K, IdHash>;
 
 /// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
 /// string per item: each callsite's key is looked up once per process. Groups are numbered by

@@ -39,13 +39,16 @@
 //!   a link names it, `waffle.caused_by` and `waffle.correlate`. An event that is a span of its
 //!   own is zero-length and tagged `waffle.event = true`, with its fields as tags.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
+use std::mem;
 
 use serde_json::{json, Map, Value as Json};
 
-use super::spans::notation::{correlation, follows, hex_list, own_links, service_name, us};
-use super::spans::{Context, Log, OutSpan, ProcessInfo, Source, SpanWriter};
-use crate::model::{Trace, Value};
+use super::json_buf::JsonBuf;
+use super::spans::notation::{follows, own_links, service_name, us};
+use super::spans::{Context, Link, OutSpan, ProcessInfo, Source, SpanWriter};
+use crate::decode::FieldValue;
+use crate::model::Trace;
 
 /// The largest integer a JavaScript number (and so a JSON reader in a browser) holds exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -57,38 +60,66 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 
 /// Writes the spans of `source` to `out` as Jaeger JSON.
 pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer { out: BufWriter::new(out), first: true, any: false, processes: Map::new() };
+    let mut w = Writer {
+        out,
+        text: JsonBuf::default(),
+        first: true,
+        any: false,
+        processes: Map::new(),
+        scratch: Scratch::default(),
+    };
     source.write(&mut w)?;
     w.close()
 }
 
-struct Writer<W: Write> {
-    out: W,
+struct Writer<'a> {
+    out: &'a mut dyn Write,
+    /// The text not yet handed to `out`.
+    text: JsonBuf,
     /// Whether the document is still to be opened (by the first process).
     first: bool,
     /// Whether a span was written.
     any: bool,
     /// The processes seen, by key, written after the spans.
     processes: Map<String, Json>,
+    scratch: Scratch,
 }
 
-impl<W: Write> Writer<W> {
+/// Buffers a span's text is made with, kept for the next span.
+#[derive(Default)]
+struct Scratch {
+    /// The spans it follows from (see [`references`]), and the references.
+    follows: Vec<u64>,
+    refs: Vec<(&'static [u8], u64)>,
+    /// Its logs' order.
+    logs: Vec<usize>,
+}
+
+impl Writer<'_> {
     fn close(mut self) -> io::Result<()> {
         if self.first {
             // No span: the trace is still written, so that the file says what it read.
-            write!(self.out, "{{\"data\":[{{\"traceID\":\"{:032x}\",\"spans\":[", 0u128)?;
+            self.open(0);
         }
-        self.out.write_all(b"\n],\"processes\":")?;
-        serde_json::to_writer(&mut self.out, &self.processes)?;
-        self.out.write_all(b",\"warnings\":null}]}\n")?;
+        self.text.raw(b"\n],\"processes\":");
+        serde_json::to_writer(&mut self.text.bytes, &self.processes)?;
+        self.text.raw(b",\"warnings\":null}]}\n");
+        self.text.flush(self.out)?;
         self.out.flush()
+    }
+
+    /// Opens the document, up to its first span.
+    fn open(&mut self, trace_id: u128) {
+        self.text.raw(b"{\"data\":[{\"traceID\":");
+        self.text.hex128(trace_id);
+        self.text.raw(b",\"spans\":[");
     }
 }
 
-impl<W: Write> SpanWriter for Writer<W> {
+impl SpanWriter for Writer<'_> {
     fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
         if self.first {
-            write!(self.out, "{{\"data\":[{{\"traceID\":\"{:032x}\",\"spans\":[", ctx.trace_id)?;
+            self.open(ctx.trace_id);
             self.first = false;
         }
         self.processes.insert(process_key(process), process_json(&ctx.processes[process], ctx.trace_id));
@@ -96,9 +127,10 @@ impl<W: Write> SpanWriter for Writer<W> {
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        self.out.write_all(if self.any { b",\n" } else { b"\n" })?;
+        self.text.raw(if self.any { b",\n" } else { b"\n" });
         self.any = true;
-        serde_json::to_writer(&mut self.out, &span_json(ctx, span)).map_err(io::Error::from)
+        span_text(ctx, span, &mut self.scratch, &mut self.text);
+        self.text.flush_block(self.out)
     }
 }
 
@@ -108,141 +140,242 @@ fn process_key(p: usize) -> String {
 
 fn process_json(process: &ProcessInfo, trace_id: u128) -> Json {
     let h = &process.header;
-    let mut tags = Vec::new();
+    let mut text = JsonBuf::default();
+    let tags = &mut Tags::new(&mut text);
     if !h.host.is_empty() {
-        tags.push(tag("host.name", &Value::Str(h.host.clone())));
+        tags.field("host.name", FieldValue::Str(&h.host));
     }
-    tags.push(tag("process.pid", &Value::U64(h.pid.into())));
+    tags.field("process.pid", FieldValue::U64(h.pid.into()));
     for (key, value) in &h.labels {
-        tags.push(tag(key, &Value::Str(value.clone())));
+        tags.field(key, FieldValue::Str(value));
     }
-    tags.push(tag("waffle.source", &Value::Str(process.source.clone())));
+    tags.field("waffle.source", FieldValue::Str(&process.source));
     if process.dropped > 0 {
-        tags.push(tag("waffle.dropped_records", &Value::U64(process.dropped)));
+        tags.field("waffle.dropped_records", FieldValue::U64(process.dropped));
     }
     if !process.complete {
-        tags.push(tag("waffle.complete", &Value::Bool(false)));
+        tags.field("waffle.complete", FieldValue::Bool(false));
     }
     if h.trace_id != trace_id {
-        tags.push(tag("waffle.trace_id", &Value::Str(format!("{:032x}", h.trace_id))));
+        tags.text("waffle.trace_id", |out| {
+            out.hex_contents((h.trace_id >> 64) as u64);
+            out.hex_contents(h.trace_id as u64);
+        });
     }
+    let mut list = b"[".to_vec();
+    list.extend_from_slice(&text.bytes);
+    list.push(b']');
+    let tags: Json = serde_json::from_slice(&list).expect("our own JSON");
     json!({ "serviceName": service_name(process), "tags": tags })
 }
 
-fn span_json(ctx: &Context, span: &OutSpan<'_>) -> Json {
-    let thread = &ctx.processes[span.process].threads[span.thread];
-    let mut tags: Vec<Json> = span.fields().map(|(name, value)| tag(name, value)).collect();
-    tags.push(tag("thread.id", &Value::U64(thread.tid)));
-    if !thread.name.is_empty() {
-        tags.push(tag("thread.name", &Value::Str(thread.name.clone())));
+/// Writes `span` as one element of the trace's `spans`, its keys in the order serde_json's
+/// maps sort them.
+fn span_text(ctx: &Context, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
+    let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
+    out.raw(b"{\"duration\":");
+    out.u64(end_us - start_us);
+    out.raw(b",\"logs\":[");
+    let order = &mut scratch.logs;
+    order.clear();
+    order.extend(0..span.logs.len());
+    order.sort_by_key(|&k| span.logs[k].ts_ns);
+    for (n, &k) in order.iter().enumerate() {
+        let log = &span.logs[k];
+        out.raw(if n == 0 { b"{\"fields\":[" } else { b",{\"fields\":[" });
+        let tags = &mut Tags::new(out);
+        tags.field("event", FieldValue::Str(&log.callsite.name));
+        for (name, value) in log.fields() {
+            tags.field(name, value);
+        }
+        if log.linked {
+            tags.text("waffle.id", |out| out.hex_contents(log.id));
+        }
+        waffle_tags(tags, &log.caused_by, &log.callsite.correlate, log.correlation);
+        out.raw(b"],\"timestamp\":");
+        out.u64(us(log.ts_ns));
+        out.raw(b"}");
     }
-    tags.extend(waffle_tags(span.caused_by, correlation(&span.callsite.correlate, span.correlation)));
+    out.raw(b"],\"operationName\":");
+    out.str(&span.callsite.name);
+    out.raw(b",\"processID\":\"p");
+    out.u64(span.process as u64 + 1);
+    out.raw(b"\",\"references\":[");
+    let unreferenced = references(span, scratch);
+    for (n, &(kind, id)) in scratch.refs.iter().enumerate() {
+        out.raw(if n == 0 { b"{\"refType\":\"" } else { b",{\"refType\":\"" });
+        out.raw(kind);
+        out.raw(b"\",\"spanID\":");
+        out.hex(id);
+        out.raw(b",\"traceID\":");
+        out.hex128(ctx.trace_id);
+        out.raw(b"}");
+    }
+    out.raw(b"],\"spanID\":");
+    out.hex(span.id);
+    out.raw(b",\"startTime\":");
+    out.u64(start_us);
+    out.raw(b",\"tags\":[");
+    let tags = &mut Tags::new(out);
+    for (name, value) in span.fields() {
+        tags.field(name, value);
+    }
+    let thread = &ctx.processes[span.process].threads[span.thread];
+    tags.field("thread.id", FieldValue::U64(thread.tid));
+    if !thread.name.is_empty() {
+        tags.field("thread.name", FieldValue::Str(&thread.name));
+    }
+    waffle_tags(tags, span.caused_by, &span.callsite.correlate, span.correlation);
     let unresolved = own_links(span.links).filter(|l| !l.resolved).count();
     if unresolved > 0 {
-        tags.push(tag("waffle.unresolved_links", &Value::U64(unresolved as u64)));
+        tags.field("waffle.unresolved_links", FieldValue::U64(unresolved as u64));
     }
     if let Some(parent) = span.unresolved_parent {
-        tags.push(tag("waffle.unresolved_parent", &Value::Str(format!("{parent:016x}"))));
+        tags.text("waffle.unresolved_parent", |out| out.hex_contents(parent));
     }
-    if !span.ended {
-        tags.push(tag("waffle.unfinished", &Value::Bool(true)));
+    for (key, on) in [
+        ("waffle.unfinished", !span.ended),
+        ("waffle.event", span.event),
+        ("waffle.detached", span.detached),
+        ("waffle.stand_in", span.stand_in),
+    ] {
+        if on {
+            tags.field(key, FieldValue::Bool(true));
+        }
     }
-    if span.event {
-        tags.push(tag("waffle.event", &Value::Bool(true)));
+    if unreferenced {
+        tags.text("waffle.follows_from", |out| hex_list(out, &scratch.follows));
     }
-    if span.detached {
-        tags.push(tag("waffle.detached", &Value::Bool(true)));
-    }
-    if span.stand_in {
-        tags.push(tag("waffle.stand_in", &Value::Bool(true)));
-    }
-    let (references, unreferenced) = references(span, ctx);
-    if !unreferenced.is_empty() {
-        tags.push(tag("waffle.follows_from", &Value::Str(hex_list(&unreferenced))));
-    }
-    let trace_id = format!("{:032x}", ctx.trace_id);
-    let references: Vec<Json> = references
-        .into_iter()
-        .map(|(kind, id)| json!({ "refType": kind, "traceID": trace_id, "spanID": format!("{id:016x}") }))
-        .collect();
-    let mut logs: Vec<&Log> = span.logs.iter().collect();
-    logs.sort_by_key(|l| l.ts_ns);
-    let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
-    json!({
-        "traceID": trace_id,
-        "spanID": format!("{:016x}", span.id),
-        "operationName": span.callsite.name,
-        "references": references,
-        "startTime": start_us,
-        "duration": end_us - start_us,
-        "tags": tags,
-        "logs": logs.into_iter().map(log_json).collect::<Vec<_>>(),
-        "processID": process_key(span.process),
-        "warnings": null,
-    })
+    out.raw(b"],\"traceID\":");
+    out.hex128(ctx.trace_id);
+    out.raw(b",\"warnings\":null}");
 }
 
-/// A span's references, in the order that makes Jaeger's UI build the right tree (see the
-/// module docs), and the spans it follows from that cannot be references.
-fn references(span: &OutSpan<'_>, ctx: &Context) -> (Vec<(&'static str, u64)>, Vec<u64>) {
-    let follows = follows(span.links);
-    let mut refs = Vec::with_capacity(1 + follows.len());
+const CHILD_OF: &[u8] = b"CHILD_OF";
+const FOLLOWS_FROM: &[u8] = b"FOLLOWS_FROM";
+
+/// Makes `scratch.refs` a span's references, in the order that makes Jaeger's UI build the
+/// right tree (see the module docs); true when the spans it follows from (`scratch.follows`)
+/// cannot be references, and there are some.
+fn references(span: &OutSpan<'_>, scratch: &mut Scratch) -> bool {
+    let (follows_buf, refs) = (&mut scratch.follows, &mut scratch.refs);
+    follows(span.links, follows_buf);
+    let follows = &*follows_buf;
+    refs.clear();
     if let Some(parent) = span.parent.filter(|&p| p != span.id) {
         // One reference per span: a parent that is also a cause is FOLLOWS_FROM, still first.
-        let kind = if follows.contains(&parent) { "FOLLOWS_FROM" } else { "CHILD_OF" };
+        let kind = if follows.contains(&parent) { FOLLOWS_FROM } else { CHILD_OF };
         refs.push((kind, parent));
-        refs.extend(follows.iter().filter(|&&id| id != parent).map(|&id| ("FOLLOWS_FROM", id)));
-        return (refs, Vec::new());
+        refs.extend(follows.iter().filter(|&&id| id != parent).map(|&id| (FOLLOWS_FROM, id)));
+        return false;
     }
     // The first cause earlier than the span leads, else the first that references nothing;
     // those before it follow it.
     let earlier = |id: &u64| {
         let key = (span.start_ns, span.id);
-        span.links.iter().any(|l| l.span == *id && l.anchor.is_some_and(|a| (a.ts_ns, *id) < key))
+        span.links.iter().any(|l: &Link| l.span == *id && l.anchor.is_some_and(|a| (a.ts_ns, *id) < key))
     };
     let lead = follows
         .iter()
         .position(earlier)
-        .or_else(|| follows.iter().position(|id| ctx.quiet_roots.contains(id)));
-    let Some(lead) = lead else { return (refs, follows) };
-    refs.push(("FOLLOWS_FROM", follows[lead]));
-    refs.extend(follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| ("FOLLOWS_FROM", id)));
-    (refs, Vec::new())
+        .or_else(|| follows.iter().position(|id| span.links.iter().any(|l| l.span == *id && l.quiet)));
+    let Some(lead) = lead else { return !follows.is_empty() };
+    refs.push((FOLLOWS_FROM, follows[lead]));
+    refs.extend(follows.iter().enumerate().filter(|&(k, _)| k != lead).map(|(_, &id)| (FOLLOWS_FROM, id)));
+    false
 }
 
-fn log_json(log: &Log) -> Json {
-    let mut fields = vec![tag("event", &Value::Str(log.callsite.name.clone()))];
-    fields.extend(log.fields().map(|(name, value)| tag(name, value)));
-    if log.linked {
-        fields.push(tag("waffle.id", &Value::Str(format!("{:016x}", log.id))));
+/// Ids as 16 hex digits each, comma-separated (a string's contents).
+fn hex_list(out: &mut JsonBuf, ids: &[u64]) {
+    for (k, &id) in ids.iter().enumerate() {
+        if k > 0 {
+            out.raw(b",");
+        }
+        out.hex_contents(id);
     }
-    fields.extend(waffle_tags(&log.caused_by, correlation(&log.callsite.correlate, log.correlation)));
-    json!({ "timestamp": us(log.ts_ns), "fields": fields })
 }
 
 /// `waffle.caused_by` and `waffle.correlate`, when there is something to say.
-fn waffle_tags(caused_by: &[u64], correlation: Option<String>) -> Vec<Json> {
-    let mut tags = Vec::new();
+fn waffle_tags(tags: &mut Tags<'_>, caused_by: &[u64], key: &str, value: Option<u64>) {
     if !caused_by.is_empty() {
-        tags.push(tag("waffle.caused_by", &Value::Str(hex_list(caused_by))));
+        tags.text("waffle.caused_by", |out| hex_list(out, caused_by));
     }
-    if let Some(c) = correlation {
-        tags.push(tag("waffle.correlate", &Value::Str(c)));
+    if let (Some(value), false) = (value, key.is_empty()) {
+        tags.text("waffle.correlate", |out| {
+            out.str_contents(key);
+            out.raw(b"=");
+            out.u64(value);
+        });
     }
-    tags
 }
 
-/// A typed key-value: integers a browser cannot hold exactly and non-finite floats as text.
-fn tag(key: &str, value: &Value) -> Json {
-    let (kind, value) = match value {
-        Value::Str(s) => ("string", json!(s)),
-        Value::Bool(b) => ("bool", json!(b)),
-        Value::U64(v) if *v <= MAX_SAFE_INTEGER => ("int64", json!(v)),
-        Value::I64(v) if v.unsigned_abs() <= MAX_SAFE_INTEGER => ("int64", json!(v)),
-        Value::F64(v) if v.is_finite() => ("float64", json!(v)),
-        other => ("string", json!(other.to_string())),
-    };
-    json!({ "key": key, "type": kind, "value": value })
+/// A list of typed key-values being written, `{"key":..,"type":..,"value":..}` each.
+struct Tags<'b> {
+    out: &'b mut JsonBuf,
+    first: bool,
+}
+
+impl<'b> Tags<'b> {
+    fn new(out: &'b mut JsonBuf) -> Self {
+        Tags { out, first: true }
+    }
+
+    fn open(&mut self, key: &str, kind: &[u8]) {
+        self.out.raw(if mem::take(&mut self.first) { b"{\"key\":" } else { b",{\"key\":" });
+        self.out.str(key);
+        self.out.raw(b",\"type\":\"");
+        self.out.raw(kind);
+        self.out.raw(b"\",\"value\":");
+    }
+
+    /// A value, typed: integers a browser cannot hold exactly and non-finite floats as text.
+    fn field(&mut self, key: &str, value: FieldValue<'_>) {
+        match value {
+            FieldValue::Str(s) => {
+                self.open(key, b"string");
+                self.out.str(s);
+            }
+            FieldValue::Bool(b) => {
+                self.open(key, b"bool");
+                self.out.bool(b);
+            }
+            FieldValue::U64(v) if v <= MAX_SAFE_INTEGER => {
+                self.open(key, b"int64");
+                self.out.u64(v);
+            }
+            FieldValue::I64(v) if v.unsigned_abs() <= MAX_SAFE_INTEGER => {
+                self.open(key, b"int64");
+                self.out.i64(v);
+            }
+            FieldValue::F64(v) if v.is_finite() => {
+                self.open(key, b"float64");
+                self.out.f64(v);
+            }
+            FieldValue::U64(v) => {
+                self.open(key, b"string");
+                self.out.u64_str(v);
+            }
+            FieldValue::I64(v) => {
+                self.open(key, b"string");
+                self.out.raw(b"\"");
+                self.out.i64(v);
+                self.out.raw(b"\"");
+            }
+            FieldValue::F64(v) => {
+                self.open(key, b"string");
+                self.out.str(&v.to_string());
+            }
+        }
+        self.out.raw(b"}");
+    }
+
+    /// A string made by `contents` (escaped text, without quotes).
+    fn text(&mut self, key: &str, contents: impl FnOnce(&mut JsonBuf)) {
+        self.open(key, b"string");
+        self.out.raw(b"\"");
+        contents(self.out);
+        self.out.raw(b"\"}");
+    }
 }
 
 #[cfg(test)]

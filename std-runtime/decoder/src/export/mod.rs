@@ -19,6 +19,7 @@ mod file;
 #[cfg(test)]
 pub(crate) mod fixtures;
 mod index;
+pub(crate) mod json_buf;
 mod layout;
 pub(crate) mod passes;
 pub(crate) mod process;

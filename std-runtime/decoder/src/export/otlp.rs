@@ -1,9 +1,11 @@
 //! OTLP exporter: `trace.bin` files or a [`Trace`] as an OpenTelemetry
 //! `ExportTraceServiceRequest`, in protobuf (`.otlp.pb`, what `POST /v1/traces` takes as
 //! `application/x-protobuf`) or OTLP/JSON (`.otlp.json`, one request on one line, as the
-//! collector's `otlpjsonfile` receiver reads). Each span is built once as a protobuf message
-//! (`proto`); the JSON is rendered from that message (`json`), so the two encodings cannot
-//! disagree. Spans stream (see [`super::spans`] for the shared rules of ids, events, causes and
+//! collector's `otlpjsonfile` receiver reads). Each span's attributes, events and links are
+//! gathered once (`parts`) and encoded from there as protobuf or JSON, so the two encodings
+//! cannot disagree; both are written by hand, in the bytes prost and the rendering of prost's
+//! messages (`proto`, `json`, still what batches for `send` are made of) give, which the tests
+//! check. Spans stream (see [`super::spans`] for the shared rules of ids, events, causes and
 //! order): nothing holds the whole request.
 //!
 //! The mapping:
@@ -55,9 +57,12 @@ use crate::model::Trace;
 mod attributes;
 mod builder;
 mod json;
+mod parts;
 mod proto;
 
+use super::json_buf::JsonBuf;
 use builder::Builder;
+use parts::{Parts, Spare};
 use proto::ExportTraceServiceRequest;
 
 /// `Span.SpanKind.SPAN_KIND_INTERNAL`.
@@ -142,6 +147,11 @@ pub(crate) fn for_each_batch(
 struct Protobuf<'a> {
     out: io::BufWriter<&'a mut dyn Write>,
     build: Builder,
+    /// The trace id as the spans carry it.
+    trace_id: [u8; 16],
+    /// The parts' buffers, used again span after span, and the attributes' sizes.
+    spare: Spare,
+    lens: Vec<u32>,
     /// The current piece's spans, each encoded as `ScopeSpans.spans` (field 2).
     spans: Vec<u8>,
     /// Whether the current process has written a piece.
@@ -153,6 +163,9 @@ impl<'a> Protobuf<'a> {
         Protobuf {
             out: io::BufWriter::new(out),
             build: Builder::default(),
+            trace_id: [0; 16],
+            spare: Spare::default(),
+            lens: Vec::new(),
             spans: Vec::new(),
             written: false,
         }
@@ -225,12 +238,22 @@ impl SpanPieces {
 impl SpanWriter for Protobuf<'_> {
     fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
+        self.trace_id = ctx.trace_id.to_be_bytes();
         self.written = false;
         Ok(())
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        prost::encoding::message::encode(2, &self.build.span(ctx, span), &mut self.spans);
+        let parts = Parts::of(&mut self.spare, ctx, span);
+        parts::protobuf_span(
+            &parts,
+            &mut self.lens,
+            &self.trace_id,
+            ids(span),
+            (span.start_ns, span.end_ns),
+            &mut self.spans,
+        );
+        parts.recycle(&mut self.spare);
         if self.spans.len() >= PIECE_BYTES {
             self.piece()?;
         }
@@ -245,10 +268,17 @@ impl SpanWriter for Protobuf<'_> {
     }
 }
 
+/// A span's id and the parent it is written with (one outside the trace too).
+fn ids(span: &OutSpan<'_>) -> (u64, Option<u64>) {
+    (span.id, span.parent.or(span.unresolved_parent))
+}
+
 /// The OTLP/JSON request, a `ResourceSpans` per process, spans written as they come.
 struct JsonWriter<'a> {
-    out: io::BufWriter<&'a mut dyn Write>,
+    out: &'a mut dyn Write,
+    text: JsonBuf,
     build: Builder,
+    spare: Spare,
     /// Whether a process, and a span of the current process, were written.
     any_process: bool,
     any_span: bool,
@@ -257,15 +287,18 @@ struct JsonWriter<'a> {
 impl<'a> JsonWriter<'a> {
     fn new(out: &'a mut dyn Write) -> Self {
         JsonWriter {
-            out: io::BufWriter::new(out),
+            out,
+            text: JsonBuf::default(),
             build: Builder::default(),
+            spare: Spare::default(),
             any_process: false,
             any_span: false,
         }
     }
 
     fn close(mut self) -> io::Result<()> {
-        self.out.write_all(if self.any_process { b"]}\n" } else { b"{}\n" })?;
+        self.text.raw(if self.any_process { b"]}\n" } else { b"{}\n" });
+        self.text.flush(self.out)?;
         self.out.flush()
     }
 }
@@ -273,25 +306,29 @@ impl<'a> JsonWriter<'a> {
 impl SpanWriter for JsonWriter<'_> {
     fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
-        self.out.write_all(if self.any_process { b"," } else { b"{\"resourceSpans\":[" })?;
+        self.text.raw(if self.any_process { b"," } else { b"{\"resourceSpans\":[" });
         self.any_process = true;
         self.any_span = false;
         // The piece without spans, left open where the spans go.
         let head = json::resource_spans(&self.build.resource_spans(Vec::new()));
         let text = serde_json::to_string(&head)?;
         let open = text.strip_suffix("}]}").expect("a resource and a scope, as rendered");
-        self.out.write_all(open.as_bytes())
+        self.text.raw(open.as_bytes());
+        Ok(())
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        self.out.write_all(if self.any_span { b"," } else { b",\"spans\":[" })?;
+        self.text.raw(if self.any_span { b"," } else { b",\"spans\":[" });
         self.any_span = true;
-        serde_json::to_writer(&mut self.out, &json::span(&self.build.span(ctx, span)))
-            .map_err(io::Error::from)
+        let parts = Parts::of(&mut self.spare, ctx, span);
+        parts::json_span(&parts, ctx.trace_id, ids(span), (span.start_ns, span.end_ns), &mut self.text);
+        parts.recycle(&mut self.spare);
+        self.text.flush_block(self.out)
     }
 
     fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
-        self.out.write_all(if self.any_span { b"]}]}" } else { b"}]}" })
+        self.text.raw(if self.any_span { b"]}]}" } else { b"}]}" });
+        Ok(())
     }
 }
 

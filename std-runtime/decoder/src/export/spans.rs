@@ -36,17 +36,18 @@
 
 use std::{io, sync::Arc};
 
-use super::index::IdSet;
 use super::passes::{self, FirstPass, Pass, Records};
 #[cfg(test)]
 use crate::model::Trace;
 use crate::{
+    decode::{FieldValue, Fields},
     error::Error,
-    model::{Callsite, Value},
+    model::Callsite,
     reader::Warning,
 };
 
 mod assemble;
+mod groups;
 mod ids;
 pub(crate) mod notation;
 mod state;
@@ -63,12 +64,9 @@ pub(crate) struct Context {
     pub(crate) first_ns: Vec<Option<u64>>,
     /// The trace id every span is written under.
     pub(crate) trace_id: u128,
-    /// Roots that link to nothing, nor any event they show, and that something named by the
-    /// time they ended (as a send's message names the send from its begin): a span may hang
-    /// under one in a tree built from first references (Jaeger's) without any loop passing
-    /// through it. By id as written; a cross-reference each, like the others the first pass
-    /// keeps.
-    pub(crate) quiet_roots: IdSet<u64>,
+    /// How many correlation targets the trace has: [`OutSpan::target`] and [`Link::target`]
+    /// are below it, so a writer may keep what it learns of them in an array.
+    pub(crate) targets: u32,
 }
 
 /// A finished span, as a format writes it.
@@ -82,7 +80,7 @@ pub(crate) struct OutSpan<'a> {
     /// Name, field names, correlation key.
     pub(crate) callsite: &'a Callsite,
     /// Field values, in the callsite's order (empty in a pass that does not read them).
-    pub(crate) fields: &'a [Value],
+    pub(crate) fields: &'a Fields,
     /// Begin and end, Unix ns (`end_ns >= start_ns`; equal for an event).
     pub(crate) start_ns: u64,
     pub(crate) end_ns: u64,
@@ -115,7 +113,7 @@ pub(crate) struct OutSpan<'a> {
 
 impl OutSpan<'_> {
     /// Field `(name, value)` pairs.
-    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, FieldValue<'_>)> {
         field_pairs(self.callsite, self.fields)
     }
 }
@@ -131,7 +129,7 @@ pub(crate) struct Log {
     /// Name and field names.
     pub(crate) callsite: Arc<Callsite>,
     /// Field values.
-    pub(crate) fields: Vec<Value>,
+    pub(crate) fields: Fields,
     /// The ids its `caused_by` names, as recorded.
     pub(crate) caused_by: Vec<u64>,
     /// Its correlation value.
@@ -143,6 +141,10 @@ pub(crate) struct Log {
     /// The id recorded, and whether the event holds it (not a repeat).
     raw: u64,
     owns: bool,
+    /// Its callsite's number in its process (`Item::callsite_index`).
+    callsite_index: u32,
+    /// Its correlation membership, if it is correlated.
+    member: Option<groups::Membership>,
 }
 
 impl Log {
@@ -153,25 +155,40 @@ impl Log {
         thread: usize,
         ts_ns: u64,
         callsite: Arc<Callsite>,
-        fields: Vec<Value>,
+        fields: Fields,
         caused_by: Vec<u64>,
         correlation: Option<u64>,
     ) -> Log {
         let (linked, off_thread, raw, owns) = (false, false, id, true);
-        Log { id, thread, ts_ns, callsite, fields, caused_by, correlation, linked, off_thread, raw, owns }
+        let (callsite_index, member) = (0, None);
+        Log {
+            id,
+            thread,
+            ts_ns,
+            callsite,
+            fields,
+            caused_by,
+            correlation,
+            linked,
+            off_thread,
+            raw,
+            owns,
+            callsite_index,
+            member,
+        }
     }
 
     /// Field `(name, value)` pairs.
-    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&str, FieldValue<'_>)> {
         field_pairs(&self.callsite, &self.fields)
     }
 }
 
 fn field_pairs<'a>(
     callsite: &'a Callsite,
-    fields: &'a [Value],
-) -> impl Iterator<Item = (&'a str, &'a Value)> {
-    callsite.fields.iter().map(|(n, _)| n.as_str()).zip(fields)
+    fields: &'a Fields,
+) -> impl Iterator<Item = (&'a str, FieldValue<'a>)> {
+    callsite.fields.iter().map(|(n, _)| n.as_str()).zip(fields.iter())
 }
 
 /// A link from a span (or an event it shows) to the span showing a cause or a correlated peer.
@@ -189,6 +206,23 @@ pub(crate) struct Link {
     pub(crate) from_event: Option<u64>,
     /// Why.
     pub(crate) kind: LinkKind,
+    /// The target's number among the correlation targets ([`OutSpan::target`]), for a link
+    /// to a correlation peer.
+    pub(crate) target: Option<u32>,
+    /// Whether the span showing the target is a root that links to nothing, nor any event it
+    /// shows, and that something named by the time it ended (as a send's message names the
+    /// send from its begin): a span may hang under one in a tree built from first references
+    /// (Jaeger's) without any loop passing through it.
+    pub(crate) quiet: bool,
+}
+
+impl Link {
+    /// Whether two links say the same (the same target shown the same way, from the same
+    /// item, for the same reason), however the target was found.
+    pub(crate) fn same(&self, other: &Link) -> bool {
+        (self.span, self.resolved, self.target_event, self.anchor, self.from_event, self.kind)
+            == (other.span, other.resolved, other.target_event, other.anchor, other.from_event, other.kind)
+    }
 }
 
 /// Where an item is: its process, thread and time, and whether it is (or is shown by) a

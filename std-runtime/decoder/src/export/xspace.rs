@@ -53,7 +53,7 @@ use std::{
 };
 
 use super::spans::{Context, LinkKind, OutSpan, Source, SpanWriter};
-use crate::model::{Trace, Value};
+use crate::{decode::FieldValue, model::Trace};
 
 mod device;
 pub mod proto;
@@ -327,8 +327,8 @@ impl SpanWriter for Writer<'_> {
             }
             if name == STEP_FIELD && !s.event {
                 step = Some(match v {
-                    Value::U64(n) => i64::try_from(*n).ok(),
-                    Value::I64(n) => Some(*n),
+                    FieldValue::U64(n) => i64::try_from(n).ok(),
+                    FieldValue::I64(n) => Some(n),
                     _ => None,
                 });
             }
@@ -412,13 +412,13 @@ fn ps(ns: u64) -> i64 {
     i64::try_from(ns.saturating_mul(1000)).unwrap_or(i64::MAX)
 }
 
-fn stat_value(v: &Value) -> StatValue {
+fn stat_value(v: FieldValue<'_>) -> StatValue {
     match v {
-        Value::U64(v) => StatValue::Uint64(*v),
-        Value::I64(v) => StatValue::Int64(*v),
-        Value::F64(v) => StatValue::Double(*v),
-        Value::Bool(v) => StatValue::Uint64(u64::from(*v)),
-        Value::Str(v) => StatValue::Str(v.clone()),
+        FieldValue::U64(v) => StatValue::Uint64(v),
+        FieldValue::I64(v) => StatValue::Int64(v),
+        FieldValue::F64(v) => StatValue::Double(v),
+        FieldValue::Bool(v) => StatValue::Uint64(u64::from(v)),
+        FieldValue::Str(v) => StatValue::Str(v.to_owned()),
     }
 }
 

@@ -32,15 +32,16 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::Value as Json;
 
+use super::json_buf::{push_hex, push_u64, JsonBuf};
 use super::spans::{
     notation::{correlation, hex_list, message_from, own_links, service_name, us},
     Context, Log, OutSpan, Source, SpanWriter,
 };
-use crate::model::{Trace, Value};
+use crate::{decode::FieldValue, model::Trace};
 
 /// Writes `trace` to `out` as Zipkin v2 JSON.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
@@ -49,7 +50,13 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 
 /// Writes the spans of `source` to `out` as Zipkin v2 JSON.
 pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = FileWriter { out: BufWriter::new(out), spans: Spans::default(), first: true };
+    let mut w = FileWriter {
+        out,
+        text: JsonBuf::default(),
+        spans: Spans::default(),
+        scratch: Scratch::default(),
+        first: true,
+    };
     source.write(&mut w)?;
     w.close()
 }
@@ -58,39 +65,47 @@ pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
 /// a caller can send them in batches without holding the document; the first error stops the
 /// walk and is returned.
 pub(crate) fn for_each_span(source: Source<'_>, each: impl FnMut(Json) -> io::Result<()>) -> io::Result<()> {
-    source.write(&mut Each { spans: Spans::default(), each })
+    let (spans, scratch, text) = (Spans::default(), Scratch::default(), JsonBuf::default());
+    source.write(&mut Each { spans, scratch, text, each })
 }
 
 /// The JSON array in a file.
-struct FileWriter<W: Write> {
-    out: W,
+struct FileWriter<'a> {
+    out: &'a mut dyn Write,
+    /// The text not yet handed to `out`.
+    text: JsonBuf,
     spans: Spans,
+    scratch: Scratch,
     first: bool,
 }
 
-impl<W: Write> FileWriter<W> {
+impl FileWriter<'_> {
     fn close(mut self) -> io::Result<()> {
-        self.out.write_all(if self.first { b"[\n]\n" } else { b"\n]\n" })?;
+        self.text.raw(if self.first { b"[\n]\n" } else { b"\n]\n" });
+        self.text.flush(self.out)?;
         self.out.flush()
     }
 }
 
-impl<W: Write> SpanWriter for FileWriter<W> {
+impl SpanWriter for FileWriter<'_> {
     fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
         self.spans.begin_process(ctx, process);
         Ok(())
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        self.out.write_all(if self.first { b"[\n" } else { b",\n" })?;
+        self.text.raw(if self.first { b"[\n" } else { b",\n" });
         self.first = false;
-        serde_json::to_writer(&mut self.out, &self.spans.json(ctx, span)).map_err(io::Error::from)
+        self.spans.text(ctx, span, &mut self.scratch, &mut self.text);
+        self.text.flush_block(self.out)
     }
 }
 
 /// Each span to a closure.
 struct Each<F> {
     spans: Spans,
+    scratch: Scratch,
+    text: JsonBuf,
     each: F,
 }
 
@@ -101,7 +116,9 @@ impl<F: FnMut(Json) -> io::Result<()>> SpanWriter for Each<F> {
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
-        (self.each)(self.spans.json(ctx, span))
+        self.text.bytes.clear();
+        self.spans.text(ctx, span, &mut self.scratch, &mut self.text);
+        (self.each)(serde_json::from_slice(&self.text.bytes)?)
     }
 }
 
@@ -119,23 +136,49 @@ impl SpanJson {
 
     /// `span` as one element of the JSON array `POST /api/v2/spans` takes.
     pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
-        serde_json::to_vec(&self.0.json(ctx, span)).expect("JSON into memory")
+        let mut text = JsonBuf::default();
+        self.0.text(ctx, span, &mut Scratch::default(), &mut text);
+        text.bytes
     }
 }
 
 /// Spans as Zipkin JSON.
 #[derive(Default)]
 struct Spans {
-    trace_id: String,
+    trace_id: u128,
     /// The current process's service name and tags.
     service: String,
     tags: Vec<(String, String)>,
 }
 
+/// Buffers a span's text is made with, kept for the next span.
+#[derive(Default)]
+struct Scratch {
+    /// The tags' keys and values, one after the other, ...
+    tag_text: String,
+    /// ... and where each is: key from `.0` to `.1`, value from `.1` to `.2`.
+    tags: Vec<(u32, u32, u32)>,
+    /// The logs' order.
+    logs: Vec<usize>,
+    /// The annotations written, by time and text.
+    seen: HashSet<(u64, String)>,
+}
+
+impl Scratch {
+    /// Adds a tag whose value `value` writes.
+    fn tag(&mut self, key: &str, value: impl FnOnce(&mut String)) {
+        let start = self.tag_text.len() as u32;
+        self.tag_text.push_str(key);
+        let mid = self.tag_text.len() as u32;
+        value(&mut self.tag_text);
+        self.tags.push((start, mid, self.tag_text.len() as u32));
+    }
+}
+
 impl Spans {
     fn begin_process(&mut self, ctx: &Context, process: usize) {
         let p = &ctx.processes[process];
-        self.trace_id = format!("{:032x}", ctx.trace_id);
+        self.trace_id = ctx.trace_id;
         self.service = service_name(p).to_lowercase();
         let h = &p.header;
         self.tags.clear();
@@ -149,85 +192,128 @@ impl Spans {
         }
     }
 
-    fn json(&self, ctx: &Context, span: &OutSpan<'_>) -> Json {
-        let mut tags = Map::new();
-        let mut tag = |key: &str, value: String| {
-            tags.insert(key.to_owned(), Json::String(value));
-        };
+    /// Writes `span` as one element of the array, its keys (and its tags') in the order
+    /// serde_json's maps sort them; of tags with the same key, the last added is kept.
+    fn text(&self, ctx: &Context, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
+        scratch.tag_text.clear();
+        scratch.tags.clear();
         for (key, value) in &self.tags {
-            tag(key, value.clone());
+            scratch.tag(key, |t| t.push_str(value));
         }
         let thread = &ctx.processes[span.process].threads[span.thread];
-        tag("thread.id", thread.tid.to_string());
+        scratch.tag("thread.id", |t| push_u64(t, thread.tid));
         if !thread.name.is_empty() {
-            tag("thread.name", thread.name.clone());
+            scratch.tag("thread.name", |t| t.push_str(&thread.name));
         }
         for (name, value) in span.fields() {
-            tag(name, value_text(value));
+            scratch.tag(name, |t| value_text(t, value));
         }
         if !span.caused_by.is_empty() {
-            tag("waffle.caused_by", hex_list(span.caused_by));
+            scratch.tag("waffle.caused_by", |t| t.push_str(&hex_list(span.caused_by)));
         }
         let unresolved = own_links(span.links).filter(|l| !l.resolved).count();
         if unresolved > 0 {
-            tag("waffle.unresolved_links", unresolved.to_string());
+            scratch.tag("waffle.unresolved_links", |t| push_u64(t, unresolved as u64));
         }
         if let Some(parent) = span.unresolved_parent {
-            tag("waffle.unresolved_parent", format!("{parent:016x}"));
+            scratch.tag("waffle.unresolved_parent", |t| push_hex(t, parent));
         }
-        if let Some(c) = correlation(&span.callsite.correlate, span.correlation) {
-            tag("waffle.correlate", c);
+        if let (Some(value), false) = (span.correlation, span.callsite.correlate.is_empty()) {
+            scratch.tag("waffle.correlate", |t| {
+                t.push_str(&span.callsite.correlate);
+                t.push('=');
+                push_u64(t, value);
+            });
         }
         if let Some(from) = message_from(span.links) {
-            tag("waffle.message_from", from);
+            scratch.tag("waffle.message_from", |t| t.push_str(&from));
         }
         if !span.ended {
-            tag("waffle.unfinished", "true".to_owned());
+            scratch.tag("waffle.unfinished", |t| t.push_str("true"));
         }
         if span.event {
-            tag("waffle.event", "true".to_owned());
+            scratch.tag("waffle.event", |t| t.push_str("true"));
         }
         let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
-        let mut json = json!({
-            "traceId": self.trace_id,
-            "id": format!("{:016x}", span.id),
-            "name": span.callsite.name,
-            "timestamp": start_us,
-            "duration": (end_us - start_us).max(1),
-            "localEndpoint": { "serviceName": self.service },
-        });
-        let obj = json.as_object_mut().expect("an object");
-        if let Some(parent) = span.parent.filter(|&p| p != span.id) {
-            obj.insert("parentId".to_owned(), Json::String(format!("{parent:016x}")));
-        }
+        out.raw(b"{");
         if !span.logs.is_empty() {
-            let mut logs: Vec<&Log> = span.logs.iter().collect();
-            logs.sort_by_key(|l| l.ts_ns);
+            out.raw(b"\"annotations\":[");
+            let order = &mut scratch.logs;
+            order.clear();
+            order.extend(0..span.logs.len());
+            order.sort_by_key(|&k| span.logs[k].ts_ns);
             // Zipkin keeps one of equal annotations: an event repeated within a µs keeps its
             // own by its id.
-            let mut seen = HashSet::new();
-            let annotations = logs.into_iter().map(|l| {
+            scratch.seen.clear();
+            for (n, &k) in order.iter().enumerate() {
+                let l = &span.logs[k];
                 let mut value = annotation(l);
-                if !seen.insert((us(l.ts_ns), value.clone())) {
+                if !scratch.seen.insert((us(l.ts_ns), value.clone())) {
                     let _ = write!(value, " waffle.id={:016x}", l.id);
                 }
-                json!({ "timestamp": us(l.ts_ns), "value": value })
-            });
-            obj.insert("annotations".to_owned(), Json::Array(annotations.collect()));
+                out.raw(if n == 0 { b"{\"timestamp\":" } else { b",{\"timestamp\":" });
+                out.u64(us(l.ts_ns));
+                out.raw(b",\"value\":");
+                out.str(&value);
+                out.raw(b"}");
+            }
+            out.raw(b"],");
         }
-        obj.insert("tags".to_owned(), Json::Object(tags));
-        json
+        out.raw(b"\"duration\":");
+        out.u64((end_us - start_us).max(1));
+        out.raw(b",\"id\":");
+        out.hex(span.id);
+        out.raw(b",\"localEndpoint\":{\"serviceName\":");
+        out.str(&self.service);
+        out.raw(b"},\"name\":");
+        out.str(&span.callsite.name);
+        if let Some(parent) = span.parent.filter(|&p| p != span.id) {
+            out.raw(b",\"parentId\":");
+            out.hex(parent);
+        }
+        out.raw(b",\"tags\":{");
+        let tags = &mut scratch.tags;
+        let text = &scratch.tag_text;
+        tags.sort_by(|&a, &b| text[a.0 as usize..a.1 as usize].cmp(&text[b.0 as usize..b.1 as usize]));
+        let mut written = 0;
+        for (k, &t) in tags.iter().enumerate() {
+            let key = scratch_key(text, t);
+            // Of equal keys (together, in the order added), the last.
+            if tags.get(k + 1).is_some_and(|&next| scratch_key(text, next) == key) {
+                continue;
+            }
+            out.raw(if written == 0 { b"" } else { b"," });
+            written += 1;
+            out.str(key);
+            out.raw(b":");
+            out.str(&text[t.1 as usize..t.2 as usize]);
+        }
+        out.raw(b"},\"timestamp\":");
+        out.u64(start_us);
+        out.raw(b",\"traceId\":");
+        out.hex128(self.trace_id);
+        out.raw(b"}");
     }
+}
+
+/// A tag's key in the scratch text.
+fn scratch_key(text: &str, t: (u32, u32, u32)) -> &str {
+    &text[t.0 as usize..t.1 as usize]
 }
 
 /// An event as an annotation's text: `name key=value ...`, strings quoted.
 fn annotation(log: &Log) -> String {
     let mut text = log.callsite.name.clone();
     for (name, value) in log.fields() {
-        let _ = match value {
-            Value::Str(s) => write!(text, " {name}={s:?}"),
-            v => write!(text, " {name}={}", value_text(v)),
-        };
+        match value {
+            FieldValue::Str(s) => {
+                let _ = write!(text, " {name}={s:?}");
+            }
+            v => {
+                let _ = write!(text, " {name}=");
+                value_text(&mut text, v);
+            }
+        }
     }
     if log.linked {
         let _ = write!(text, " waffle.id={:016x}", log.id);
@@ -242,9 +328,14 @@ fn annotation(log: &Log) -> String {
 }
 
 /// A field value as text; floats in their shortest exact form (`1e-9`, not `0.000000001`).
-fn value_text(value: &Value) -> String {
+fn value_text(text: &mut String, value: FieldValue<'_>) {
     match value {
-        Value::F64(v) => format!("{v:?}"),
-        v => v.to_string(),
+        FieldValue::F64(v) => {
+            let _ = write!(text, "{v:?}");
+        }
+        FieldValue::U64(v) => push_u64(text, v),
+        FieldValue::I64(v) => text.push_str(itoa::Buffer::new().format(v)),
+        FieldValue::Bool(v) => text.push_str(if v { "true" } else { "false" }),
+        FieldValue::Str(v) => text.push_str(v),
     }
 }

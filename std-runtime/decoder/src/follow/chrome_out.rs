@@ -165,7 +165,7 @@ impl ChromeOut {
         };
         let mut args = Map::new();
         for (name, v) in s.fields() {
-            args.entry(name).or_insert_with(|| value(v));
+            args.entry(name).or_insert_with(|| value(&v.to_value()));
         }
         causal_args(&mut args, s);
         let mut e = if s.event {

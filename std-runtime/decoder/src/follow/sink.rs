@@ -14,10 +14,10 @@ use super::{
 use crate::{
     decode::{
         stream::{FileEnd, Header, Item},
-        Sink,
+        Fields, Sink,
     },
     export::spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, LOGS},
-    model::{Callsite, Value},
+    model::Callsite,
     send::Protocol,
 };
 
@@ -31,7 +31,7 @@ struct Open {
     raw: u64,
     id: u64,
     callsite: Arc<Callsite>,
-    fields: Vec<Value>,
+    fields: Fields,
     start_ns: u64,
     parent: Option<u64>,
     caused_by: Vec<u64>,
@@ -71,7 +71,16 @@ pub(crate) struct Follower {
 
 /// A cause named by an item: linked by its id as recorded (follow mode resolves nothing).
 fn cause(target: u64, from_event: Option<u64>) -> Link {
-    Link { span: target, resolved: true, target_event: None, anchor: None, from_event, kind: LinkKind::Cause }
+    Link {
+        span: target,
+        resolved: true,
+        target_event: None,
+        anchor: None,
+        from_event,
+        kind: LinkKind::Cause,
+        target: None,
+        quiet: false,
+    }
 }
 
 /// A finished span (or an event shown as one) as the formats take it.
@@ -109,12 +118,7 @@ impl Follower {
             queue,
             out: out.map(|o| (o, 0)),
             protocol,
-            ctx: Context {
-                processes: Vec::new(),
-                first_ns: vec![None],
-                trace_id: 0,
-                quiet_roots: Default::default(),
-            },
+            ctx: Context { processes: Vec::new(), first_ns: vec![None], trace_id: 0, targets: 0 },
             encoder: None,
             cal: None,
             slots: Vec::new(),
@@ -182,7 +186,7 @@ impl Follower {
     }
 
     /// An event as an item of its own.
-    fn event_open(&self, thread: usize, r: &Item<'_>, fields: Vec<Value>) -> Open {
+    fn event_open(&self, thread: usize, r: &Item<'_>, fields: Fields) -> Open {
         Open {
             thread,
             raw: r.id,
@@ -264,7 +268,7 @@ impl Sink for Follower {
             raw: r.id,
             id,
             callsite: r.callsite.clone(),
-            fields: r.fields.to_values(),
+            fields: r.fields.clone(),
             start_ns: self.ns(r.ticks),
             parent: self.parent(thread, r.parent),
             caused_by: r.links.to_vec(),
@@ -291,14 +295,14 @@ impl Sink for Follower {
             thread,
             ts_ns,
             r.callsite.clone(),
-            r.fields.to_values(),
+            r.fields.clone(),
             r.links.to_vec(),
             r.correlation,
         );
         match host {
             Some(slot) => {
                 if self.out.is_some() {
-                    let own = self.event_open(thread, r, r.fields.to_values());
+                    let own = self.event_open(thread, r, r.fields.clone());
                     self.queue_out(&own, ts_ns);
                 }
                 let o = self.slot(slot);

@@ -1,7 +1,7 @@
 //! Attribute lists with unique keys, and field values as OTLP attribute values.
 
 use super::proto::{self, AnyValue, KeyValue};
-use crate::model::Value;
+use crate::{decode::FieldValue, model::Value};
 
 /// Attributes with unique keys: the first value for a key is kept, later ones are counted as
 /// dropped (`dropped_attributes_count`), so a field named like one of the mapping's keys keeps
@@ -40,9 +40,9 @@ impl Attributes {
     }
 
     /// Field `(name, value)` pairs.
-    pub(super) fn fields<'a>(&mut self, fields: impl Iterator<Item = (&'a str, &'a Value)>) {
+    pub(super) fn fields<'a>(&mut self, fields: impl Iterator<Item = (&'a str, FieldValue<'a>)>) {
         for (name, v) in fields {
-            self.value(name, v);
+            self.value(name, &v.to_value());
         }
     }
 

@@ -3,20 +3,27 @@
 //! know in advance. Both make the same decisions in the same order, so where an item ends up is
 //! the same in both. How parents and causes resolve is in `resolve.rs`; what a span that ends
 //! hands to the writer, in `finish.rs`.
+//!
+//! Nothing is allocated per record once the buffers have grown: an open span's slot keeps its
+//! buffers (field values, links, events) when the span ends, and the next span opened in it
+//! reuses them; events shown on a span come from a pool of them.
 
 use std::{io, sync::Arc};
 use waffle::wire::Converter;
 
 use super::{
+    groups::{Membership, Order},
     ids::Run,
-    state::{Group, Place, State},
+    state::{Place, State},
     Anchor, Log, ProcessInfo, SpanWriter,
 };
 use crate::{
-    correlation::Role,
-    decode::stream::{FileEnd, Header, Item, Sink},
+    decode::{
+        stream::{FileEnd, Header, Item, Sink},
+        Fields,
+    },
     export::index::IdMap,
-    model::{Callsite, Track, Value},
+    model::{Callsite, Track},
 };
 
 mod finish;
@@ -35,7 +42,7 @@ pub(super) enum Parent {
     Lookup(u64),
 }
 
-/// An open span.
+/// An open span, in a slot that is used again once it ends.
 pub(super) struct Open {
     pub(super) thread: usize,
     /// The id recorded (0 for a stand-in), and the id written.
@@ -44,21 +51,27 @@ pub(super) struct Open {
     /// Whether `id` is a first-pass count of a fresh id.
     pub(super) fresh: bool,
     pub(super) callsite: Arc<Callsite>,
-    pub(super) fields: Vec<Value>,
+    pub(super) callsite_index: u32,
+    pub(super) fields: Fields,
     pub(super) start_ns: u64,
     pub(super) parent: Parent,
     pub(super) links: Vec<u64>,
     pub(super) correlation: Option<u64>,
+    pub(super) member: Option<Membership>,
     pub(super) detached: bool,
     pub(super) logs: Vec<Log>,
+    /// How many spans the slot has held before this one: a late link or correlation that
+    /// names the slot is for this span only if it names this generation.
+    generation: u32,
 }
 
-/// What a late link or correlation belongs to: a thread's latest item, while it is held.
+/// What a late link or correlation belongs to: a thread's latest item, while it is held (its
+/// slot and the slot's generation).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Last {
     None,
-    Span(usize),
-    Log(usize, usize),
+    Span(usize, u32),
+    Log(usize, u32, usize),
 }
 
 struct ThreadState {
@@ -76,10 +89,15 @@ pub(super) struct Assembler<'s, W> {
     process: usize,
     cal: Option<Converter>,
     threads: Vec<ThreadState>,
-    slots: Vec<Option<Open>>,
+    /// Open spans' slots, and those free to be used again.
+    slots: Vec<Open>,
     free: Vec<usize>,
     /// Open spans of the file by recorded id, for events of other threads.
     open: IdMap<u64, usize>,
+    /// Events no span holds, to be used again.
+    pool: Vec<Log>,
+    /// The links of the span being written.
+    links: Vec<super::Link>,
 }
 
 impl<'s, W: SpanWriter> Assembler<'s, W> {
@@ -94,6 +112,8 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
             slots: Vec::new(),
             free: Vec::new(),
             open: IdMap::default(),
+            pool: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -129,53 +149,41 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
         }
     }
 
-    /// Notes the causal facts of an item in the first pass.
-    fn refer_item(&mut self, thread: usize, r: &Item<'_>, ts_ns: u64) {
-        if self.st.sealed {
-            return;
-        }
-        for &cause in r.links {
-            self.st.refer(cause, true);
-        }
-        if let (Some(value), false) = (r.correlation, r.callsite.correlate.is_empty()) {
-            if r.id != 0 {
-                let (key, role) =
-                    self.st.keys.group(r.callsite_index, &r.callsite.correlate, true).expect("added");
-                let member = (ts_ns, self.process as u32, thread as u32, r.id);
-                let group = self.st.groups.entry((key, value)).or_insert(Group {
-                    first: member,
-                    members: 0,
-                    directed: role.directed(),
-                    causes: Vec::new(),
-                    effects: 0,
-                });
-                group.members += 1;
-                match role {
-                    // The first member is what the others link to: where it ends up is needed.
-                    Role::Member if member <= group.first => {
-                        group.first = member;
-                        self.st.refer(r.id, false);
-                    }
-                    Role::Member => {}
-                    // A directed group's effects link to each of its causes.
-                    Role::Cause => {
-                        group.causes.push(r.id);
-                        self.st.refer(r.id, false);
-                    }
-                    Role::Effect => group.effects += 1,
-                }
+    /// Notes what an item names (first pass) and joins it to its correlation group, if any.
+    fn refer_item(&mut self, thread: usize, r: &Item<'_>, ts_ns: u64) -> Option<Membership> {
+        if !self.st.sealed {
+            for &cause in r.links {
+                self.st.refer(cause, true);
             }
         }
+        self.join(thread, r.callsite_index, &r.callsite.correlate, r.correlation, r.id, ts_ns)
+    }
+
+    /// The membership of an item (of thread `thread`, callsite `callsite` with correlation key
+    /// `key`, id `id`, at `ts_ns`) in the group of its correlation value, if it has one.
+    fn join(
+        &mut self,
+        thread: usize,
+        callsite: u32,
+        key: &str,
+        value: Option<u64>,
+        id: u64,
+        ts_ns: u64,
+    ) -> Option<Membership> {
+        let value = value?;
+        if key.is_empty() || id == 0 {
+            return None;
+        }
+        // The second pass meets the keys the first numbered.
+        let (number, role) = self.st.keys.group(callsite, key, !self.st.sealed)?;
+        let order: Order = (ts_ns, self.process as u32, thread as u32, id);
+        Some(self.st.groups.join(number, value, role, order))
     }
 
     /// The thread's innermost open span.
     fn top(&self, thread: usize) -> Option<(usize, &Open)> {
         let slot = *self.threads[thread].stack.last()?;
-        Some((slot, self.slots[slot].as_ref().expect("open")))
-    }
-
-    fn slot(&mut self, slot: usize) -> &mut Open {
-        self.slots[slot].as_mut().expect("open")
+        Some((slot, &self.slots[slot]))
     }
 
     /// A parent id as the item records it, against the thread's stack.
@@ -190,6 +198,76 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
             // A stand-in's children: the decoder cannot name their parent.
             (None, Some((0, id, slot))) => Parent::Known(id, slot),
             (None, _) => Parent::None,
+        }
+    }
+
+    /// A free slot, its buffers empty.
+    fn take_slot(&mut self, callsite: &Arc<Callsite>) -> usize {
+        if let Some(slot) = self.free.pop() {
+            let o = &mut self.slots[slot];
+            if !Arc::ptr_eq(&o.callsite, callsite) {
+                o.callsite = callsite.clone();
+            }
+            return slot;
+        }
+        self.slots.push(Open {
+            thread: 0,
+            raw: 0,
+            id: 0,
+            fresh: false,
+            callsite: callsite.clone(),
+            callsite_index: 0,
+            fields: Fields::new(),
+            start_ns: 0,
+            parent: Parent::None,
+            links: Vec::new(),
+            correlation: None,
+            member: None,
+            detached: false,
+            logs: Vec::new(),
+            generation: 0,
+        });
+        self.slots.len() - 1
+    }
+
+    /// An event of `r`, in a pooled [`Log`] when there is one.
+    fn log_of(&mut self, thread: usize, r: &Item<'_>, ts_ns: u64, id: u64, owns: bool) -> Log {
+        let linked = self.st.named(r.id).is_some_and(|t| t.linked);
+        let mut log = match self.pool.pop() {
+            Some(mut log) => {
+                if !Arc::ptr_eq(&log.callsite, r.callsite) {
+                    log.callsite = r.callsite.clone();
+                }
+                log.caused_by.clear();
+                log.caused_by.extend_from_slice(r.links);
+                log
+            }
+            None => Log::on_own_thread(0, 0, 0, r.callsite.clone(), Fields::new(), r.links.to_vec(), None),
+        };
+        if W::FIELDS {
+            log.fields.copy_from(r.fields);
+        }
+        (log.id, log.thread, log.ts_ns, log.correlation, log.linked) =
+            (id, thread, ts_ns, r.correlation, linked);
+        (log.off_thread, log.raw, log.owns, log.callsite_index) = (false, r.id, owns, r.callsite_index);
+        log.member = None;
+        log
+    }
+
+    /// The slot of a span that ended: free again, its buffers kept.
+    fn release(&mut self, slot: usize) {
+        let o = &mut self.slots[slot];
+        o.generation = o.generation.wrapping_add(1);
+        o.links.clear();
+        self.pool.append(&mut o.logs);
+        self.free.push(slot);
+    }
+
+    /// The item a thread's late link or correlation belongs to, if it is still held.
+    fn last_of(&self, thread: usize) -> Last {
+        match self.threads[thread].last {
+            Last::Span(slot, g) | Last::Log(slot, g, _) if self.slots[slot].generation != g => Last::None,
+            last => last,
         }
     }
 }
@@ -236,7 +314,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             self.info().spans += 1;
             self.first_seen(start_ns);
         }
-        self.refer_item(thread, r, start_ns);
+        let member = self.refer_item(thread, r, start_ns);
         let (id, fresh, owns) = self.id_of(thread, r.id);
         let parent = self.parent_of(thread, r.parent);
         if owns {
@@ -246,38 +324,25 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
                 ts_ns: start_ns,
                 detached: None,
             };
-            self.st.settle(r.id, Place { span: id, fresh, event: false, anchor });
+            let place = Place { span: id, fresh, event: false, anchor };
+            self.st.settle(r.id, member.and_then(|m| m.target), place);
         }
-        let open = Open {
-            thread,
-            raw: r.id,
-            id,
-            fresh,
-            callsite: r.callsite.clone(),
-            fields: if W::FIELDS { r.fields.to_values() } else { Vec::new() },
-            start_ns,
-            parent,
-            links: r.links.to_vec(),
-            correlation: r.correlation,
-            detached: false,
-            logs: Vec::new(),
-        };
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot] = Some(open);
-                slot
-            }
-            None => {
-                self.slots.push(Some(open));
-                self.slots.len() - 1
-            }
-        };
+        let slot = self.take_slot(r.callsite);
+        let o = &mut self.slots[slot];
+        (o.thread, o.raw, o.id, o.fresh, o.callsite_index) = (thread, r.id, id, fresh, r.callsite_index);
+        (o.start_ns, o.parent, o.correlation, o.member, o.detached) =
+            (start_ns, parent, r.correlation, member, false);
+        if W::FIELDS {
+            o.fields.copy_from(r.fields);
+        }
+        o.links.extend_from_slice(r.links);
+        let generation = o.generation;
         if owns {
             self.open.insert(r.id, slot);
         }
         let t = &mut self.threads[thread];
         t.stack.push(slot);
-        t.last = if r.id != 0 { Last::Span(slot) } else { t.last };
+        t.last = if r.id != 0 { Last::Span(slot, generation) } else { t.last };
         slot
     }
 
@@ -287,22 +352,11 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             self.info().events += 1;
             self.first_seen(ts_ns);
         }
-        self.refer_item(thread, r, ts_ns);
+        let member = self.refer_item(thread, r, ts_ns);
         let (id, fresh, owns) = self.id_of(thread, r.id);
-        let linked = self.st.targets.get(&r.id).is_some_and(|t| t.linked);
-        let log = Log {
-            id,
-            thread,
-            ts_ns,
-            callsite: r.callsite.clone(),
-            fields: if W::FIELDS { r.fields.to_values() } else { Vec::new() },
-            caused_by: r.links.to_vec(),
-            correlation: r.correlation,
-            linked,
-            off_thread: false,
-            raw: r.id,
-            owns,
-        };
+        let mut log = self.log_of(thread, r, ts_ns, id, owns);
+        log.member = member;
+        let target = member.and_then(|m| m.target);
         // The span that may show it: the thread's innermost (which a stand-in's children
         // name as no parent), else an open span of another thread or a detached one.
         let on_stack = self.top(thread).filter(|(_, o)| match r.parent {
@@ -315,34 +369,36 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             (None, None) => None,
         };
         let logs = self.st.logs;
-        match host.filter(|&(slot, _)| self.slots[slot].as_ref().expect("open").logs.len() < logs) {
+        match host.filter(|&(slot, _)| self.slots[slot].logs.len() < logs) {
             Some((slot, off_thread)) => {
-                let anchor = self.event_anchor(thread, ts_ns, self.slots[slot].as_ref());
-                let host = self.slot(slot);
+                let anchor = self.event_anchor(thread, ts_ns, Some(&self.slots[slot]));
+                let host = &mut self.slots[slot];
                 let place = Place { span: host.id, fresh: host.fresh, event: true, anchor };
-                let k = host.logs.len();
-                host.logs.push(Log { off_thread, ..log });
+                let (k, generation) = (host.logs.len(), host.generation);
+                log.off_thread = off_thread;
+                host.logs.push(log);
                 if owns && !off_thread {
-                    self.st.settle(r.id, place);
+                    self.st.settle(r.id, target, place);
                 }
-                self.threads[thread].last = Last::Log(slot, k);
+                self.threads[thread].last = Last::Log(slot, generation, k);
             }
             None => {
                 let parent = match host {
-                    Some((slot, false)) => Parent::Known(self.slots[slot].as_ref().expect("open").id, slot),
+                    Some((slot, false)) => Parent::Known(self.slots[slot].id, slot),
                     Some((slot, true)) => {
-                        let o = self.slots[slot].as_ref().expect("open");
+                        let o = &self.slots[slot];
                         Parent::Off(o.id, self.anchor(o))
                     }
                     None => self.parent_of(thread, r.parent),
                 };
                 if owns {
                     let anchor = self.event_anchor(thread, ts_ns, None);
-                    self.st.settle(r.id, Place { span: id, fresh, event: true, anchor });
+                    self.st.settle(r.id, target, Place { span: id, fresh, event: true, anchor });
                 }
                 if self.st.sealed {
                     self.own_event(thread, id, parent, &log);
                 }
+                self.pool.push(log);
                 self.threads[thread].last = Last::None;
             }
         }
@@ -361,9 +417,10 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
         if let Some(pos) = stack.iter().rposition(|&s| s == slot) {
             stack.remove(pos);
         }
-        let o = self.slot(slot);
+        let o = &mut self.slots[slot];
         o.detached = true;
         let (raw, id, fresh, start) = (o.raw, o.id, o.fresh, o.start_ns);
+        let target = o.member.and_then(|m| m.target);
         if raw != 0 && self.open.get(&raw) == Some(&slot) {
             let anchor = Anchor {
                 process: self.process as u32,
@@ -371,7 +428,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
                 ts_ns: start,
                 detached: Some(id),
             };
-            self.st.settle(raw, Place { span: id, fresh, event: false, anchor });
+            self.st.settle(raw, target, Place { span: id, fresh, event: false, anchor });
         }
     }
 
@@ -381,18 +438,42 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
 
     fn late_link(&mut self, thread: usize, target: u64) {
         self.st.refer(target, true);
-        match self.threads[thread].last {
-            Last::Span(slot) => self.slot(slot).links.push(target),
-            Last::Log(slot, k) => self.slot(slot).logs[k].caused_by.push(target),
+        match self.last_of(thread) {
+            Last::Span(slot, _) => self.slots[slot].links.push(target),
+            Last::Log(slot, _, k) => self.slots[slot].logs[k].caused_by.push(target),
             Last::None => {}
         }
     }
 
+    /// A late correlation joins its group as one recorded with its item does.
     fn late_correlation(&mut self, thread: usize, value: u64) {
-        match self.threads[thread].last {
-            Last::Span(slot) => self.slot(slot).correlation = Some(value),
-            Last::Log(slot, k) => self.slot(slot).logs[k].correlation = Some(value),
-            Last::None => {}
+        let (slot, k) = match self.last_of(thread) {
+            Last::Span(slot, _) => (slot, None),
+            Last::Log(slot, _, k) => (slot, Some(k)),
+            Last::None => return,
+        };
+        let o = &self.slots[slot];
+        let (callsite, index, id, ts, item_thread, had) = match k {
+            None => (o.callsite.clone(), o.callsite_index, o.raw, o.start_ns, o.thread, o.member.is_some()),
+            Some(k) => {
+                let l = &o.logs[k];
+                (l.callsite.clone(), l.callsite_index, l.raw, l.ts_ns, l.thread, l.member.is_some())
+            }
+        };
+        // A second value for an item already in a group keeps the first group.
+        let member =
+            if had { None } else { self.join(item_thread, index, &callsite.correlate, Some(value), id, ts) };
+        let o = &mut self.slots[slot];
+        let (correlation, slot_member) = match k {
+            None => (&mut o.correlation, &mut o.member),
+            Some(k) => {
+                let l = &mut o.logs[k];
+                (&mut l.correlation, &mut l.member)
+            }
+        };
+        *correlation = Some(value);
+        if member.is_some() {
+            *slot_member = member;
         }
     }
 

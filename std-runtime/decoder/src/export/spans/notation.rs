@@ -11,9 +11,10 @@ pub(crate) fn own_links(links: &[Link]) -> impl Iterator<Item = &Link> {
 
 /// The spans a span follows from: those showing its causes and its events' causes, those
 /// showing the causes of the messages it or its events received (effects of directed
-/// correlations), then the first member of its or its events' correlation groups; no repeats.
-pub(crate) fn follows(links: &[Link]) -> Vec<u64> {
-    let mut follows: Vec<u64> = Vec::new();
+/// correlations), then the first member of its or its events' correlation groups; no repeats:
+/// into `follows`, emptied first.
+pub(crate) fn follows(links: &[Link], follows: &mut Vec<u64>) {
+    follows.clear();
     for kind in [LinkKind::Cause, LinkKind::Message, LinkKind::Correlated] {
         for l in links.iter().filter(|l| l.resolved && l.kind == kind) {
             if !follows.contains(&l.span) {
@@ -21,7 +22,6 @@ pub(crate) fn follows(links: &[Link]) -> Vec<u64> {
             }
         }
     }
-    follows
 }
 
 /// The spans showing the causes of the messages a span or its events received, as 16 hex

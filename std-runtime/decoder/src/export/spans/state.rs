@@ -4,7 +4,7 @@
 
 use waffle::wire::Calibration;
 
-use super::{ids::Ids, Anchor, Context, ProcessInfo};
+use super::{groups::Groups, ids::Ids, Anchor, Context, ProcessInfo};
 use crate::export::{
     index::{IdMap, Keys},
     passes,
@@ -23,25 +23,14 @@ pub(crate) struct Place {
     pub(super) anchor: Anchor,
 }
 
-/// An id something refers to.
+/// An id something names (a link, a parent elsewhere).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Target {
     pub(super) place: Option<Place>,
     /// Whether a link names it.
     pub(super) linked: bool,
-}
-
-/// A correlated item: (time in Unix ns, process, thread, id), the order of its group.
-pub(super) type Member = (u64, u32, u32, u64);
-
-/// A correlation group: its first member so far, and how many it has; for a directed group
-/// (see [`crate::correlation`]), the ids of its causes and how many effects it has.
-pub(super) struct Group {
-    pub(super) first: Member,
-    pub(super) members: u32,
-    pub(super) directed: bool,
-    pub(super) causes: Vec<u64>,
-    pub(super) effects: u32,
+    /// Whether the span showing it is a quiet root ([`Link::quiet`](super::Link::quiet)).
+    pub(super) quiet: bool,
 }
 
 /// What the passes share: after the first, the plan of the second.
@@ -51,11 +40,11 @@ pub(crate) struct State {
     pub(super) next_calibration: Option<Calibration>,
     pub(super) logs: usize,
     pub(super) ids: Ids,
+    /// Ids that items name, by id.
     pub(super) targets: IdMap<u64, Target>,
     pub(super) keys: Keys,
-    /// Correlation groups by key number and value; after the first pass, only those of two
-    /// or more members (directed: a cause and an effect at least).
-    pub(super) groups: IdMap<(u32, u64), Group>,
+    /// Correlation groups and the items their members link to.
+    pub(super) groups: Groups,
     pub(super) sealed: bool,
     /// Processes begun in this pass.
     pub(super) processes_seen: usize,
@@ -64,18 +53,13 @@ pub(crate) struct State {
 impl State {
     pub(super) fn new(logs: usize) -> State {
         State {
-            ctx: Context {
-                processes: Vec::new(),
-                first_ns: Vec::new(),
-                trace_id: 0,
-                quiet_roots: Default::default(),
-            },
+            ctx: Context { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0, targets: 0 },
             next_calibration: None,
             logs,
             ids: Ids::default(),
             targets: IdMap::default(),
             keys: Keys::default(),
-            groups: IdMap::default(),
+            groups: Groups::default(),
             sealed: false,
             processes_seen: 0,
         }
@@ -84,23 +68,25 @@ impl State {
     /// The first pass is over.
     pub(super) fn seal(&mut self) {
         self.ids.seal();
-        for t in self.targets.values_mut() {
-            if let Some(p) = t.place.as_mut().filter(|p| p.fresh) {
-                let id = self.ids.nth_fresh(p.span);
+        let ids = &self.ids;
+        let fix = |p: &mut Place| {
+            if p.fresh {
+                let id = ids.nth_fresh(p.span);
                 if p.anchor.detached == Some(p.span) {
                     p.anchor.detached = Some(id);
                 }
                 (p.span, p.fresh) = (id, false);
             }
-        }
-        self.groups
-            .retain(|_, g| if g.directed { !g.causes.is_empty() && g.effects > 0 } else { g.members > 1 });
+        };
+        self.targets.values_mut().filter_map(|t| t.place.as_mut()).for_each(fix);
+        self.groups.seal(fix);
         self.ctx.trace_id = trace_id(&self.ctx);
+        self.ctx.targets = self.groups.targets();
         self.sealed = true;
         self.processes_seen = 0;
     }
 
-    /// Notes that something refers to `id`.
+    /// Notes that something names `id`.
     pub(super) fn refer(&mut self, id: u64, linked: bool) {
         if id != 0 && !self.sealed {
             let t = self.targets.entry(id).or_default();
@@ -108,10 +94,26 @@ impl State {
         }
     }
 
-    /// Where `id` ends up, if something refers to it: now known.
-    pub(super) fn settle(&mut self, id: u64, place: Place) {
-        if let Some(t) = self.targets.get_mut(&id) {
-            t.place = Some(place);
+    /// What is known of `id`, if something names it.
+    #[inline]
+    pub(super) fn named(&self, id: u64) -> Option<&Target> {
+        if self.targets.is_empty() {
+            return None;
+        }
+        self.targets.get(&id)
+    }
+
+    /// Where item `id` (correlation target `target`, if it is one) ends up, if something
+    /// names it: now known.
+    #[inline]
+    pub(super) fn settle(&mut self, id: u64, target: Option<u32>, place: Place) {
+        if let Some(t) = target {
+            self.groups.settle(t, place);
+        }
+        if !self.targets.is_empty() {
+            if let Some(t) = self.targets.get_mut(&id) {
+                t.place = Some(place);
+            }
         }
     }
 }

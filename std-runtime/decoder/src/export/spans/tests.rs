@@ -8,7 +8,7 @@ use waffle::callsite::Kind;
 
 use super::*;
 use crate::decode::stream::{self, Sink};
-use crate::model::{Event, Process, Span, Thread};
+use crate::model::{Event, Process, Span, Thread, Value};
 use waffle::wire::Calibration;
 
 const T0: u64 = 1_700_000_000_000_000_000;

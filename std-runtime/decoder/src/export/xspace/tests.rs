@@ -11,7 +11,7 @@ use super::proto::{StatValue, XLine, XPlane, XSpace};
 use super::*;
 use crate::{
     export::fixtures::{self, thread},
-    model::{Callsite, Event, Span, Thread},
+    model::{Callsite, Event, Span, Thread, Value},
 };
 
 pub(super) const T0: u64 = 1_700_000_000_000_000_000;

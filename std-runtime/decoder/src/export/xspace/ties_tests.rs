@@ -10,7 +10,7 @@ use super::*;
 use crate::{
     decode::track::DEVICE_TID_BASE,
     export::fixtures::{self, thread},
-    model::{Event, Process, Span, Track},
+    model::{Event, Process, Span, Track, Value},
 };
 
 /// A device track's thread `n` named `name`, holding `slices`.

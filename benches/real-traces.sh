@@ -28,7 +28,9 @@ out="$(cd "$out" && pwd)"
 all=(netpipe netpipe-short lammps-8 halo-20k halo-160k)
 sets=("${@:-${all[@]}}")
 
-cargo build --release --quiet -p waffle-mpi -p waffle-decode --bin waffle-decode
+# waffle-mpi apart: with --bin, cargo builds binaries only, and not its library.
+cargo build --release --quiet -p waffle-mpi
+cargo build --release --quiet -p waffle-decode --bin waffle-decode
 lib="$(cd "$target/release" && pwd)/libwaffle_mpi.so"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

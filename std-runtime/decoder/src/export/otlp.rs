@@ -72,6 +72,10 @@ const SCOPE: &str = "waffle";
 /// The most bytes of spans one `ResourceSpans` of a protobuf file holds.
 pub const PIECE_BYTES: usize = 16 << 20;
 
+/// What the span that ends a protobuf piece may add past [`PIECE_BYTES`] without the piece's
+/// buffer growing again.
+const PIECE_SLACK: usize = 1 << 20;
+
 /// One protobuf `ExportTraceServiceRequest` ready to send.
 #[derive(Clone, Debug)]
 pub struct Batch {
@@ -244,6 +248,11 @@ impl SpanWriter for Protobuf<'_> {
     }
 
     fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+        // Room for a piece and a last span past it, asked for once: grown by doubling, the
+        // buffer would take twice a piece when the span that ends a piece crosses a power of two.
+        if self.spans.len() > PIECE_BYTES / 2 {
+            self.spans.reserve_exact((PIECE_BYTES + PIECE_SLACK).saturating_sub(self.spans.len()));
+        }
         let parts = Parts::of(&mut self.spare, ctx, span);
         parts::protobuf_span(
             &parts,

@@ -87,6 +87,10 @@ impl Run {
 
     /// Expects a link from the latest item to `target`, as the writer keeps it.
     fn expect_link(&mut self, target: u64) {
+        // An id whose counter is zero stands for a sampled-out item: a link to it is not kept.
+        if EventId::from_u64(target).is_sampled_out() {
+            return;
+        }
         if let Some(i) = self.latest {
             if target != 0 && target != self.want[i].id {
                 self.want[i].links.push(target);

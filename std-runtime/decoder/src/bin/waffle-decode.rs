@@ -116,9 +116,9 @@ struct Cli {
     #[arg(long)]
     no_match: bool,
 
-    /// Threads to read the inputs on (default: the machine's cores). Perfetto's first pass
-    /// reads each file on a thread of its own and writes the same bytes with any number; the
-    /// other formats, and every format's second pass, read the files one after the other.
+    /// Threads to read the inputs on (default: the machine's cores). Perfetto reads each file
+    /// on a thread of its own, and writes each on one too unless two files share ids, with
+    /// the same bytes with any number; the other formats read the files one after the other.
     /// 1: the calling thread only.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,

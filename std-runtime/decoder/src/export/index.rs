@@ -56,7 +56,7 @@ pub(crate) type IdMap<K, V> = HashMap<K, V, IdHash>;
 /// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
 /// string per item: each callsite's key is looked up once per process. Groups are numbered by
 /// their [`group_key`], so a directed group's causes and effects share a number.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Keys {
     pub(crate) numbers: HashMap<String, u32>,
     /// Per callsite index of the current process: its key's number + 1 (0: not looked up).

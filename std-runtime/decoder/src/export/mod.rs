@@ -160,6 +160,8 @@ pub struct Files {
     format: Format,
     scanned: Scanned<Plans>,
     xspace: xspace::Options,
+    /// The threads the files may be read on.
+    threads: usize,
 }
 
 /// The plans of the formats' first passes: Perfetto's own, or the span formats' shared one.
@@ -204,10 +206,10 @@ impl Files {
 
     /// [`scan`](Files::scan) on up to `threads` threads (0 or 1: the calling thread only),
     /// where the format allows: Perfetto reads each file on a thread of its own and merges
-    /// what it learnt in file order, so what is written is the same bytes with any number of
-    /// threads; the other formats read their files one after the other. (Writing reads them
-    /// one after the other in every format.) `progress` is told the bytes read on the calling
-    /// thread.
+    /// what it learnt in file order, and [`write`](Files::write) writes each file on a thread
+    /// of its own where the files allow it ([`write_threads`](Files::write_threads)), so what
+    /// is written is the same bytes with any number of threads; the other formats read their
+    /// files one after the other. `progress` is told the bytes read on the calling thread.
     pub fn scan_threads<P: AsRef<Path>>(
         paths: &[P],
         format: Format,
@@ -226,7 +228,19 @@ impl Files {
             }
             _ => Scanned::scan(paths, |_| spans::first_pass(spans::LOGS), progress)?.map(Plans::Spans),
         };
-        Ok(Files { format, scanned, xspace: xspace::Options::default() })
+        Ok(Files { format, scanned, xspace: xspace::Options::default(), threads })
+    }
+
+    /// The threads [`write`](Files::write) writes the files on: for Perfetto, those given to
+    /// the scan (at most one a file) when each file can be written by itself, which it can
+    /// unless two files share ids (the same file given twice, say) or a correlation group
+    /// with causes and effects is too large for the first pass to queue its members; else 1,
+    /// as for the other formats.
+    pub fn write_threads(&self) -> usize {
+        match &self.scanned.plan {
+            Plans::Perfetto(plan) if plan.apart => self.threads.clamp(1, plan.processes().len()),
+            _ => 1,
+        }
     }
 
     /// The format it was scanned for.
@@ -269,7 +283,8 @@ impl Files {
         let (plan, files) = self.scanned.take_plan();
         let spans = match plan {
             Plans::Perfetto(p) => {
-                return perfetto::write_from(Source::Files(Box::new(files.with(p)), progress), out)
+                let files = Source::Files(Box::new(files.with(p)), progress);
+                return perfetto::write_from(files, out, self.threads);
             }
             Plans::Spans(s) => Source::Files(Box::new(files.with(s)), progress),
         };

@@ -148,6 +148,13 @@ pub(crate) trait FirstPass: Pass {
 pub(crate) trait Split: FirstPass + Send + Sized {
     /// `later`, a pass over the file after those this one read, joins it.
     fn merge(&mut self, later: Self);
+
+    /// The pass is over: its plan, made on up to `threads` threads where the plan has parts
+    /// that can be (the same plan with any number).
+    fn into_plan_on(self, threads: usize) -> Self::Plan {
+        let _ = threads;
+        self.into_plan()
+    }
 }
 
 /// What a first pass learnt, as every format's plan has it.

@@ -62,9 +62,12 @@
 //! spans and cross-references, never with records. A model ([`write()`]) is played back as
 //! records (`replay`).
 
-use std::io::{self, Write};
+use std::{
+    io::{self, Write},
+    sync::Arc,
+};
 
-use super::passes::Source;
+use super::passes::{Pass, Source};
 use crate::{decode::stream::Header, model::Trace};
 
 #[doc(hidden)]
@@ -111,13 +114,29 @@ const ID: &str = "waffle.id";
 
 /// Writes `trace` to `out` as a Perfetto `.pftrace`.
 pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
-    write_from(Source::Trace(trace), out)
+    write_from(Source::Trace(trace), out, 1)
 }
 
 /// Writes `source` to `out` as a Perfetto `.pftrace`: the plan (its files' scan, or the
-/// model's first pass now), then the packets as the records are read again.
-pub(super) fn write_from(source: Source<'_, Plan>, out: &mut dyn Write) -> io::Result<()> {
-    source.run(Scan::new, |plan| Writer::new(out, plan))
+/// model's first pass now), then the packets as the records are read again. Files whose plan
+/// allows it ([`Plan::apart`](plan::Plan)) are written on up to `threads` threads, each by a
+/// writer of its own, the same bytes as one writer makes.
+pub(super) fn write_from(source: Source<'_, Plan>, out: &mut dyn Write, threads: usize) -> io::Result<()> {
+    match source {
+        Source::Files(scanned, progress) if threads > 1 && scanned.plan.apart => {
+            let (mut plan, files) = scanned.take_plan();
+            let parts = std::mem::take(&mut plan.parts);
+            let large = std::mem::take(&mut plan.large);
+            let plan = Arc::new(plan);
+            files.write_apart(parts, threads, out, progress, |i, part, records, out| {
+                let mut writer = Writer::from(out, plan.clone(), vec![part], large.clone(), i);
+                writer.read(records).map_err(io::Error::other)?;
+                writer.written()?;
+                writer.finish()
+            })
+        }
+        source => source.run(Scan::new, |plan| Writer::new(out, plan)),
+    }
 }
 
 /// The first packet of a sequence: it clears (and so starts) the incremental state.
@@ -178,6 +197,8 @@ fn process_track(process: &Header, pid: i32, uuid: u64) -> proto::TrackDescripto
     }
 }
 
+#[cfg(test)]
+mod apart_tests;
 #[cfg(test)]
 mod causal_tests;
 #[cfg(test)]

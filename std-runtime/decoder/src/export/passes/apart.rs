@@ -1,18 +1,24 @@
-//! The first pass over files read apart: each file by a pass of its own, on as many threads as
-//! it is given, the passes merged in file order ([`Split`]) as they come in. A thread reading
-//! files tells the calling thread the bytes it reads and hands it each finished pass; the
-//! calling thread reports progress and merges, so the merged pass is the same however the
-//! files were shared out.
+//! Files read apart, on as many threads as there are to read them.
+//!
+//! - The first pass ([`Scanned::scan_apart`]): each file by a pass of its own, the passes
+//!   merged in file order ([`Split`]) as they come in. A thread reading files tells the calling
+//!   thread the bytes it reads and hands it each finished pass; the calling thread reports
+//!   progress and merges, so the merged pass is the same however the files were shared out.
+//! - The second pass, where the format's plan lets each file be written by itself
+//!   ([`Scanned::write_apart`]): each file written by a pass of its own into blocks that the
+//!   calling thread writes out in file order, so the output is the same bytes as one pass
+//!   over every file.
 
 use std::{
+    io::{self, Write},
     path::Path,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
-        mpsc,
+        mpsc, Condvar, Mutex,
     },
 };
 
-use super::{Input, Scanned, Split};
+use super::{Input, Origin, Records, Scanned, Split};
 use crate::{error::Error, reader::Warning};
 
 impl Scanned<()> {
@@ -43,7 +49,7 @@ impl Scanned<()> {
                     break;
                 }
             }
-            return merging.into_scanned(|| first(files));
+            return merging.into_scanned(|| first(files), 1);
         }
         let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Report<F>>();
@@ -74,7 +80,7 @@ impl Scanned<()> {
                 }
             }
         });
-        merging.into_scanned(|| first(files))
+        merging.into_scanned(|| first(files), threads)
     }
 }
 
@@ -137,11 +143,177 @@ impl<F: Split> Merging<F> {
         self.error.is_some()
     }
 
-    fn into_scanned(self, empty: impl FnOnce() -> F) -> Result<Scanned<F::Plan>, Error> {
+    fn into_scanned(self, empty: impl FnOnce() -> F, threads: usize) -> Result<Scanned<F::Plan>, Error> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let plan = self.merged.unwrap_or_else(empty).into_plan();
+        let plan = self.merged.unwrap_or_else(empty).into_plan_on(threads);
         Ok(Scanned { inputs: self.inputs, plan, warnings: self.warnings })
+    }
+}
+
+/// How many bytes of files' outputs may wait for the files before them to be written out
+/// before no file is begun more than a file per thread ahead.
+const WAITING: usize = 256 << 20;
+
+/// What a thread writing files tells the one writing them out.
+enum Written {
+    /// Bytes read.
+    Read(u64),
+    /// The next bytes of file `.0`'s output.
+    Bytes(usize, Vec<u8>),
+    /// File `.0` is written.
+    Done(usize, io::Result<()>),
+}
+
+/// A file's output, handed block by block to the thread writing the files out.
+struct Blocks<'a> {
+    file: usize,
+    tx: &'a mpsc::Sender<Written>,
+    /// Blocks written out, to be filled again (a fresh one is pages the kernel must map).
+    spare: &'a Mutex<Vec<Vec<u8>>>,
+}
+
+impl Write for Blocks<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut block = self.spare.lock().ok().and_then(|mut spare| spare.pop()).unwrap_or_default();
+        block.clear();
+        block.extend_from_slice(buf);
+        let closed = |_| io::Error::other("the output was closed");
+        self.tx.send(Written::Bytes(self.file, block)).map_err(closed)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<P> Scanned<P> {
+    /// The second pass with each file written by itself, on up to `threads` threads: `write`
+    /// reads file `i`'s records into the output it is given, with `parts[i]` (what the plan
+    /// gives that file). The outputs go to `out` in file order, from the calling thread,
+    /// which `progress` is told the bytes read on. A file's output waits in memory until the
+    /// files before it are written out; no file is begun more than `threads` files ahead of the
+    /// one being written out while more than [`WAITING`] bytes wait.
+    /// A file that changed since the first pass is an error, as is the first error in file
+    /// order, or `out`'s.
+    pub(crate) fn write_apart<T: Send>(
+        &self,
+        parts: Vec<T>,
+        threads: usize,
+        out: &mut dyn Write,
+        progress: &mut dyn FnMut(u64),
+        write: impl Fn(usize, T, &mut Records<'_>, &mut dyn Write) -> io::Result<()> + Sync,
+    ) -> io::Result<()> {
+        let files = self.inputs.len();
+        let parts: Vec<Mutex<Option<T>>> = parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+        let threads = threads.clamp(1, files.max(1));
+        // Files written out so far and the bytes waiting, which the threads wait on to begin
+        // a file further ahead.
+        let (done, room) = (Mutex::new((0usize, 0usize)), Condvar::new());
+        let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel::<Written>();
+        let spare = Mutex::new(Vec::new());
+        let keep = |block: Vec<u8>| {
+            if let Ok(mut spare) = spare.lock() {
+                if spare.len() < 2 * threads {
+                    spare.push(block);
+                }
+            }
+        };
+        let inputs = &self.inputs;
+        let one = |i: usize, tx: &mpsc::Sender<Written>| -> io::Result<()> {
+            let input = &inputs[i];
+            if Input::size(&input.path) != input.size {
+                let path = input.path.display();
+                return Err(io::Error::other(format!("{path}: changed while it was read")));
+            }
+            let part = parts[i].lock().map_err(|_| io::Error::other("a writer failed"))?.take();
+            let part = part.ok_or_else(|| io::Error::other("a file written twice"))?;
+            let mut read = |n| drop(tx.send(Written::Read(n)));
+            let mut records = Records { from: Origin::File(&input.path, input.calibration, &mut read) };
+            write(i, part, &mut records, &mut Blocks { file: i, tx, spare: &spare })
+        };
+        let mut error: Option<io::Error> = None;
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let (tx, next, stop, done, room, one) = (tx.clone(), &next, &stop, &done, &room, &one);
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= files {
+                        break;
+                    }
+                    let mut written = done.lock().unwrap_or_else(|e| e.into_inner());
+                    while i >= written.0 + threads && written.1 > WAITING && !stop.load(Ordering::Relaxed) {
+                        written = room.wait(written).unwrap_or_else(|e| e.into_inner());
+                    }
+                    drop(written);
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if tx.send(Written::Done(i, one(i, &tx))).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            let mut waiting: Vec<Vec<Vec<u8>>> = (0..files).map(|_| Vec::new()).collect();
+            let mut ended: Vec<Option<io::Result<()>>> = (0..files).map(|_| None).collect();
+            let mut current = 0;
+            let fail = |error: &mut Option<io::Error>, e: io::Error| {
+                error.get_or_insert(e);
+                stop.store(true, Ordering::Relaxed);
+                drop(done.lock());
+                room.notify_all();
+            };
+            // Ends when every writer has.
+            for report in rx {
+                match report {
+                    Written::Read(n) => progress(n),
+                    Written::Bytes(_, _) if error.is_some() => {}
+                    Written::Bytes(i, bytes) if i == current => {
+                        if let Err(e) = out.write_all(&bytes) {
+                            fail(&mut error, e);
+                        }
+                        keep(bytes);
+                    }
+                    Written::Bytes(i, bytes) => {
+                        done.lock().unwrap_or_else(|e| e.into_inner()).1 += bytes.len();
+                        waiting[i].push(bytes);
+                    }
+                    Written::Done(i, result) => {
+                        ended[i] = Some(result);
+                        // The files now complete in order are written out.
+                        while error.is_none() {
+                            match ended.get_mut(current).and_then(Option::take) {
+                                None => break,
+                                Some(Err(e)) => fail(&mut error, e),
+                                Some(Ok(())) => {
+                                    current += 1;
+                                    let blocks = waiting.get_mut(current).map(std::mem::take);
+                                    let bytes = blocks.iter().flatten().map(Vec::len).sum::<usize>();
+                                    let mut written = done.lock().unwrap_or_else(|e| e.into_inner());
+                                    *written = (current, written.1 - bytes);
+                                    drop(written);
+                                    room.notify_all();
+                                    for bytes in blocks.into_iter().flatten() {
+                                        if let Err(e) = out.write_all(&bytes) {
+                                            fail(&mut error, e);
+                                            break;
+                                        }
+                                        keep(bytes);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        match error {
+            Some(e) => Err(e),
+            None => out.flush(),
+        }
     }
 }

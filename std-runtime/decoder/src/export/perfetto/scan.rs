@@ -77,6 +77,12 @@ pub(crate) struct Scan {
     pub(super) groups: Groups,
     /// Links counted and not yet in `refs`: (id, links), the latest first.
     pub(super) hot: [(u64, u32); 2],
+    /// Once passes over single files are merged, each file's references, summed: the plan
+    /// adds them up, and tells each file what the files before it referred to, so that files
+    /// can be written apart (`plan.rs`). Empty for a pass that read every file.
+    pub(super) file_refs: Vec<Vec<(u64, Refs)>>,
+    /// Likewise, where each file's runs of ids begin in `runs`.
+    pub(super) file_runs: Vec<usize>,
     /// The current process's spans and events so far.
     spans: u64,
     events: u64,
@@ -137,6 +143,14 @@ impl Scan {
         }
     }
 
+    /// The references of the file this pass read, summed (the links kept back counted in).
+    fn own_refs(&mut self) -> Vec<(u64, Refs)> {
+        for (id, n) in std::mem::take(&mut self.hot) {
+            self.count_links(id, n);
+        }
+        std::mem::take(&mut self.refs).into_sorted()
+    }
+
     fn process(&mut self) -> &mut ProcessInfo {
         self.processes.last_mut().expect("the header comes first")
     }
@@ -153,23 +167,33 @@ impl FirstPass for Scan {
     type Plan = Plan;
 
     fn into_plan(self) -> Plan {
-        Plan::new(self)
+        Plan::new(self, 1)
     }
 }
 
 /// Passes over single files, merged in file order: the plan is the same whether they were
 /// read on one thread or several.
 impl Split for Scan {
+    /// The correlation groups' partitions are counted and numbered on the threads.
+    fn into_plan_on(self, threads: usize) -> Plan {
+        Plan::new(self, threads)
+    }
+
+    /// Each file's references and runs are kept apart, and summed by the plan.
     fn merge(&mut self, mut later: Scan) {
-        for (id, n) in std::mem::take(&mut later.hot) {
-            later.count_links(id, n);
+        if self.file_runs.is_empty() {
+            // The first file's pass, merged into for the first time.
+            let refs = self.own_refs();
+            self.file_refs.push(refs);
+            self.file_runs.push(0);
         }
+        self.file_refs.push(later.own_refs());
+        self.file_runs.push(self.runs.len());
         let keys = self.keys.merge(later.keys);
         self.groups.merge(later.groups, &keys);
         self.order.merge(later.order, self.processes.len());
         self.processes.extend(later.processes);
         self.runs.extend(later.runs);
-        self.refs.merge(later.refs);
     }
 }
 

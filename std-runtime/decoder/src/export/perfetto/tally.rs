@@ -46,13 +46,6 @@ impl<K: Ord + Copy, V: Add> Tally<K, V> {
         self.summed = self.log.len();
     }
 
-    /// Adds up `other`'s sums too.
-    pub(super) fn merge(&mut self, other: Tally<K, V>) {
-        for (key, value) in other.into_sorted() {
-            self.add(key, value);
-        }
-    }
-
     /// Each key once, with its sum, in key order.
     pub(super) fn into_sorted(mut self) -> Vec<(K, V)> {
         self.sum();

@@ -9,10 +9,17 @@
 //! sequence until that sequence's time passes it, so the sequence's time never goes back. Flow
 //! ids come from the plan: an item that others refer to starts its flows, each referrer takes
 //! the next one (`causal.rs`).
+//!
+//! A writer starts at a process and writes it and those after it: one writer writes every
+//! file, or, where the plan allows it ([`Plan::apart`]), each file has a writer of its own
+//! (on a thread of its own) and the outputs are joined in file order. Either way every process
+//! starts from what the plan says of it (its uuids, its sequence ids, the references met
+//! before it), so the bytes are the same.
 
 use std::{
     cmp::Reverse,
     io::{self, Write},
+    sync::Arc,
 };
 use waffle::wire::{Calibration, Converter};
 
@@ -20,13 +27,14 @@ use prost::Message;
 
 use super::{
     clock_snapshot, first_packet,
+    groups::{Group, GroupKey},
     order::OrderSite,
     packet::Packets,
-    plan::Plan,
+    plan::{made_uuids, Found, Met, Part, Plan},
     process_track, proto,
     put::{Tag, TRACE_PACKET_KEY},
     sequence::{Seq, Special},
-    TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UUID_BASE,
+    TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
 };
 use crate::{
     decode::{
@@ -34,7 +42,10 @@ use crate::{
         FieldValue,
     },
     error::Error,
-    export::passes::{Pass, Records},
+    export::{
+        index::{IdMap, Keys},
+        passes::{Pass, Records},
+    },
     reader::Warning,
 };
 
@@ -51,15 +62,26 @@ const BLOCK: usize = 1 << 20;
 pub(super) struct Writer<'o> {
     out: &'o mut dyn Write,
     error: Option<io::Error>,
-    plan: Plan,
+    plan: Arc<Plan>,
+    /// What the writer takes of the plan for each process it comes to, in order.
+    parts: std::vec::IntoIter<Part>,
+    /// Per referenced item (as the plan's targets), its references met so far; and those
+    /// met in this process, to start the next afresh when files are written apart.
+    met: Vec<Met>,
+    touched: Vec<u32>,
+    /// The large correlation groups, counting their members as they come.
+    large: IdMap<GroupKey, Group>,
+    /// Correlation keys by callsite, as the plan numbers them.
+    keys: Keys,
+    found: Found,
     /// The calibration of the next file, when known in advance (its last CLOCK frame's).
     next_calibration: Option<Calibration>,
     cal: Converter,
     process: usize,
     process_track: u64,
     seqs: Vec<Seq>,
-    next_uuid: u64,
-    next_seq: u32,
+    /// The last uuid given to a track made on the way (a detached span's, a thread's steps).
+    made_uuid: u64,
     ev: Packets,
     causal: Causal,
     /// The current process's callsites matched by order, by callsite index.
@@ -69,18 +91,37 @@ pub(super) struct Writer<'o> {
 }
 
 impl<'o> Writer<'o> {
-    pub(super) fn new(out: &'o mut dyn Write, plan: Plan) -> Self {
+    /// A writer of every process of `plan`, from the first.
+    pub(super) fn new(out: &'o mut dyn Write, mut plan: Plan) -> Self {
+        let parts = std::mem::take(&mut plan.parts);
+        let large = std::mem::take(&mut plan.large);
+        Writer::from(out, Arc::new(plan), parts, large, 0)
+    }
+
+    /// A writer of the processes from `first` on, whose parts of the plan are `parts`.
+    pub(super) fn from(
+        out: &'o mut dyn Write,
+        plan: Arc<Plan>,
+        parts: Vec<Part>,
+        large: IdMap<GroupKey, Group>,
+        first: usize,
+    ) -> Self {
         Writer {
             out,
             error: None,
+            met: vec![Met::default(); plan.targets.len()],
+            touched: Vec::new(),
+            keys: plan.keys.clone(),
             plan,
+            parts: parts.into_iter(),
+            large,
+            found: [(0, usize::MAX); 8],
             next_calibration: None,
             cal: Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter(),
-            process: usize::MAX,
+            process: first.wrapping_sub(1),
             process_track: 0,
             seqs: Vec::new(),
-            next_uuid: UUID_BASE,
-            next_seq: 0,
+            made_uuid: 0,
             ev: Packets::with_capacity(BLOCK + (64 << 10)),
             causal: Causal::default(),
             order: Vec::new(),
@@ -124,9 +165,10 @@ impl<'o> Writer<'o> {
         self.drain(false);
     }
 
+    /// A uuid for a track made on the way.
     fn uuid(&mut self) -> u64 {
-        self.next_uuid += 1;
-        self.next_uuid
+        self.made_uuid += 1;
+        self.made_uuid
     }
 
     /// Time `ticks` on sequence `t` in Unix ns, after writing the detached ends that come
@@ -269,21 +311,32 @@ impl Sink for Writer<'_> {
         self.process = self.process.wrapping_add(1);
         let p = self.process;
         self.cal = self.next_calibration.take().unwrap_or(header.calibration).converter();
-        self.plan.keys.next_process();
+        self.keys.next_process();
         self.steps.next_process();
-        self.order = self.plan.order.get_mut(p).map(std::mem::take).unwrap_or_default();
-        self.process_track = self.uuid();
-        self.next_seq += 1;
-        let mut packet = first_packet(self.next_seq);
+        let part = self.parts.next().unwrap_or_default();
+        self.order = part.order;
+        if self.plan.apart {
+            // As if this process were the first the writer met: what the files before met
+            // comes from the plan.
+            for i in self.touched.drain(..) {
+                self.met[i as usize] = Met::default();
+            }
+            for (i, met) in part.met {
+                self.met[i as usize] = met;
+                self.touched.push(i);
+            }
+        }
+        self.made_uuid = made_uuids(p);
+        let (first_uuid, first_seq) = self.plan.firsts[p];
+        self.process_track = first_uuid;
+        let mut packet = first_packet(first_seq);
         let plan: &crate::export::process::ProcessInfo = &self.plan.processes[p];
         packet.track_descriptor = Some(process_track(&plan.header, self.plan.pids[p], self.process_track));
         self.message(&packet);
         self.seqs.clear();
-        let mut queues =
-            self.plan.correlations.queues.get_mut(p).map(std::mem::take).unwrap_or_default().into_iter();
+        let mut queues = part.queues.into_iter();
         for t in 0..self.plan.processes[p].threads.len() {
-            let (track, id) = (self.uuid(), self.next_seq + 1);
-            self.next_seq = id;
+            let (track, id) = (first_uuid + 1 + t as u64, first_seq + 1 + t as u32);
             let thread = &self.plan.processes[p].threads[t];
             let mut packet = first_packet(id);
             packet.previous_packet_dropped = (thread.dropped > 0).then_some(true);

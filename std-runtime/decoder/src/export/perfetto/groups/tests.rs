@@ -14,8 +14,15 @@ type Ends = (Vec<u64>, Vec<u64>);
 const RANK: [u32; 5] = [2, 1, 3, 0, 4];
 
 /// Both passes over `items` (threads per process as given, processes in order): each item's
-/// flows started and ended, in the order given, checked against [`numbered`].
+/// flows started and ended, in the order given, checked against [`numbered`], with the plan
+/// made on one thread and on three.
 fn flows(threads: &[usize], items: &[Item]) -> Vec<Ends> {
+    let one = flows_on(threads, items, 1);
+    assert!(flows_on(threads, items, 3) == one, "the plan on three threads");
+    one
+}
+
+fn flows_on(threads: &[usize], items: &[Item], plan_threads: usize) -> Vec<Ends> {
     let mut groups = Groups::default();
     for (p, &n) in threads.iter().enumerate() {
         groups.process();
@@ -25,7 +32,7 @@ fn flows(threads: &[usize], items: &[Item]) -> Vec<Ends> {
         }
     }
     let mut next = 7;
-    let Correlations { mut queues, mut large } = groups.plan(&mut next, &RANK);
+    let Correlations { mut queues, mut large } = groups.plan(&mut next, &RANK, plan_threads);
     let flows: Vec<Ends> = items
         .iter()
         .enumerate()
@@ -183,7 +190,7 @@ fn a_large_group_is_noted_only_up_to_its_limit() {
     groups.thread();
     (0..3 * n).for_each(|id| groups.add(0, (0, 5), Role::Cause, id as u64, || 0));
     assert_eq!(groups.parts.iter().map(Vec::len).sum::<usize>(), n);
-    let Correlations { queues, large } = groups.plan(&mut 1, &RANK);
+    let Correlations { queues, large } = groups.plan(&mut 1, &RANK, 2);
     // Every member of a large group is looked up: one run of them.
     assert_eq!(queues[0][0].entries, [Flows::large(n as u64)]);
     assert_eq!(large.len(), 1);

@@ -6,7 +6,7 @@
 use super::Writer;
 use crate::{
     decode::{stream::Item, FieldValue},
-    export::perfetto::{order::OrderSite, put::Tag, sequence::Special},
+    export::perfetto::{order::OrderSite, plan::Met, put::Tag, sequence::Special},
 };
 
 /// The flow ids and causal annotations of the item being written.
@@ -37,7 +37,7 @@ impl Writer<'_> {
         matched: Option<OrderSite>,
     ) {
         let detached = track.is_some();
-        let Writer { plan, seqs, ev, causal, .. } = self;
+        let Writer { plan, seqs, ev, causal, met, touched, found, keys, large, .. } = self;
         let seq = &mut seqs[t];
         let (out, into) = (&mut causal.out, &mut causal.into);
         out.clear();
@@ -45,9 +45,10 @@ impl Writer<'_> {
         // Causes: this item starts the flows of those that refer to it.
         let mut is_cause = false;
         if let Some(i) = target {
-            let tg = &mut plan.targets[i];
-            if !tg.written {
-                tg.written = true;
+            let tg = &plan.targets[i];
+            let m = meet(met, touched, i);
+            if !m.written {
+                m.written = true;
                 out.extend((0..u64::from(tg.links)).map(|k| tg.link_base + k));
                 out.extend((0..u64::from(tg.children)).map(|k| tg.child_base + k));
                 is_cause = tg.links > 0;
@@ -65,10 +66,11 @@ impl Writer<'_> {
             if cause == r.id || r.links[..k].contains(&cause) {
                 continue;
             }
-            match plan.target(cause, seq.cursor).map(|i| &mut plan.targets[i]) {
-                Some(tg) if tg.links_met < tg.links => {
-                    into.push(tg.link_base + u64::from(tg.links_met));
-                    tg.links_met += 1;
+            match plan.target(cause, seq.cursor, found) {
+                Some(i) if met[i].links < plan.targets[i].links => {
+                    let m = meet(met, touched, i);
+                    into.push(plan.targets[i].link_base + u64::from(m.links));
+                    m.links += 1;
                 }
                 Some(_) => {}
                 None => unresolved += 1,
@@ -93,10 +95,11 @@ impl Writer<'_> {
         if let Some(parent) = r.parent {
             let inside = !detached && seq.open.iter().rev().any(|&o| o == parent);
             if !inside {
-                if let Some(tg) = plan.target(parent, seq.cursor).map(|i| &mut plan.targets[i]) {
-                    if tg.children_met < tg.children {
-                        into.push(tg.child_base + u64::from(tg.children_met));
-                        tg.children_met += 1;
+                if let Some(i) = plan.target(parent, seq.cursor, found) {
+                    if met[i].children < plan.targets[i].children {
+                        let m = meet(met, touched, i);
+                        into.push(plan.targets[i].child_base + u64::from(m.children));
+                        m.children += 1;
                     }
                 }
             }
@@ -115,10 +118,8 @@ impl Writer<'_> {
                 match seq.correlated.next(at_ns, r.id) {
                     Ok(flows) => flows.push(out, into),
                     Err(member) => {
-                        let group = plan.keys.group(r.callsite_index, key, false);
-                        let large = group.and_then(|(key, role)| {
-                            Some((plan.correlations.large.get_mut(&(key, value))?, role))
-                        });
+                        let group = keys.group(r.callsite_index, key, false);
+                        let large = group.and_then(|(key, role)| Some((large.get_mut(&(key, value))?, role)));
                         if let Some((large, role)) = large {
                             large.next(role, member).push(out, into);
                         }
@@ -135,6 +136,14 @@ impl Writer<'_> {
         }
         ev.end(kind, name, track, out, into);
     }
+}
+
+/// The references met so far to target `i`, noted as touched in this process if it was not.
+fn meet<'m>(met: &'m mut [Met], touched: &mut Vec<u32>, i: usize) -> &'m mut Met {
+    if met[i] == Met::default() {
+        touched.push(i as u32);
+    }
+    &mut met[i]
 }
 
 /// Appends `id` as 16 lowercase hex digits (`{:016x}`, without the formatting machinery).

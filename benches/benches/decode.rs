@@ -186,8 +186,8 @@ fn real<M: Measurement>(c: &mut Criterion<M>, format: Format, sets: &[TraceSet])
 }
 
 /// Group `real_threads`: each set exported to Perfetto with its files read on 1 thread and on
-/// every core (`Files::scan_threads`, `waffle-decode -j N`), whole and the first pass alone
-/// (the pass that reads files apart), rows of one run.
+/// every core (`Files::scan_threads`, `waffle-decode -j N`: both passes, each file on a thread
+/// of its own), whole and the first pass alone (with the plan), rows of one run.
 fn real_threads(c: &mut Criterion, sets: &[TraceSet]) {
     if sets.is_empty() {
         return;

@@ -199,7 +199,9 @@ impl Local {
     }
 
     fn flush_to(&mut self, slot: &StreamSlot) {
-        if self.records == 0 {
+        if self.records == 0 || runtime::is_closed(self.epoch) {
+            // Nothing staged, or the records of a session that is over: its last pass copied
+            // them into its file, and pushed now they would reach the next session's too.
             self.start_chunk();
             return;
         }

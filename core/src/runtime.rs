@@ -129,6 +129,22 @@ pub fn last_epoch() -> u32 {
     EPOCH.load(Ordering::Acquire)
 }
 
+/// The latest session that has written its last records (0: none).
+static CLOSED: AtomicU32 = AtomicU32::new(0);
+
+/// Says that session `epoch` has written its last records: its runtime's last pass copied what
+/// each thread still had staged into its file. A thread of that session pushes nothing
+/// after this (see [`is_closed`]), or its records would reach the next session's file too.
+pub fn closed(epoch: u32) {
+    CLOSED.fetch_max(epoch, Ordering::AcqRel);
+}
+
+/// Whether session `epoch` has written its last records (see [`closed`]). Epochs count up,
+/// so every session up to the latest closed one is.
+pub fn is_closed(epoch: u32) -> bool {
+    epoch != 0 && epoch <= CLOSED.load(Ordering::Acquire)
+}
+
 /// Whether `tensor!` (and the bindings' tensor calls) fingerprint tensors: off unless a runtime
 /// turns it on (`WAFFLE_TENSORS=1`, `Config::tensors`), since hashing reads the whole tensor.
 static TENSORS: AtomicBool = AtomicBool::new(false);

@@ -130,13 +130,15 @@ impl Collector {
         // Drop counts of the slots earlier sessions made, so that this session reports its own.
         let baseline: HashMap<u32, u64> =
             registry::slots().iter().map(|s| (s.index(), s.dropped())).collect();
+        // Before the session begins: any owner now recorded in an earlier one.
+        let tails = Tails::after(&registry::slots());
         signals::arm();
         let spawned = thread::Builder::new().name("waffle-collector".into()).spawn(move || {
             let _running = Running;
             IS_COLLECTOR.with(|c| c.set(true));
             // The signal handler waits for this thread: it must run on another.
             signals::block_here();
-            run(writer, &start, interval, baseline)
+            run(writer, &start, interval, baseline, tails)
         });
         match spawned {
             Ok(handle) => Ok(Collector { handle }),
@@ -179,6 +181,7 @@ fn run(
     start: &clock::Start,
     interval: Duration,
     dropped_at_start: HashMap<u32, u64>,
+    tails: Tails,
 ) -> io::Result<Stats> {
     let mut st = State {
         out,
@@ -186,7 +189,7 @@ fn run(
         dropped_at_start,
         owned: HashSet::new(),
         dynamic_written: 0,
-        tails: Tails::default(),
+        tails,
     };
     loop {
         let (stopping, request) = wait(interval);

@@ -392,7 +392,11 @@ fn close(a: Active, wait: Wait, slot: &hub::Slot) -> Result<Stats, Error> {
         }
         owned = now;
     }
-    let stats = collector.finish().map_err(|e| Error::io(&path, e))?;
+    let stats = collector.finish();
+    // Its last pass is over, whether or not it could write: what threads of this session still
+    // stage is never pushed (it is in this file, or could not be).
+    waffle::runtime::closed(epoch);
+    let stats = stats.map_err(|e| Error::io(&path, e))?;
     for hook in &at_stop {
         (hook.0)(&path).map_err(|source| Error::AtStop { path: path.clone(), source })?;
     }

@@ -16,14 +16,21 @@
 //! before it and before the chunk that later holds its records, which supersedes it (the
 //! decoder's rule, `docs/wire-format.md`). A thread that keeps recording is left alone: its fill
 //! moves every pass, and its own flush pushes its records within a flush interval.
+//!
+//! A thread that recorded in an earlier session and has not recorded since still owns its
+//! slot, its staging area holding that session's last records, which its last pass copied
+//! into its own file (and which the thread never pushes: `waffle::runtime::closed`). Such
+//! owners, known by their generation when the session starts ([`Tails::after`]), are left
+//! alone until they record again and so take their slot anew.
 
 use crate::frames::FrameWriter;
 use std::{collections::HashMap, io};
 use waffle::queue::{Mark, Snapshot, StreamSlot};
 
 /// What the collector remembers of each slot between passes.
-#[derive(Default)]
 pub(crate) struct Tails {
+    /// Owners of an earlier session, by slot: their generation.
+    earlier: HashMap<u32, u32>,
     /// The fill seen by the previous pass, by slot.
     seen: HashMap<u32, Mark>,
     /// The chunk sequence and length of the last copy written, by slot.
@@ -35,6 +42,12 @@ pub(crate) struct Tails {
 }
 
 impl Tails {
+    /// The tails of a session about to begin, `slots` the slots made so far.
+    pub(crate) fn after(slots: &[&'static StreamSlot]) -> Tails {
+        let earlier = slots.iter().filter(|s| s.is_owned()).map(|s| (s.index(), s.generation())).collect();
+        Tails { earlier, seen: HashMap::new(), copied: HashMap::new(), taken: Vec::new(), frames: 0 }
+    }
+
     /// Copies what idle owners have staged: slots whose fill is the one the previous pass saw,
     /// or, on the last pass (`all`), every owned slot with records not yet copied.
     pub(crate) fn take(&mut self, slots: &[&'static StreamSlot], all: bool) {
@@ -43,7 +56,8 @@ impl Tails {
             let before = self.seen.insert(slot.index(), mark);
             let idle = all || before == Some(mark);
             let fresh = self.copied.get(&slot.index()) != Some(&(mark.seq, mark.len));
-            if mark.records == 0 || mark.seq & 1 == 1 || !idle || !fresh || !slot.is_owned() {
+            let earlier = self.earlier.get(&slot.index()) == Some(&slot.generation());
+            if mark.records == 0 || mark.seq & 1 == 1 || !idle || !fresh || !slot.is_owned() || earlier {
                 continue;
             }
             let mut bytes = vec![0u8; slot.staging_capacity()];

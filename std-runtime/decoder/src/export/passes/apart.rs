@@ -152,9 +152,55 @@ impl<F: Split> Merging<F> {
     }
 }
 
-/// How many bytes of files' outputs may wait for the files before them to be written out
-/// before no file is begun more than a file per thread ahead.
-const WAITING: usize = 256 << 20;
+/// How many bytes of files' outputs may wait in memory for the files before them to be
+/// written out: beyond, a file's output waits in a temporary file, and no file is begun more
+/// than a file per thread ahead. (In unit tests no block waits in memory, so that they spill.)
+const WAITING: usize = if cfg!(test) { 1 } else { 256 << 20 };
+
+/// A file's output while the files before it are written out: blocks in memory, then, once
+/// those of every file hold [`WAITING`] bytes, the rest in a temporary file.
+#[derive(Default)]
+struct Held {
+    blocks: Vec<Vec<u8>>,
+    spilled: Option<Spill>,
+    /// Bytes held, in memory and spilled.
+    bytes: usize,
+}
+
+/// A temporary file, removed when dropped.
+struct Spill {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Spill {
+    fn new() -> io::Result<Spill> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("waffle-decode-{}-{n}.part", std::process::id()));
+        let file = std::fs::File::options().read(true).write(true).create_new(true).open(&path)?;
+        Ok(Spill { file, path })
+    }
+
+    /// Writes what it holds to `out`.
+    fn copy_to(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        use io::{Read, Seek};
+        self.file.seek(io::SeekFrom::Start(0))?;
+        let mut block = vec![0u8; 1 << 20];
+        loop {
+            match self.file.read(&mut block)? {
+                0 => return Ok(()),
+                n => out.write_all(&block[..n])?,
+            }
+        }
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
 
 /// What a thread writing files tells the one writing them out.
 enum Written {
@@ -193,9 +239,10 @@ impl<P> Scanned<P> {
     /// The second pass with each file written by itself, on up to `threads` threads: `write`
     /// reads file `i`'s records into the output it is given, with `parts[i]` (what the plan
     /// gives that file). The outputs go to `out` in file order, from the calling thread,
-    /// which `progress` is told the bytes read on. A file's output waits in memory until the
-    /// files before it are written out; no file is begun more than `threads` files ahead of the
-    /// one being written out while more than [`WAITING`] bytes wait.
+    /// which `progress` is told the bytes read on. A file's output waits until the files before
+    /// it are written out, in memory up to [`WAITING`] bytes in all, beyond that in a temporary
+    /// file; no file is begun more than `threads` files ahead of the one being written out
+    /// while more than that waits.
     /// A file that changed since the first pass is an error, as is the first error in file
     /// order, or `out`'s.
     pub(crate) fn write_apart<T: Send>(
@@ -258,7 +305,9 @@ impl<P> Scanned<P> {
                 });
             }
             drop(tx);
-            let mut waiting: Vec<Vec<Vec<u8>>> = (0..files).map(|_| Vec::new()).collect();
+            let mut held: Vec<Held> = (0..files).map(|_| Held::default()).collect();
+            // Bytes held in memory, over every file.
+            let mut in_memory = 0;
             let mut ended: Vec<Option<io::Result<()>>> = (0..files).map(|_| None).collect();
             let mut current = 0;
             let fail = |error: &mut Option<io::Error>, e: io::Error| {
@@ -280,7 +329,22 @@ impl<P> Scanned<P> {
                     }
                     Written::Bytes(i, bytes) => {
                         done.lock().unwrap_or_else(|e| e.into_inner()).1 += bytes.len();
-                        waiting[i].push(bytes);
+                        let h = &mut held[i];
+                        h.bytes += bytes.len();
+                        if h.spilled.is_none() && in_memory + bytes.len() <= WAITING {
+                            in_memory += bytes.len();
+                            h.blocks.push(bytes);
+                            continue;
+                        }
+                        let spilled = match h.spilled.take() {
+                            Some(spill) => Ok(spill),
+                            None => Spill::new(),
+                        };
+                        match spilled.and_then(|mut spill| spill.file.write_all(&bytes).map(|()| spill)) {
+                            Ok(spill) => h.spilled = Some(spill),
+                            Err(e) => fail(&mut error, io::Error::other(format!("a temporary file: {e}"))),
+                        }
+                        keep(bytes);
                     }
                     Written::Done(i, result) => {
                         ended[i] = Some(result);
@@ -291,18 +355,25 @@ impl<P> Scanned<P> {
                                 Some(Err(e)) => fail(&mut error, e),
                                 Some(Ok(())) => {
                                     current += 1;
-                                    let blocks = waiting.get_mut(current).map(std::mem::take);
-                                    let bytes = blocks.iter().flatten().map(Vec::len).sum::<usize>();
+                                    let Some(mut h) = held.get_mut(current).map(std::mem::take) else {
+                                        continue;
+                                    };
+                                    in_memory -= h.blocks.iter().map(Vec::len).sum::<usize>();
                                     let mut written = done.lock().unwrap_or_else(|e| e.into_inner());
-                                    *written = (current, written.1 - bytes);
+                                    *written = (current, written.1 - h.bytes);
                                     drop(written);
                                     room.notify_all();
-                                    for bytes in blocks.into_iter().flatten() {
+                                    for bytes in h.blocks.drain(..) {
                                         if let Err(e) = out.write_all(&bytes) {
                                             fail(&mut error, e);
                                             break;
                                         }
                                         keep(bytes);
+                                    }
+                                    if let (Some(spill), None) = (&mut h.spilled, &error) {
+                                        if let Err(e) = spill.copy_to(out) {
+                                            fail(&mut error, e);
+                                        }
                                     }
                                 }
                             }
@@ -315,5 +386,53 @@ impl<P> Scanned<P> {
             Some(e) => Err(e),
             None => out.flush(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::{path::PathBuf, sync::mpsc};
+
+    /// Files written out of order come out in file order: the first waits until the second
+    /// is written, whose output (with nothing allowed to wait in memory in tests) goes through a
+    /// temporary file; an error is the first in file order.
+    #[test]
+    fn outputs_come_out_in_file_order_whatever_order_they_are_written_in() {
+        let dir = std::env::temp_dir().join(format!("waffle-apart-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("{i}.bin"))).collect();
+        paths.iter().for_each(|p| std::fs::write(p, b"any bytes").unwrap());
+        let files =
+            Scanned { inputs: paths.iter().map(|p| Input::new(p)).collect(), plan: (), warnings: vec![] };
+        let bytes = |i: usize| -> Vec<u8> { (0..3000).map(|k| (i * 7 + k) as u8).collect() };
+        let run = |fail: Option<usize>| {
+            let (second_done, first_waits) = mpsc::channel::<()>();
+            let first_waits = Mutex::new(first_waits);
+            let mut out = Vec::new();
+            let result = files.write_apart(vec![0, 1, 2], 3, &mut out, &mut |_| {}, |i, part, _, out| {
+                assert_eq!(i, part);
+                if i == 0 {
+                    first_waits.lock().unwrap().recv().unwrap();
+                }
+                for block in bytes(i).chunks(1000) {
+                    out.write_all(block)?;
+                }
+                if i == 1 {
+                    second_done.send(()).unwrap();
+                }
+                match fail {
+                    Some(f) if f <= i => Err(io::Error::other(format!("file {i} failed"))),
+                    _ => Ok(()),
+                }
+            });
+            (result, out)
+        };
+        let (result, out) = run(None);
+        result.unwrap();
+        assert!(out == [bytes(0), bytes(1), bytes(2)].concat());
+        let (result, _) = run(Some(1));
+        assert_eq!(result.unwrap_err().to_string(), "file 1 failed");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -11,6 +11,7 @@
 //! sink keeps none of them.
 
 use super::{
+    names::Names,
     roles::{self, int, role_of, text, Role},
     steps::{Steps, KEPT, NO_STEP},
     window::{Folded, Shapes, Window},
@@ -22,32 +23,6 @@ use std::{
     sync::{mpsc::SyncSender, Arc, Mutex, MutexGuard},
 };
 use waffle::wire::{Calibration, Converter, FieldType};
-
-/// Names of kernels and tensors, numbered once for both runs, so that a number means the same
-/// name on either side.
-#[derive(Debug, Default)]
-pub(crate) struct Names {
-    ids: HashMap<String, u32>,
-    list: Vec<String>,
-}
-
-impl Names {
-    /// The number of `name`, given one the first time it is seen.
-    pub(crate) fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.ids.get(name) {
-            return id;
-        }
-        let id = self.list.len() as u32;
-        self.list.push(name.to_owned());
-        self.ids.insert(name.to_owned(), id);
-        id
-    }
-
-    /// The name numbered `id`.
-    pub(crate) fn get(&self, id: u32) -> &str {
-        &self.list[id as usize]
-    }
-}
 
 /// One tensor fingerprint.
 #[derive(Clone, Copy, Debug)]

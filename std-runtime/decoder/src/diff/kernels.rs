@@ -11,7 +11,7 @@
 
 use super::{
     align::{pair, Lone},
-    collect::Names,
+    names::Names,
     window::{Folded, NameStat, Shapes, StepRun},
 };
 use std::collections::HashMap;

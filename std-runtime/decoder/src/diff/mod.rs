@@ -59,7 +59,8 @@
 //! ```
 
 use crate::{decode::stream, error::Error, reader::Warning};
-use collect::{lock, Msg, Names};
+use collect::{lock, Msg};
+use names::Names;
 use std::{
     path::Path,
     sync::{mpsc, Mutex},
@@ -75,6 +76,7 @@ pub mod align;
 mod collect;
 mod html;
 pub mod kernels;
+mod names;
 mod render;
 mod roles;
 mod steps;

@@ -1,7 +1,7 @@
 //! What a callsite is to `diff` (a kernel, a step marker, a tensor fingerprint, or nothing),
 //! worked out once per callsite from its schema, and the field values read by index.
 
-use super::collect::Names;
+use super::names::Names;
 use crate::{decode::Fields, model::Callsite};
 use waffle::{
     callsite::Kind,

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::export::{
     index::{IdMap, Keys},
-    passes,
+    passes::{self, FirstPass, Split},
     process::{Assigned, OsIds, ProcessInfo},
 };
 
@@ -245,6 +245,28 @@ fn met_before(file_refs: &[Vec<(u64, Refs)>], ids: &[u64]) -> Vec<Vec<(u32, Met)
             met
         })
         .collect()
+}
+
+/// The first pass makes the plan.
+impl FirstPass for Scan {
+    type Plan = Plan;
+
+    fn into_plan(self) -> Plan {
+        Plan::new(self, 1)
+    }
+}
+
+/// Passes over single files, merged in file order: the plan is the same whether they were
+/// read on one thread or several.
+impl Split for Scan {
+    fn merge(&mut self, later: Scan) {
+        self.merge_file(later);
+    }
+
+    /// The correlation groups' partitions are counted and numbered on the threads.
+    fn into_plan_on(self, threads: usize) -> Plan {
+        Plan::new(self, threads)
+    }
 }
 
 impl passes::Plan for Plan {

@@ -21,19 +21,19 @@
 //! - per process its header and threads, for the track descriptors written first.
 //!
 //! Each file is read by a pass of its own (on as many threads as the export is given), and
-//! the passes are merged in file order ([`Split`]): processes, streams and correlation keys
-//! are numbered on, counts added up. What the merged pass leaves is turned into the [`Plan`]
-//! (`plan.rs`).
+//! the passes are merged in file order ([`Scan::merge_file`]): processes, streams and
+//! correlation keys are numbered on, counts added up. What the merged pass leaves is turned
+//! into the plan (`plan.rs`, where `Scan` is made a first pass, so that this file needs
+//! nothing of the plan).
 
 use super::{
     groups::Groups,
     order::OrderCount,
-    plan::Plan,
     tally::{Add, Tally},
 };
 use crate::export::{
     index::Keys,
-    passes::{FirstPass, Pass, Records, Split},
+    passes::{Pass, Records},
     process::ProcessInfo,
 };
 use crate::{
@@ -151,36 +151,9 @@ impl Scan {
         std::mem::take(&mut self.refs).into_sorted()
     }
 
-    fn process(&mut self) -> &mut ProcessInfo {
-        self.processes.last_mut().expect("the header comes first")
-    }
-}
-
-impl Pass for Scan {
-    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
-        self.next_calibration = records.calibration();
-        records.decode(self)
-    }
-}
-
-impl FirstPass for Scan {
-    type Plan = Plan;
-
-    fn into_plan(self) -> Plan {
-        Plan::new(self, 1)
-    }
-}
-
-/// Passes over single files, merged in file order: the plan is the same whether they were
-/// read on one thread or several.
-impl Split for Scan {
-    /// The correlation groups' partitions are counted and numbered on the threads.
-    fn into_plan_on(self, threads: usize) -> Plan {
-        Plan::new(self, threads)
-    }
-
-    /// Each file's references and runs are kept apart, and summed by the plan.
-    fn merge(&mut self, mut later: Scan) {
+    /// `later`, a pass over the file after those this one read, joins it: each file's
+    /// references and runs are kept apart, and summed by the plan (`Split`, in `plan.rs`).
+    pub(super) fn merge_file(&mut self, mut later: Scan) {
         if self.file_runs.is_empty() {
             // The first file's pass, merged into for the first time.
             let refs = self.own_refs();
@@ -194,6 +167,17 @@ impl Split for Scan {
         self.order.merge(later.order, self.processes.len());
         self.processes.extend(later.processes);
         self.runs.extend(later.runs);
+    }
+
+    fn process(&mut self) -> &mut ProcessInfo {
+        self.processes.last_mut().expect("the header comes first")
+    }
+}
+
+impl Pass for Scan {
+    fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
+        self.next_calibration = records.calibration();
+        records.decode(self)
     }
 }
 

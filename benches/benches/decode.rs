@@ -227,7 +227,7 @@ fn real_decode<M: Measurement>(c: &mut Criterion<M>, sets: &[TraceSet]) {
         group.bench_function(&set.name, |b| {
             b.iter(|| {
                 for file in &set.files {
-                    decode::stream::decode_path(file, &mut Nothing).expect("decode");
+                    decode::run::decode_path(file, &mut Nothing).expect("decode");
                 }
             })
         });
@@ -274,14 +274,14 @@ fn bench(c: &mut Criterion) {
         )
     });
     group.bench_function("decode_only", |b| {
-        b.iter(|| decode::stream::decode_path(&big[0], &mut Nothing).expect("decode"))
+        b.iter(|| decode::run::decode_path(&big[0], &mut Nothing).expect("decode"))
     });
     group.finish();
 
     // `why` of the middle `converged` event and `hang` (nothing stuck: one reading), on the
     // files as `waffle-decode why` and `hang` read them, beside `decode/perfetto` above.
     let mut count = Count(0);
-    decode::stream::decode_path(&big[0], &mut count).expect("decode");
+    decode::run::decode_path(&big[0], &mut count).expect("decode");
     let middle = Selector::name("converged", count.0 / 2);
     let mut group = c.benchmark_group("analyses");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));

@@ -379,7 +379,7 @@ mod referring {
 
 /// A sink handed only the items that refer elsewhere learns what one handed every item does.
 fn assert_referring_learns_the_same(files: &[PathBuf]) {
-    use waffle_decode::decode::stream::decode_path;
+    use waffle_decode::decode::run::decode_path;
     for file in files {
         let (mut every, mut referring) = (referring::Every::default(), referring::Referring::default());
         let w1 = decode_path(file, &mut every).expect("decode");

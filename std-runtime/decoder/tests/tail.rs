@@ -17,8 +17,8 @@ use std::{collections::HashMap, path::PathBuf};
 use waffle::wire::{frame, FramePayload, TailHead};
 use waffle_decode::{
     decode::{
-        decode_files,
-        stream::{self, FileEnd, Header, Item},
+        decode_files, run,
+        stream::{FileEnd, Header, Item},
         ProcessStats, Sink,
     },
     export::{perfetto, Files, Format},
@@ -111,7 +111,7 @@ impl<const EAGER: bool> Sink for Kept<EAGER> {
 /// The spans of `path` as a [`Kept`] sink sees them, shaped as the model's are compared.
 fn kept<const EAGER: bool>(path: &std::path::Path) -> Vec<Seen> {
     let mut sink = Kept::<EAGER>::default();
-    let warnings = stream::decode(FrameReader::open(path).unwrap(), path, &mut sink).unwrap();
+    let warnings = run::decode(FrameReader::open(path).unwrap(), path, &mut sink).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let by_id: HashMap<u64, String> = sink.0.iter().map(|(id, text, _, _)| (*id, text.clone())).collect();
     let parent = |p: &Option<u64>| p.and_then(|id| by_id.get(&id).cloned());

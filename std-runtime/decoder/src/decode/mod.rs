@@ -10,7 +10,7 @@
 //! as chunks then (`tail.rs`), also for every sink alike. Device tracks' slices are taken off
 //! the threads that recorded them and handed over at the end of the file as threads of their
 //! own, on the host's clock ([`track`]), for every sink alike too. A file read once with
-//! checkpoints ([`stream::decode_checkpointed`]) can be decoded again from any of them
+//! checkpoints ([`run::decode_checkpointed`]) can be decoded again from any of them
 //! ([`resume`]), for analyses that keep positions rather than records.
 
 use crate::{
@@ -25,6 +25,7 @@ mod chunk;
 mod decoder;
 mod fields;
 pub mod resume;
+pub mod run;
 pub mod stream;
 mod stream_state;
 mod tail;
@@ -65,7 +66,7 @@ pub fn decode_reader<R: Read>(input: R, path: &Path) -> Result<(Process, Vec<War
 
 fn decode_frames<R: Read>(reader: FrameReader<R>, path: &Path) -> Result<(Process, Vec<Warning>), Error> {
     let mut builder = build::Builder::default();
-    let warnings = stream::decode(reader, path, &mut builder)?;
+    let warnings = run::decode(reader, path, &mut builder)?;
     Ok((builder.into_process(), warnings))
 }
 

@@ -1,6 +1,7 @@
 //! Decoding a `trace.bin` as a stream of records, one frame at a time.
 //!
-//! [`decode`] reads frames in file order and hands what they hold to a [`Sink`]: the process
+//! What a decoding hands over, and to what: [`run::decode`](super::run::decode) reads frames in
+//! file order and hands what they hold to a [`Sink`]: the process
 //! header, threads as they appear, span begins and ends, events, and the causal facts, each
 //! stream's records in that stream's order. It keeps, per stream, only the open-span stack and
 //! a few counters, and per file the callsites and the detached spans not yet ended, so its
@@ -9,21 +10,13 @@
 //!
 //! Timestamps are handed over as raw clock ticks with the process's [`Calibration`]: the
 //! header's, then each valid CLOCK frame's as it is read. The last one applies to every tick of
-//! the file, so a sink that must convert as it goes first asks [`final_calibration`].
+//! the file, so a sink that must convert as it goes first asks
+//! [`run::final_calibration`](super::run::final_calibration).
 
-use super::{decoder::Decoder, fields::Fields, resume::Checkpoint};
-use crate::{
-    error::Error,
-    model::{Callsite, Track},
-    reader::{FrameReader, Warning},
-};
-use std::{
-    fs::File,
-    io::{BufReader, Read},
-    path::Path,
-    sync::Arc,
-};
-use waffle::wire::{frame, Calibration, Clock, FramePayload};
+use super::fields::Fields;
+use crate::model::{Callsite, Track};
+use std::sync::Arc;
+use waffle::wire::Calibration;
 
 /// What a file's HEADER frame says about its process: the grammar's own type, which the model
 /// keeps too ([`Process::header`](crate::model::Process::header)). The file it came from is
@@ -199,94 +192,4 @@ pub trait Sink {
 
     /// The file is read; every span has ended.
     fn finish(&mut self, end: &FileEnd);
-}
-
-/// Decodes one file into `sink`; returns the warnings.
-pub fn decode_path<S: Sink>(path: &Path, sink: &mut S) -> Result<Vec<Warning>, Error> {
-    decode(FrameReader::open(path)?, path, sink)
-}
-
-/// Decodes the frames of `reader` into `sink`; `path` names the file in messages. Fails only
-/// when the file has no usable header; later damage becomes warnings.
-pub fn decode<R: Read, S: Sink>(
-    reader: FrameReader<R>,
-    path: &Path,
-    sink: &mut S,
-) -> Result<Vec<Warning>, Error> {
-    decode_observed(reader, path, sink, None)
-}
-
-/// [`decode_path`], also handing `keep` a [`Checkpoint`] (with the sink) before the first frame
-/// after the header and then before the first frame that begins `every` bytes or more after
-/// the previous checkpoint: the places from which [`resume`](super::resume::resume) can
-/// decode the file again.
-pub fn decode_checkpointed<S: Sink>(
-    path: &Path,
-    sink: &mut S,
-    every: u64,
-    keep: &mut dyn FnMut(&mut S, Checkpoint<S::Span>),
-) -> Result<Vec<Warning>, Error> {
-    decode_observed(FrameReader::open(path)?, path, sink, Some((every, keep)))
-}
-
-/// Where checkpoints are handed, and how far apart.
-type Observer<'k, S> = (u64, &'k mut dyn FnMut(&mut S, Checkpoint<<S as Sink>::Span>));
-
-fn decode_observed<R: Read, S: Sink>(
-    mut reader: FrameReader<R>,
-    path: &Path,
-    sink: &mut S,
-    mut observer: Option<Observer<'_, S>>,
-) -> Result<Vec<Warning>, Error> {
-    let mut warnings = Vec::new();
-    let mut payload = Vec::new();
-    let first = reader.read_frame(&mut warnings, &mut payload);
-    let Some((_, offset)) = first.filter(|&(kind, _)| kind == frame::HEADER) else {
-        let what = warnings.first().map_or("the file has no header frame".to_owned(), |w| w.message.clone());
-        return Err(Error::Corrupt { path: path.to_owned(), offset: 10, what });
-    };
-    let header = Header::decode(&payload).map_err(|e| Error::Corrupt {
-        path: path.to_owned(),
-        offset,
-        what: e.to_string(),
-    })?;
-    // Device tracks' slices are held and handed over as threads of their own at the end.
-    let mut sink = super::track::Tracks::new(sink);
-    sink.process(&path.display().to_string(), &header);
-    let mut d = Decoder::new(path, header.parent_span());
-    let mut checked: Option<u64> = None;
-    loop {
-        if let Some((every, keep)) = observer.as_mut() {
-            let at = reader.offset();
-            if checked.is_none_or(|c| at >= c.saturating_add(*every)) {
-                checked = Some(at);
-                keep(sink.inner(), Checkpoint::new(at, &d));
-            }
-        }
-        let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) else { break };
-        if let Err(message) = d.frame(kind, offset, &payload, &mut sink) {
-            warnings.push(Warning { path: path.to_owned(), offset, message });
-        }
-    }
-    d.finish(&mut sink);
-    warnings.append(&mut d.warnings);
-    let at = reader.offset();
-    warnings.extend(sink.warnings.drain(..).map(|message| Warning {
-        path: path.to_owned(),
-        offset: at,
-        message,
-    }));
-    Ok(warnings)
-}
-
-/// The calibration that applies to `path`'s ticks: its last valid CLOCK frame's, found by
-/// reading frame heads only. `None` if it has none (the header's applies) or cannot be read.
-pub fn final_calibration(path: &Path) -> Option<Calibration> {
-    let file = File::open(path).ok()?;
-    let mut reader = FrameReader::new(BufReader::with_capacity(8 << 10, file), path).ok()?;
-    let (mut payload, mut last) = (Vec::new(), None);
-    while reader.next_of_kind(frame::CLOCK, &mut payload).is_some() {
-        last = Clock::decode(&payload).ok().map(|c| c.calibration).or(last);
-    }
-    last
 }

@@ -169,7 +169,7 @@ pub(crate) enum Pending {
 
 impl<'a> FileSink<'a> {
     /// A sink adding file number `rank` of a run to `run`, its tensors sent to `out`;
-    /// `calibration` is the file's final one when known (`decode::stream::final_calibration`).
+    /// `calibration` is the file's final one when known (`decode::run::final_calibration`).
     pub(crate) fn new(
         (run, names, shapes): (&'a mut Run, &'a Mutex<Names>, &'a Mutex<Shapes>),
         out: &'a SyncSender<Msg>,

@@ -58,7 +58,7 @@
 //! }
 //! ```
 
-use crate::{decode::stream, error::Error, reader::Warning};
+use crate::{decode::run, error::Error, reader::Warning};
 use collect::{lock, Msg};
 use names::Names;
 use std::{
@@ -200,9 +200,9 @@ fn read_run<P: AsRef<Path>>(
     let mut warnings = Vec::new();
     for (rank, path) in files.iter().enumerate() {
         let path = path.as_ref();
-        let calibration = stream::final_calibration(path);
+        let calibration = run::final_calibration(path);
         let mut sink = collect::FileSink::new((&mut run, names, shapes), out, rank as u32, calibration);
-        warnings.extend(stream::decode_path(path, &mut sink)?);
+        warnings.extend(run::decode_path(path, &mut sink)?);
         let _ = out.send(Msg::Read(std::fs::metadata(path).map_or(0, |m| m.len())));
         info.files.push(path.display().to_string());
     }

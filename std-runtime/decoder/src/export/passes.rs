@@ -45,10 +45,7 @@ use waffle::wire::Calibration;
 
 use super::process::ProcessInfo;
 use crate::{
-    decode::{
-        stream::{self, Sink},
-        ProcessStats,
-    },
+    decode::{run, stream::Sink, ProcessStats},
     error::Error,
     model::Trace,
     reader::{FrameReader, Warning},
@@ -88,7 +85,7 @@ impl Records<'_> {
                     1 << 20,
                     Counting { inner: file, progress: &mut **progress },
                 );
-                stream::decode(FrameReader::new(input, path)?, path, sink)
+                run::decode(FrameReader::new(input, path)?, path, sink)
             }
             Origin::Trace(trace) => {
                 super::replay::replay(trace, sink);
@@ -182,7 +179,7 @@ struct Input {
 
 impl Input {
     fn new(path: &Path) -> Input {
-        Input { path: path.to_owned(), calibration: stream::final_calibration(path), size: Input::size(path) }
+        Input { path: path.to_owned(), calibration: run::final_calibration(path), size: Input::size(path) }
     }
 
     fn size(path: &Path) -> Option<u64> {

@@ -21,7 +21,7 @@ use std::{
 use waffle::wire::{envelope::FrameHead, frame, FRAME_HEAD_LEN};
 
 use super::{queue, sink, FileSummary, Options, Summary};
-use crate::{decode::stream, reader::FrameReader, send::poster::Poster, send::Target};
+use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Target};
 
 /// Bytes the hand-off holds before it drops records.
 const HANDOFF_BYTES: usize = 64 << 20;
@@ -149,7 +149,7 @@ fn run(handoff: Arc<Handoff>, target: Target, options: &Options, report: &LiveRe
         let sender = s.spawn(|| queue::send(&queue, poster, options, &say));
         let mut sink = sink::Follower::new(Some(queue.clone()), protocol, None);
         let input = HandoffReader { handoff: handoff.clone(), chunk: Vec::new(), pos: 0 };
-        let result = FrameReader::new(input, path).and_then(|r| stream::decode(r, path, &mut sink));
+        let result = FrameReader::new(input, path).and_then(|r| run::decode(r, path, &mut sink));
         let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
         match result {
             Ok(warnings) => file.warnings = warnings,

@@ -45,7 +45,7 @@ use std::{
 };
 
 use crate::{
-    decode::stream,
+    decode::run,
     reader::{FrameReader, Warning},
     send::{poster::Poster, Policy, Protocol, Target},
 };
@@ -301,7 +301,7 @@ fn follow_one(
     let mut sink = sink::Follower::new(queue, protocol, out);
     let result = tail::TailReader::open(path, options.wait, options.idle)
         .and_then(|input| FrameReader::new(input, path))
-        .and_then(|reader| stream::decode(reader, path, &mut sink));
+        .and_then(|reader| run::decode(reader, path, &mut sink));
     match result {
         Ok(warnings) => file.warnings = warnings,
         Err(e) => file.error = Some(e.to_string()),

@@ -18,10 +18,7 @@ use super::{
     Gathered, OpenSpan, ProcessEnd, ThreadState,
 };
 use crate::{
-    decode::{
-        stream::{decode_path, FileEnd},
-        FieldValue, Fields, Header, Item, Sink,
-    },
+    decode::{run::decode_path, stream::FileEnd, FieldValue, Fields, Header, Item, Sink},
     error::Error,
     model::{Callsite, Item as Kind, ItemRef},
     reader::Warning,

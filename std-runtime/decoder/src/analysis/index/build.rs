@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     analysis::select::{closest, Selector, WhyError},
-    decode::stream::{decode_checkpointed, final_calibration},
+    decode::run::{decode_checkpointed, final_calibration},
     error::Error,
     matching::{Matching, Rank, Seen, Tally},
     reader::Warning,

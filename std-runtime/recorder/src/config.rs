@@ -3,7 +3,7 @@
 //! fingerprints), with its defaults read from the environment. [`crate::session`] does the
 //! starting and stopping.
 
-use crate::{error::Error, launcher, live::LiveWriter, session::Session};
+use crate::{error::HookError, launcher, live::LiveWriter};
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
@@ -29,9 +29,6 @@ pub struct Config {
     pub(crate) live: Option<LiveWriter>,
     pub(crate) tensors: bool,
 }
-
-/// The error an [`at_stop`](Config::at_stop) hook returns.
-pub type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A hook run on the closed trace file (see [`Config::at_stop`]).
 #[derive(Clone)]
@@ -200,21 +197,6 @@ impl Config {
     pub fn tensors(mut self, on: bool) -> Config {
         self.tensors = on;
         self
-    }
-
-    /// Starts recording.
-    ///
-    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
-    /// one starts as asked: its file is kept if it holds any record, removed if not.
-    pub fn start(self) -> Result<Session, Error> {
-        let (epoch, path) = self.start_as(false)?;
-        Ok(Session::started(epoch, path))
-    }
-
-    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
-    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
-    pub(crate) fn start_automatic(self) -> Result<(), Error> {
-        self.start_as(true).map(drop)
     }
 }
 

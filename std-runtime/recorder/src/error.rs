@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+/// The error an [`at_stop`](crate::Config::at_stop) hook returns.
+pub type HookError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What can go wrong starting or stopping a session.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -34,7 +37,7 @@ pub enum Error {
         path: PathBuf,
         /// What the hook said.
         #[source]
-        source: crate::session::HookError,
+        source: HookError,
     },
 }
 

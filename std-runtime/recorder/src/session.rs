@@ -1,6 +1,5 @@
 //! Starting and stopping a recording session.
 
-pub use crate::config::{Config, HookError};
 use crate::{
     clock,
     collector::{Collector, Stats},
@@ -12,6 +11,7 @@ use crate::{
     live::{LiveWriter, Output},
     registry,
 };
+pub use crate::{config::Config, error::HookError};
 use std::{
     fs::File,
     io::BufWriter,
@@ -59,6 +59,21 @@ fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
 }
 
 impl Config {
+    /// Starts recording.
+    ///
+    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
+    /// one starts as asked: its file is kept if it holds any record, removed if not.
+    pub fn start(self) -> Result<Session, Error> {
+        let (epoch, path) = self.start_as(false)?;
+        Ok(Session::started(epoch, path))
+    }
+
+    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
+    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
+    pub(crate) fn start_automatic(self) -> Result<(), Error> {
+        self.start_as(true).map(drop)
+    }
+
     /// Starts recording as `config` says; `automatic` for the session `WAFFLE_OUTPUT` asks for.
     pub(crate) fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
         if registry::forked() {

@@ -32,20 +32,20 @@ use std::{sync::Once, time::Duration};
 /// How long the panic hook waits for the collector's pass before letting the panic go on.
 pub(crate) const PANIC_FLUSH_WAIT: Duration = Duration::from_millis(500);
 
-/// At exit, how long without a thread giving its stream slot back ends the wait for the
-/// others: threads that finished just before (scoped threads, whose destructors push their last
-/// records after the scope has returned) give theirs back within it; threads still running
-/// (an idle pool) never do, and cost the exit this long.
-pub(crate) const EXIT_QUIET: Duration = Duration::from_millis(20);
-
 static INSTALL: Once = Once::new();
 
-/// Installs the panic hook and the exit handler, once per process.
-pub(crate) fn install() {
+/// What the exit handler runs: stopping the session still active (the session module's, given
+/// at install, so that this module needs nothing of it).
+static ON_EXIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Installs the panic hook and the exit handler, once per process; the exit handler runs
+/// `on_exit`.
+pub(crate) fn install(on_exit: fn()) {
     if std::thread::panicking() {
         return; // `set_hook` may not be called while panicking; a later start installs them
     }
     INSTALL.call_once(|| {
+        let _ = ON_EXIT.set(on_exit);
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             on_panic();
@@ -73,14 +73,11 @@ fn on_panic() {
     crate::collector::request_flush(PANIC_FLUSH_WAIT);
 }
 
-/// Stops the session still active when the process exits. Threads that are finishing are
-/// waited for while they give their slots back (see [`EXIT_QUIET`]); threads still running keep
-/// what they staged, and what they pushed is written.
+/// Stops the session still active when the process exits (the `on_exit` given at install).
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let wait = crate::session::Wait::WhileReleasing { quiet: EXIT_QUIET };
-        if let Some(Err(e)) = crate::session::stop_active(None, wait) {
-            eprintln!("waffle: closing the trace at exit: {e}");
+        if let Some(on_exit) = ON_EXIT.get() {
+            on_exit();
         }
     });
 }

@@ -100,7 +100,7 @@ impl Config {
             }
             replace_automatic(a, &slot);
         }
-        crate::crash::install();
+        crate::crash::install(stop_at_exit);
         let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
         let start = Arc::new(clock::Start::now());
         let cal = start.measure_over(Duration::from_millis(2));
@@ -158,13 +158,29 @@ impl Config {
     }
 }
 
+/// At exit, how long without a thread giving its stream slot back ends the wait for the
+/// others: threads that finished just before (scoped threads, whose destructors push their last
+/// records after the scope has returned) give theirs back within it; threads still running
+/// (an idle pool) never do, and cost the exit this long.
+const EXIT_QUIET: Duration = Duration::from_millis(20);
+
+/// Stops the session still active when the process exits (the exit handler's part, see
+/// `crash.rs`). Threads that are finishing are waited for while they give their slots back
+/// (see [`EXIT_QUIET`]); threads still running keep what they staged, and what they pushed is
+/// written.
+fn stop_at_exit() {
+    if let Some(Err(e)) = stop_active(None, Wait::WhileReleasing { quiet: EXIT_QUIET }) {
+        eprintln!("waffle: closing the trace at exit: {e}");
+    }
+}
+
 /// Stops the automatic session `a` for an explicit start (the caller holds the lock): its file
 /// stays if it recorded anything, and is removed if not, so that a program that starts its own
 /// session early leaves only that session's file. Threads still running are not waited for,
 /// as at exit: they may never give their slots back.
 fn replace_automatic(a: Active, slot: &hub::Slot) {
     let path = a.path.clone();
-    match close(a, Wait::WhileReleasing { quiet: crate::crash::EXIT_QUIET }, slot) {
+    match close(a, Wait::WhileReleasing { quiet: EXIT_QUIET }, slot) {
         Ok(stats) if stats.data_frames == 0 => {
             let _ = std::fs::remove_file(&path);
         }

@@ -363,6 +363,16 @@ struct waffle_event_id_t waffle_event_named(const char *name,
                                             const struct waffle_kv_t *kvs,
                                             size_t count);
 
+// A static, NUL-terminated English description of `status` (any value, also unknown ones).
+// The string must not be freed.
+const char *waffle_status_str(int32_t status);
+
+// The last failure of a waffle call on this thread, and resets it to `WAFFLE_OK`. Calls that
+// return an id or a guard (`waffle_span_begin`, `waffle_event`, `waffle_context_enter`, ...)
+// return a null one on failure and say why only here; calls that return a status set it too.
+// Successful calls leave it alone.
+waffle_status_t waffle_last_status(void);
+
 // Starts recording to the file `path` with default settings: the `rank` label, trace id and
 // parent context come from the environment (see `waffle_config_t`). Spans and events record
 // from now on, on every thread, until `waffle_stop`. A session that `WAFFLE_OUTPUT` started is
@@ -399,16 +409,6 @@ void waffle_set_enabled(bool on);
 
 // Whether spans and events record now.
 bool waffle_is_enabled(void);
-
-// A static, NUL-terminated English description of `status` (any value, also unknown ones).
-// The string must not be freed.
-const char *waffle_status_str(int32_t status);
-
-// The last failure of a waffle call on this thread, and resets it to `WAFFLE_OK`. Calls that
-// return an id or a guard (`waffle_span_begin`, `waffle_event`, `waffle_context_enter`, ...)
-// return a null one on failure and say why only here; calls that return a status set it too.
-// Successful calls leave it alone.
-waffle_status_t waffle_last_status(void);
 
 // Records the fingerprint of the `count` `float`s at `data` as one event and returns its id:
 // the tensor's name (`name`, NUL-terminated), element type, shape (the `ndim` dimensions at

@@ -7,7 +7,7 @@
 //! `WAFFLE_ERR_PANIC`, a null id, a null guard. Unwinding out of an `extern "C"` function would
 //! abort the process instead.
 //!
-//! [`waffle_last_status`]: crate::status::waffle_last_status
+//! [`waffle_last_status`]: crate::report::waffle_last_status
 
 use crate::{
     status::{fail, waffle_status_t},
@@ -45,16 +45,7 @@ macro_rules! on_panic_default {
         }
     )*};
 }
-on_panic_default!(
-    (),
-    bool,
-    u32,
-    waffle_span_t,
-    waffle_event_id_t,
-    waffle_context_t,
-    waffle_context_guard_t,
-    crate::track::waffle_track_t
-);
+on_panic_default!((), bool, u32, waffle_span_t, waffle_event_id_t, waffle_context_t, waffle_context_guard_t);
 
 /// Runs `body`, turning a panic into [`OnPanic::on_panic`].
 ///
@@ -84,14 +75,14 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_the_types_null_value_and_a_last_status() {
-        let _ = crate::status::waffle_last_status();
+        let _ = crate::report::waffle_last_status();
         let s: waffle_status_t = guard(|| panic!("boom"));
         assert_eq!(s, waffle_status_t::WAFFLE_ERR_PANIC);
         let span: waffle_span_t = guard(|| panic!("boom"));
         assert_eq!(span.id.id, 0);
         let ctx: waffle_context_t = guard(|| panic!("boom"));
         assert_eq!((ctx.trace_id_hi, ctx.trace_id_lo, ctx.span_id.id), (0, 0, 0));
-        assert_eq!(crate::status::waffle_last_status(), waffle_status_t::WAFFLE_ERR_PANIC);
+        assert_eq!(crate::report::waffle_last_status(), waffle_status_t::WAFFLE_ERR_PANIC);
         assert_eq!(guard(|| 7u32), 7);
     }
 }

@@ -45,7 +45,7 @@
 //! Every function checks its pointers (NULL, alignment), bounds every string scan and count,
 //! replaces invalid UTF-8 in names and values, and never lets a panic unwind into C
 //! ([`boundary`]). Failures return a status (or, for calls that return an id, a null id and
-//! [`waffle_last_status`](status::waffle_last_status)). No function allocates memory that the
+//! [`waffle_last_status`](report::waffle_last_status)). No function allocates memory that the
 //! caller must free, and every type is plain data the caller owns.
 
 #![warn(missing_docs)]
@@ -59,6 +59,7 @@ mod cstr;
 mod interposed;
 mod kvs;
 mod record;
+mod report;
 mod session;
 mod status;
 mod tensor;
@@ -67,6 +68,7 @@ mod types;
 
 pub use context::*;
 pub use record::*;
+pub use report::*;
 pub use session::*;
 pub use status::*;
 pub use tensor::*;

@@ -1,6 +1,6 @@
 //! Status codes, their texts, and the per-thread last status of calls that return a value.
 
-use std::{cell::Cell, ffi::c_char};
+use std::cell::Cell;
 
 /// What a call did: `WAFFLE_OK` (0), or what was wrong. Functions that return an id or a guard
 /// instead report a failure through `waffle_last_status`.
@@ -53,11 +53,11 @@ impl waffle_status_t {
         WAFFLE_ERR_PANIC,
     ];
 
-    fn from_code(code: i32) -> Option<waffle_status_t> {
+    pub(crate) fn from_code(code: i32) -> Option<waffle_status_t> {
         usize::try_from(code).ok().and_then(|i| Self::ALL.get(i).copied())
     }
 
-    fn text(self) -> &'static std::ffi::CStr {
+    pub(crate) fn text(self) -> &'static std::ffi::CStr {
         match self {
             WAFFLE_OK => c"ok",
             WAFFLE_ERR_NULL => c"a required pointer argument is NULL",
@@ -89,55 +89,9 @@ pub(crate) fn fail(status: waffle_status_t) -> waffle_status_t {
     status
 }
 
-/// A static, NUL-terminated English description of `status` (any value, also unknown ones).
-/// The string must not be freed.
-#[no_mangle]
-pub extern "C" fn waffle_status_str(status: i32) -> *const c_char {
-    crate::boundary::guard(|| match waffle_status_t::from_code(status) {
-        Some(s) => s.text().as_ptr(),
-        None => c"unknown waffle status".as_ptr(),
-    })
-}
-
-/// The last failure of a waffle call on this thread, and resets it to `WAFFLE_OK`. Calls that
-/// return an id or a guard (`waffle_span_begin`, `waffle_event`, `waffle_context_enter`, ...)
-/// return a null one on failure and say why only here; calls that return a status set it too.
-/// Successful calls leave it alone.
-#[no_mangle]
-pub extern "C" fn waffle_last_status() -> waffle_status_t {
-    crate::boundary::guard(|| {
-        let code = LAST.try_with(|c| c.replace(0)).unwrap_or(0);
-        waffle_status_t::from_code(code).unwrap_or(WAFFLE_ERR_PANIC)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::ffi::CStr;
-
-    #[test]
-    fn every_code_has_its_own_text_and_unknown_codes_have_one_too() {
-        let mut seen = std::collections::HashSet::new();
-        for (i, s) in waffle_status_t::ALL.iter().enumerate() {
-            assert_eq!(*s as i32, i as i32);
-            // SAFETY: waffle_status_str returns static NUL-terminated strings.
-            let text = unsafe { CStr::from_ptr(waffle_status_str(i as i32)) };
-            assert!(seen.insert(text.to_str().unwrap().to_owned()));
-        }
-        for code in [-1, 12, i32::MIN, i32::MAX] {
-            // SAFETY: as above.
-            let text = unsafe { CStr::from_ptr(waffle_status_str(code)) };
-            assert_eq!(text.to_str(), Ok("unknown waffle status"));
-        }
-    }
-
-    #[test]
-    fn last_status_keeps_the_last_failure_until_read() {
-        assert_eq!(waffle_last_status(), WAFFLE_OK);
-        fail(WAFFLE_ERR_NULL);
-        fail(WAFFLE_OK);
-        assert_eq!(waffle_last_status(), WAFFLE_ERR_NULL);
-        assert_eq!(waffle_last_status(), WAFFLE_OK);
-    }
+/// This thread's last failure, reset to `WAFFLE_OK` (`WAFFLE_ERR_PANIC` for a code that is
+/// none, which cannot happen).
+pub(crate) fn take_last() -> waffle_status_t {
+    let code = LAST.try_with(|c| c.replace(0)).unwrap_or(0);
+    waffle_status_t::from_code(code).unwrap_or(WAFFLE_ERR_PANIC)
 }

@@ -8,7 +8,7 @@
 //! an array on the stack: no allocation.
 
 use crate::{
-    boundary::guard,
+    boundary::{guard, OnPanic},
     cstr,
     kvs::kv_slice,
     record::{event, Site},
@@ -25,6 +25,13 @@ use waffle::{wire::reserved::track as names, Track};
 pub struct waffle_track_t {
     /// The track's id: the id of the event that defined it; 0 is null.
     pub id: u64,
+}
+
+/// A call that returns a track gives the null track after a caught panic.
+impl OnPanic for waffle_track_t {
+    fn on_panic() -> Self {
+        Self::default()
+    }
 }
 
 const KEY_ID: &CStr = c"track.id";

@@ -46,6 +46,7 @@ cargo build -p waffle --no-default-features --target thumbv7em-none-eabihf
 
 step "the frame grammar builds for bare metal (no_std + alloc: waffle's \"frames\" feature)"
 cargo build -p waffle --no-default-features --features frames --target thumbv7em-none-eabihf
+cargo build -p waffle-wire --no-default-features --target thumbv7em-none-eabihf
 
 step "waffle-metal for bare metal, and its demo firmware: clippy and fmt for thumbv7em-none-eabihf"
 cargo clippy -p waffle-metal --target thumbv7em-none-eabihf -- -D warnings

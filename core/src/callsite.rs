@@ -12,26 +12,7 @@
 use crate::wire::FieldType;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-/// Whether a callsite opens spans or records events.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `span!` and `#[instrument]`.
-    Span = 1,
-    /// `event!`.
-    Event = 2,
-}
-
-impl Kind {
-    /// The kind for a code read from a file, if it is one.
-    pub const fn from_code(code: u8) -> Option<Kind> {
-        match code {
-            1 => Some(Kind::Span),
-            2 => Some(Kind::Event),
-            _ => None,
-        }
-    }
-}
+pub use crate::wire::Kind;
 
 /// One field of a callsite's schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +85,22 @@ impl Callsite {
         let id = (this.wrapping_sub(base) / core::mem::size_of::<Callsite>()) as u32;
         self.id_cache.store(id.wrapping_add(1), Ordering::Relaxed);
         id
+    }
+
+    /// This callsite as the CALLSITES frame describes it, borrowing its strings.
+    #[cfg(feature = "frames")]
+    pub fn desc(&self) -> crate::wire::CallsiteDesc<'static> {
+        use crate::wire::{CallsiteDesc, FieldDesc};
+        use alloc::borrow::Cow;
+        CallsiteDesc {
+            kind: self.kind,
+            name: Cow::Borrowed(self.name),
+            module: Cow::Borrowed(self.module),
+            file: Cow::Borrowed(self.file),
+            line: self.line,
+            fields: self.fields.iter().map(|f| FieldDesc { name: Cow::Borrowed(f.name), ty: f.ty }).collect(),
+            correlate: Cow::Borrowed(self.correlate),
+        }
     }
 }
 

@@ -4,10 +4,10 @@
 //! nanoseconds and a few bytes per span.
 //!
 //! This crate is the producer side: the macros, ids, callsites, the record encoding and the
-//! per-thread buffers. It is `no_std` and never allocates. It also owns the `trace.bin` format
-//! ([`wire`]): being the lowest crate that the recorder and the decoder both depend on, it is
-//! where the one frame grammar lives, so that the decoder needs nothing of the recorder and a
-//! bare-metal recorder can write the same frames (the `frames` feature, which needs `alloc`). Pair it with a runtime that drains
+//! per-thread buffers. It is `no_std` and never allocates. The `trace.bin` format it writes is
+//! the crate `waffle-wire`, re-exported as [`wire`]: the reader depends on that grammar alone,
+//! and a bare-metal recorder writes the same frames (the `frames` feature, which needs
+//! `alloc`). Pair it with a runtime that drains
 //! the buffers — `waffle-std` writes them to a `trace.bin` file that `waffle-decode` turns into
 //! Perfetto, Jaeger, Zipkin or OpenTelemetry traces.
 //!
@@ -69,7 +69,8 @@ mod span;
 mod task;
 pub mod tensor;
 mod track;
-pub mod wire;
+/// The `trace.bin` format: the crate `waffle-wire`, which the reader shares.
+pub use waffle_wire as wire;
 
 pub use context::{Context, ContextError, ContextGuard, Traceparent};
 pub use encode::FieldValue;

@@ -123,7 +123,7 @@ fn callsites() {
     ];
     static CS: waffle::callsite::Callsite =
         waffle::callsite::Callsite::new(Kind::Span, "step", "m", "a.rs", 200, &FIELDS, "");
-    assert_eq!(CallsiteDesc::of_static(&CS), step());
+    assert_eq!(CS.desc(), step());
 }
 
 #[test]

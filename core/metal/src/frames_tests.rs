@@ -7,7 +7,7 @@ use waffle::{
     callsite::{Callsite, Field, Kind},
     wire::{
         envelope::{encode_frame, file_head as their_file_head},
-        CallsiteDesc, Callsites, DataHead, Drops, End, FieldType, FramePayload, Header, Stream,
+        Callsites, DataHead, Drops, End, FieldType, FramePayload, Header, Stream,
     },
 };
 
@@ -76,8 +76,7 @@ static SITES: [Callsite; 2] = [
 
 #[test]
 fn callsites_are_the_grammars() {
-    let desc =
-        Callsites { module: 0, first: 7, callsites: SITES.iter().map(CallsiteDesc::of_static).collect() };
+    let desc = Callsites { module: 0, first: 7, callsites: SITES.iter().map(Callsite::desc).collect() };
     assert_eq!(ours(frame::CALLSITES, |out| callsites(7, &SITES, out)), theirs(&desc));
     let empty = Callsites { module: 0, first: 0, callsites: vec![] };
     assert_eq!(ours(frame::CALLSITES, |out| callsites(0, &[], out)), theirs(&empty));

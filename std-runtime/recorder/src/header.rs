@@ -8,7 +8,10 @@ use std::{
     borrow::Cow,
     io::{self, Write},
 };
-use waffle::wire::{CallsiteDesc, Callsites, FieldDesc, Header};
+use waffle::{
+    callsite::Callsite,
+    wire::{CallsiteDesc, Callsites, FieldDesc, Header},
+};
 
 /// The executable's file name, the default process name.
 fn process_name() -> String {
@@ -62,7 +65,7 @@ impl Preamble<'_> {
         // The string table: every callsite linked into this image, as module 0.
         let all = waffle::callsite::all();
         for (n, chunk) in all.chunks(1024).enumerate() {
-            write_callsites(out, (n * 1024) as u32, chunk.iter().map(CallsiteDesc::of_static).collect())?;
+            write_callsites(out, (n * 1024) as u32, chunk.iter().map(Callsite::desc).collect())?;
         }
         out.flush()
     }

@@ -1,3 +1,5 @@
+//! # waffle-wire
+//!
 //! The wire format of `trace.bin`: its one grammar, shared by every writer and reader.
 //!
 //! Everything both sides must agree on is defined here, once: the file magic and version, the
@@ -9,16 +11,34 @@
 //! document, [`FORMAT_VERSION`] and the byte-level tests (`core/tests/frames.rs`,
 //! `core/tests/encode.rs`) together.
 //!
-//! Why here, in `waffle` core: it is the lowest crate that both sides already depend on. The
-//! recorder (`waffle-std`) writes through it, the decoder (`waffle-decode`) reads through it and
-//! so needs nothing of the recorder, and a bare-metal recorder that has only this crate can
-//! write the same frames.
+//! ```
+//! use waffle_wire::{read_varint, write_varint, zigzag, unzigzag, MAX_VARINT_LEN};
+//!
+//! // A timestamp delta as the hot path writes it: zigzag, then a LEB128 varint.
+//! let mut buf = [0u8; MAX_VARINT_LEN];
+//! let n = write_varint(&mut buf, zigzag(-300));
+//! assert_eq!(n, 2);
+//! let (back, used) = read_varint(&buf[..n]).unwrap();
+//! assert_eq!((unzigzag(back), used), (-300, 2));
+//! ```
+//!
+//! Why a crate of its own: the producer (`waffle`, which re-exports it as `waffle::wire`)
+//! writes through it, and the reader (`waffle-read`) reads through it without linking the
+//! producer's macros, linker sections and queues. A bare-metal recorder that has only `waffle`
+//! writes the same frames.
 //!
 //! Two encodings, by temperature. The cold frames (written once, or once per thread or per
 //! callsite) are postcard, from serde derives, behind the `frames` feature (it needs `alloc`,
-//! not `std`; the default build of this crate stays free of allocation). The hot record stream
+//! not `std`; without it the crate stays free of allocation). The hot record stream
 //! (chunk heads and records, written on the user's thread) keeps hand-written LEB128 varints,
 //! the same bytes postcard would write for those integers, without its machinery.
+
+#![no_std]
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+#[cfg(feature = "frames")]
+extern crate alloc;
 
 mod calibration;
 pub mod chunk;
@@ -42,6 +62,27 @@ pub use frame_error::{FrameError, Problem};
 pub use frames::{
     CallsiteDesc, Callsites, Clock, DataHead, Drops, End, FieldDesc, FramePayload, Header, Stream, TailHead,
 };
+
+/// Whether a callsite opens spans or records events.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `span!` and `#[instrument]`.
+    Span = 1,
+    /// `event!`.
+    Event = 2,
+}
+
+impl Kind {
+    /// The kind for a code read from a file, if it is one.
+    pub const fn from_code(code: u8) -> Option<Kind> {
+        match code {
+            1 => Some(Kind::Span),
+            2 => Some(Kind::Event),
+            _ => None,
+        }
+    }
+}
 
 /// The first eight bytes of every `trace.bin`. The high byte and the CR/LF pair catch files
 /// that went through a text-mode transfer.

@@ -8,7 +8,7 @@
 //!   it (postcard keeps no message of a serde error, see [`super::frames`]).
 
 use super::FieldType;
-use crate::callsite::Kind;
+use crate::Kind;
 use alloc::{borrow::Cow, string::String, vec::Vec};
 use core::fmt;
 use serde::{
@@ -68,11 +68,11 @@ impl<'de> Visitor<'de> for Lossy {
 pub(super) mod kind {
     use super::*;
 
-    pub(in crate::wire) fn serialize<S: Serializer>(k: &Kind, ser: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(k: &Kind, ser: S) -> Result<S::Ok, S::Error> {
         ser.serialize_u8(*k as u8)
     }
 
-    pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
         let code = u8::deserialize(d)?;
         Kind::from_code(code).ok_or_else(|| {
             D::Error::invalid_value(Unexpected::Unsigned(code.into()), &"1 (span) or 2 (event)")
@@ -84,11 +84,11 @@ pub(super) mod kind {
 pub(super) mod field_type {
     use super::*;
 
-    pub(in crate::wire) fn serialize<S: Serializer>(t: &FieldType, ser: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(t: &FieldType, ser: S) -> Result<S::Ok, S::Error> {
         ser.serialize_u8(*t as u8)
     }
 
-    pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FieldType, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FieldType, D::Error> {
         let code = u8::deserialize(d)?;
         FieldType::from_code(code)
             .ok_or_else(|| D::Error::invalid_value(Unexpected::Unsigned(code.into()), &"a type code 0 to 5"))
@@ -99,11 +99,11 @@ pub(super) mod field_type {
 pub(super) mod le_u128 {
     use super::*;
 
-    pub(in crate::wire) fn serialize<S: Serializer>(v: &u128, ser: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(v: &u128, ser: S) -> Result<S::Ok, S::Error> {
         serde::Serialize::serialize(&v.to_le_bytes(), ser)
     }
 
-    pub(in crate::wire) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
         <[u8; 16]>::deserialize(d).map(u128::from_le_bytes)
     }
 }

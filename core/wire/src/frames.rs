@@ -20,7 +20,7 @@ use super::{
     frame_error::{take, FrameError, Problem},
     text, Calibration, FieldType,
 };
-use crate::callsite::Kind;
+use crate::Kind;
 use alloc::{borrow::Cow, string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 
@@ -162,21 +162,6 @@ pub struct FieldDesc<'a> {
     /// Its type, one byte.
     #[serde(with = "text::field_type")]
     pub ty: FieldType,
-}
-
-impl CallsiteDesc<'static> {
-    /// A callsite linked into the image, borrowing its strings.
-    pub fn of_static(cs: &crate::callsite::Callsite) -> CallsiteDesc<'static> {
-        CallsiteDesc {
-            kind: cs.kind,
-            name: Cow::Borrowed(cs.name),
-            module: Cow::Borrowed(cs.module),
-            file: Cow::Borrowed(cs.file),
-            line: cs.line,
-            fields: cs.fields.iter().map(|f| FieldDesc { name: Cow::Borrowed(f.name), ty: f.ty }).collect(),
-            correlate: Cow::Borrowed(cs.correlate),
-        }
-    }
 }
 
 impl<'a> Callsites<'a> {

@@ -17,7 +17,8 @@ target="${CARGO_TARGET_DIR:-target}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cargo build --release --quiet -p waffle-mpi -p waffle-decode --bin waffle-decode --lib
+cargo build --release --quiet -p waffle-mpi --lib
+cargo build --release --quiet -p waffle-decode --bin waffle-decode
 lib="$(cd "$target/release" && pwd)/libwaffle_mpi.so"
 mpicc -O2 -o "$work/mpi_bench" benches/c/mpi_bench.c
 

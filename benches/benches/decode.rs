@@ -54,11 +54,9 @@ use waffle_benches::real_traces::{self, TraceSet};
 #[path = "common/cpu_time.rs"]
 mod cpu_time;
 use cpu_time::CpuTime;
-use waffle_decode::{
-    analysis::{self, Options, Selector},
-    decode::{self, stream::FileEnd, Header, Item, Sink},
-    export::{self, perfetto::encoding, Files, Format},
-};
+use waffle_analyze::why::{self, Options, Selector};
+use waffle_export::{self as export, perfetto::encoding, Files, Format};
+use waffle_read::decode::{self, stream::FileEnd, Header, Item, Sink};
 
 /// Records about `mb` MB of trace into `path`: each of 4 threads runs steps of an outer span
 /// (3 fields) around an inner span (1 field) and an event (2 fields); every 16th inner span
@@ -287,9 +285,9 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
     group.throughput(Throughput::Bytes(big_bytes));
     group.bench_function("why", |b| {
-        b.iter(|| analysis::why_files(&big, &middle, &Options::default()).expect("why"))
+        b.iter(|| why::why_files(&big, &middle, &Options::default()).expect("why"))
     });
-    group.bench_function("hang", |b| b.iter(|| analysis::hang::hang_files(&big).expect("hang")));
+    group.bench_function("hang", |b| b.iter(|| waffle_analyze::hang::hang_files(&big).expect("hang")));
     group.finish();
 
     let mut group = c.benchmark_group("decode_small");

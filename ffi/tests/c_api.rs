@@ -9,7 +9,7 @@ use common::{
     C_FLAGS,
 };
 use std::path::PathBuf;
-use waffle_decode::analysis::{why, Reached, Relation, Selector};
+use waffle_analyze::why::{why, Reached, Relation, Selector};
 
 fn c_source(name: &str) -> PathBuf {
     common::ffi_dir().join("tests/c").join(name)

@@ -6,7 +6,7 @@ mod common;
 
 use common::{command, compile, decode, run_ok, scratch, Link, CXX_FLAGS, C_FLAGS};
 use waffle::wire::reserved;
-use waffle_decode::model::{Event, Value};
+use waffle_read::model::{Event, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
 fn s(v: &str) -> Value {

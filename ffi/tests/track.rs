@@ -6,7 +6,7 @@
 mod common;
 
 use common::{command, compile, decode, run_ok, scratch, Link, C_FLAGS};
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 #[test]
 fn c_slices_land_on_their_track_after_their_launchers() {

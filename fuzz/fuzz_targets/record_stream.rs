@@ -86,7 +86,7 @@ fuzz_target!(|body: &[u8]| {
         return;
     }
     let bytes = file(body);
-    let (process, _warnings) = waffle_decode::decode::decode_reader(&bytes[..], Path::new("fuzz.bin"))
+    let (process, _warnings) = waffle_read::decode::decode_reader(&bytes[..], Path::new("fuzz.bin"))
         .expect("the frame around is valid");
     assert!(process.complete, "the END frame after the damaged data is still read");
 });

@@ -8,7 +8,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use waffle::{EventId, SpanId};
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 #[derive(Arbitrary, Debug)]
 struct Vals {
@@ -232,7 +232,7 @@ fuzz_target!(|ops: Vec<Op>| {
     let stats = session.stop().expect("stop");
     assert_eq!(stats.dropped, 0);
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_read::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
     let spans: Vec<_> = p.threads.iter().flat_map(|t| &t.spans).collect();

@@ -13,7 +13,7 @@ use waffle::wire::{
 };
 
 fn decode(bytes: &[u8]) {
-    if let Ok((_process, warnings)) = waffle_decode::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
+    if let Ok((_process, warnings)) = waffle_read::decode::decode_reader(bytes, Path::new("fuzz.bin")) {
         for w in &warnings {
             assert!(w.offset <= bytes.len() as u64, "warning past the end: {w}");
         }

@@ -4,9 +4,9 @@
 //! thread; [`stop`] drains every buffer and closes the file. With `WAFFLE_OUTPUT` set, a session
 //! already runs when this module is loaded (`waffle_std::autostart`, a constructor of this
 //! library): [`recording_path`] reports it, [`stop`] stops it, and [`start`] replaces it. [`export`] and [`send`] stream
-//! files through `waffle_decode::export::Files` in two passes, as `waffle-decode` does, so memory
+//! files through `waffle_export::Files` in two passes, as `waffle-decode` does, so memory
 //! stays bounded however large the trace; [`decode`] hands the decoded model
-//! (`waffle_decode::decode`) to Python as plain dicts (for tests and tools). The GIL is released
+//! (`waffle_read::decode`) to Python as plain dicts (for tests and tools). The GIL is released
 //! while files are read and written.
 
 use pyo3::{
@@ -15,10 +15,8 @@ use pyo3::{
     types::{PyDict, PyList},
 };
 use std::{path::PathBuf, sync::Mutex};
-use waffle_decode::{
-    export::{Files, Format},
-    model::{Callsite, Value},
-};
+use waffle_export::{Files, Format};
+use waffle_read::model::{Callsite, Value};
 use waffle_std::{Config, Session};
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -35,9 +33,9 @@ fn err(e: waffle_std::Error) -> PyErr {
     }
 }
 
-fn decode_err(e: waffle_decode::Error) -> PyErr {
+fn decode_err(e: waffle_read::Error) -> PyErr {
     match e {
-        waffle_decode::Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        waffle_read::Error::Io { .. } => PyOSError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }
@@ -168,7 +166,7 @@ pub(crate) fn export(
     py.detach(|| {
         let files = scan(&inputs, format, service_name.as_deref())?;
         let warnings = files.warnings().iter().map(|w| w.to_string()).collect();
-        waffle_decode::export::write_file(&output, |out| files.write(out, &mut |_| {}))
+        waffle_export::write_file(&output, |out| files.write(out, &mut |_| {}))
             .map_err(|e| PyOSError::new_err(format!("{}: {e}", output.display())))?;
         Ok(warnings)
     })
@@ -187,7 +185,7 @@ fn scan(inputs: &[PathBuf], format: Format, service_name: Option<&str>) -> PyRes
 /// Sends the spans of `inputs` to a running backend, streaming them in batches as the files are
 /// read: `target` is `zipkin=URL` or `otlp=URL` (an OpenTelemetry collector, Jaeger or Tempo),
 /// as `waffle-decode --send` takes it. `service_name` names every process, as for [`export`].
-/// Retries as `waffle_decode::send::Policy` says; `timeout_s` bounds the time one request may take
+/// Retries as `waffle_export::send::Policy` says; `timeout_s` bounds the time one request may take
 /// over all its attempts (30 s by default). Returns what was sent.
 #[pyfunction]
 #[pyo3(signature = (inputs, target, *, service_name=None, timeout_s=None))]
@@ -198,8 +196,8 @@ pub(crate) fn send(
     service_name: Option<String>,
     timeout_s: Option<f64>,
 ) -> PyResult<Py<PyDict>> {
-    let target: waffle_decode::send::Target = target.parse().map_err(PyValueError::new_err)?;
-    let mut options = waffle_decode::send::Options::default();
+    let target: waffle_export::send::Target = target.parse().map_err(PyValueError::new_err)?;
+    let mut options = waffle_export::send::Options::default();
     if let Some(t) = timeout_s {
         let budget = std::time::Duration::try_from_secs_f64(t.max(0.001))
             .map_err(|e| PyValueError::new_err(format!("timeout_s: {e}")))?;
@@ -208,7 +206,7 @@ pub(crate) fn send(
     }
     let report = py.detach(|| {
         let files = scan(&inputs, target.format(), service_name.as_deref())?;
-        waffle_decode::send::send_files(files, &target, &options, &mut |_| {})
+        waffle_export::send::send_files(files, &target, &options, &mut |_| {})
             .map_err(|e| PyOSError::new_err(e.to_string()))
     })?;
     let d = PyDict::new(py);
@@ -229,7 +227,7 @@ pub(crate) fn send(
 /// ints; `parent` is `None` at the top level.
 #[pyfunction]
 pub(crate) fn decode(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Py<PyDict>> {
-    let decoded = py.detach(|| waffle_decode::decode::decode_files(&inputs)).map_err(decode_err)?;
+    let decoded = py.detach(|| waffle_read::decode::decode_files(&inputs)).map_err(decode_err)?;
     let out = PyDict::new(py);
     let procs = PyList::empty(py);
     for p in &decoded.trace.processes {

@@ -100,7 +100,7 @@ impl Track {
 /// its slices) and `syncs`, `(device_ticks, host_ns)` pairs.
 pub(crate) fn tracks_to_py<'py>(
     py: Python<'py>,
-    tracks: &[waffle_decode::model::Track],
+    tracks: &[waffle_read::model::Track],
 ) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for t in tracks {

@@ -4,8 +4,8 @@
 //! the runtime is installed once per process.
 
 use std::path::Path;
-use waffle_decode::decode::decode_reader;
 use waffle_metal::{Config, Trace};
+use waffle_read::decode::decode_reader;
 
 /// One context with a queue of 512 bytes and chunks of at most 64.
 static TRACE: Trace<1, 512, 64> = Trace::new();
@@ -54,7 +54,7 @@ fn a_full_queue_drops_and_counts_and_a_cut_stream_decodes_to_the_cut() {
     // refused the rest), with their own ids and values.
     for (k, e) in events.iter().enumerate().take(40) {
         assert_eq!(e.id, 1 + k as u64);
-        assert_eq!(format!("{:?}", e.fields), format!("{:?}", [waffle_decode::model::Value::U64(k as u64)]));
+        assert_eq!(format!("{:?}", e.fields), format!("{:?}", [waffle_read::model::Value::U64(k as u64)]));
     }
 
     // Cut inside the last DATA frame: the events before it decode, and a warning names the

@@ -5,11 +5,9 @@
 
 use std::{cell::Cell, path::Path, sync::mpsc};
 use waffle::{EventId, SpanId};
-use waffle_decode::{
-    decode::decode_reader,
-    model::{Thread, Value},
-};
 use waffle_metal::{Config, StartError, Trace};
+use waffle_read::decode::decode_reader;
+use waffle_read::model::{Thread, Value};
 
 /// Three contexts of memory, two configured: the third shows that a context past the
 /// configured ones records nothing.

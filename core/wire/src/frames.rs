@@ -49,7 +49,7 @@ pub trait FramePayload<'a>: Serialize + Deserialize<'a> {
 
 /// HEADER: what a file says about its process, first thing after the magic.
 ///
-/// This is also the decoder's record of a process (`waffle_decode::model::Process::header`):
+/// This is also the decoder's record of a process (`waffle_read::model::Process::header`):
 /// one type owns these fields on both sides.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {

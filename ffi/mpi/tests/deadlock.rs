@@ -15,7 +15,7 @@ use support::{
     common::{mpi::mpi_tool, scratch, which},
     preloaded_run, record, span_int,
 };
-use waffle_decode::analysis::hang::hang;
+use waffle_analyze::hang::hang;
 
 #[test]
 fn a_clean_run_was_stuck_nowhere() {
@@ -55,7 +55,7 @@ fn deadlocked() -> Option<std::path::PathBuf> {
 fn each_rank_of_a_deadlock_ends_inside_its_open_receive() {
     let Some(out) = deadlocked() else { return };
     let files: Vec<_> = (0..3).map(|r| out.join(format!("rank{r}.bin"))).collect();
-    let decoded = waffle_decode::decode::decode_files(&files).expect("decode");
+    let decoded = waffle_read::decode::decode_files(&files).expect("decode");
     for p in &decoded.trace.processes {
         let rank: i64 = p.header.label("rank").unwrap().parse().unwrap();
         // Whether END made it depends on mpirun: it follows the SIGTERM it passes on with a

@@ -15,7 +15,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use support::{event_int, events, field, messages, named, record, span_int, spans};
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 #[test]
 fn every_family_pairs_its_messages_and_groups_its_collectives() {

@@ -13,7 +13,7 @@ mod support;
 
 use std::{collections::HashMap, sync::OnceLock};
 use support::{event_int, events, field, named, record, span_int, spans};
-use waffle_decode::model::{Event, Span, Trace, Value};
+use waffle_read::model::{Event, Span, Trace, Value};
 
 /// The ring program's trace, recorded once for the tests that read it (None: no MPI).
 fn ring() -> Option<&'static Trace> {
@@ -169,7 +169,7 @@ fn wildcard_receives_are_resolved_from_their_status() {
 /// the send span on the rank the message came from (and never walks from a send forward).
 #[test]
 fn why_walks_from_each_receive_to_its_send_on_the_other_rank() {
-    use waffle_decode::analysis::{why, Relation, Selector};
+    use waffle_analyze::why::{why, Relation, Selector};
     let Some(trace) = ring() else { return };
     let all = spans(trace);
     let received = events(trace);

@@ -11,7 +11,7 @@ use std::{
     process::{Command, Output},
     sync::OnceLock,
 };
-use waffle_decode::model::{Item, Trace};
+use waffle_read::model::{Item, Trace};
 
 pub mod mpi;
 
@@ -197,7 +197,7 @@ pub fn why_json(files: &[PathBuf], event: &str, nth: usize, extra: &[&str]) -> s
 
 /// Decodes `files` as one trace; asserts there were no warnings and every file is complete.
 pub fn decode(files: &[PathBuf]) -> Trace {
-    let decoded = waffle_decode::decode::decode_files(files).expect("decode");
+    let decoded = waffle_read::decode::decode_files(files).expect("decode");
     assert!(decoded.warnings.is_empty(), "warnings: {:?}", decoded.warnings);
     for p in &decoded.trace.processes {
         assert!(p.complete, "{} has no END frame", p.source);

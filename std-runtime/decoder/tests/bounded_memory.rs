@@ -22,10 +22,8 @@ use std::{
     sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
-use waffle_decode::{
-    analysis::{self, Options, Selector},
-    export::{Files, Format},
-};
+use waffle_analyze::why::{self, Options, Selector};
+use waffle_export::{Files, Format};
 
 struct Counting;
 
@@ -136,7 +134,7 @@ fn record_pausing(path: &Path, mb: u64, pause_every: u64) -> (u64, u64) {
 
 /// The largest frame payload in `path`, in bytes (printed: it explains a peak).
 fn largest_frame(path: &Path) -> usize {
-    let mut reader = waffle_decode::reader::FrameReader::open(path).expect("open");
+    let mut reader = waffle_read::reader::FrameReader::open(path).expect("open");
     let (mut warnings, mut payload, mut largest) = (Vec::new(), Vec::new(), 0);
     while reader.read_frame(&mut warnings, &mut payload).is_some() {
         largest = largest.max(payload.len());
@@ -182,11 +180,11 @@ fn peak_of(path: &Path, reading: Reading) -> (usize, u64) {
             // The run's first event, a root: what is measured is the index (the walk and
             // its answer are as large as the causes found, here one item).
             let symptom = Selector::name("origin", 0);
-            let (explanation, _) = analysis::why_files(&[path], &symptom, &Options::default()).expect("why");
+            let (explanation, _) = why::why_files(&[path], &symptom, &Options::default()).expect("why");
             assert_eq!(explanation.symptom.name, "origin");
         }
         Reading::Hang => {
-            let (report, _) = analysis::hang::hang_files(&[path]).expect("hang");
+            let (report, _) = waffle_analyze::hang::hang_files(&[path]).expect("hang");
             assert!(!report.stuck());
         }
     }

@@ -4,7 +4,9 @@
 //! message naming both versions.
 
 use std::path::Path;
-use waffle_decode::{decode::decode_file, model::Value, Error};
+use waffle_read::decode::decode_file;
+use waffle_read::model::Value;
+use waffle_read::Error;
 
 fn v1() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/v1.bin"))
@@ -29,7 +31,7 @@ fn a_version_1_file_decodes_to_what_it_held() {
     let (outer, inner) = (&main.spans[0], &main.spans[1]);
     assert_eq!((outer.id, outer.parent, outer.depth), (0x4863_0000_0000_0001, Some(0xb7ad6b7169203331), 0));
     assert_eq!((inner.id, inner.parent, inner.depth), (0x4863_0000_0000_0002, Some(outer.id), 1));
-    let fields = |s: &waffle_decode::model::Span| -> Vec<(String, Value)> {
+    let fields = |s: &waffle_read::model::Span| -> Vec<(String, Value)> {
         s.fields().map(|(k, v)| (k.to_owned(), v.clone())).collect()
     };
     assert_eq!(fields(outer), [("step".into(), Value::U64(7)), ("dt".into(), Value::F64(0.5))]);
@@ -74,7 +76,7 @@ fn a_version_1_file_decodes_to_what_it_held() {
 fn a_newer_version_is_refused_naming_both_versions() {
     let mut bytes = std::fs::read(v1()).unwrap();
     bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
-    let err = waffle_decode::decode::decode_reader(&bytes[..], Path::new("new.bin")).unwrap_err();
+    let err = waffle_read::decode::decode_reader(&bytes[..], Path::new("new.bin")).unwrap_err();
     assert!(matches!(err, Error::UnknownVersion { found: 2, supported: 1, .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("version 2 is newer than this decoder reads (up to 1)"), "{message}");

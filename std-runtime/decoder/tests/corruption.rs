@@ -12,11 +12,9 @@ use std::{
     },
 };
 use waffle::wire::{frame, Calibration, Clock, FramePayload};
-use waffle_decode::{
-    decode::decode_reader,
-    reader::{FrameReader, Warning},
-    Error,
-};
+use waffle_read::decode::decode_reader;
+use waffle_read::reader::{FrameReader, Warning};
+use waffle_read::Error;
 use waffle_std::frames::FrameWriter;
 
 #[path = "common/hand_made.rs"]
@@ -66,7 +64,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Decodes `bytes`, checking memory: no allocation over 64 MiB, at most 64 MiB held at once
 /// beyond what was live before.
-fn decode(bytes: &[u8]) -> Result<(waffle_decode::model::Process, Vec<Warning>), Error> {
+fn decode(bytes: &[u8]) -> Result<(waffle_read::model::Process, Vec<Warning>), Error> {
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let result = decode_reader(bytes, Path::new("bad.bin"));
@@ -185,7 +183,7 @@ fn flipped_bytes_are_skipped_with_the_frame_offset() {
     );
 }
 
-fn single(bytes: &[u8]) -> (waffle_decode::model::Process, Warning) {
+fn single(bytes: &[u8]) -> (waffle_read::model::Process, Warning) {
     let (p, warnings) = decode(bytes).unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     (p, warnings[0].clone())

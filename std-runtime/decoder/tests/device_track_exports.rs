@@ -9,7 +9,7 @@ use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
 
 use prost::Message;
 use serde_json::Value as Json;
-use waffle_decode::export::{
+use waffle_export::{
     otlp,
     xspace::proto::{StatValue, XSpace},
     Files, Format,
@@ -77,9 +77,9 @@ fn write(format: Format) -> Vec<u8> {
 }
 
 fn from_model(format: Format) -> Vec<u8> {
-    let trace = waffle_decode::decode::decode_files(&[&recorded().0]).unwrap().trace;
+    let trace = waffle_read::decode::decode_files(&[&recorded().0]).unwrap().trace;
     let mut out = Vec::new();
-    waffle_decode::export::export(&trace, format, &mut out).unwrap();
+    waffle_export::export(&trace, format, &mut out).unwrap();
     out
 }
 
@@ -281,7 +281,7 @@ fn follow_mode_sends_the_slices_once_the_file_is_read() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let trace = waffle_decode::decode::decode_files(&[path]).unwrap().trace;
+    let trace = waffle_read::decode::decode_files(&[path]).unwrap().trace;
     let p = &trace.processes[0];
     let slices: Vec<String> =
         p.tracks.iter().flat_map(|t| &p.threads[t.thread].spans).map(|s| format!("{:016x}", s.id)).collect();

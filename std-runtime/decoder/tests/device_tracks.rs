@@ -7,11 +7,9 @@
 //! exporters' outputs are in `device_track_exports.rs`.
 
 use std::time::{Duration, Instant};
-use waffle_decode::{
-    analysis::{why, Reached, Selector},
-    decode::decode_files,
-    model::{Process, Span, Value},
-};
+use waffle_analyze::why::{why, Reached, Selector};
+use waffle_read::decode::decode_files;
+use waffle_read::model::{Process, Span, Value};
 
 /// How far a slice may stick out of the host time it took (a `truth` span around the device's
 /// readings): the sync pairs a device reading with a host reading taken a few hundred ns

@@ -289,7 +289,7 @@ fn the_first_divergence_is_the_earliest_differing_tensor_across_ranks() {
 fn many_tensors_are_compared_as_they_are_read_with_few_held() {
     let d = files();
     let diff =
-        waffle_decode::diff::diff_files(&[d.join("many_base.bin")], &[d.join("many_new.bin")], &mut |_| {})
+        waffle_analyze::diff::diff_files(&[d.join("many_base.bin")], &[d.join("many_new.bin")], &mut |_| {})
             .unwrap();
     let t = &diff.tensors;
     let all = MANY.0 * MANY.1;
@@ -301,7 +301,7 @@ fn many_tensors_are_compared_as_they_are_read_with_few_held() {
     // Counterparts arrive close together (each run's reader hands tensors over 256 at a time):
     // a batch waits at most, never more than the window allows, far below the tensors' number.
     assert!(t.held <= 256, "{} tensors held at once", t.held);
-    assert!(2 * waffle_decode::diff::WINDOW < all as usize);
+    assert!(2 * waffle_analyze::diff::WINDOW < all as usize);
 }
 
 #[test]

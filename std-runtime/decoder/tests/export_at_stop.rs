@@ -4,13 +4,12 @@
 fn a_session_writes_its_exports_when_it_stops() {
     let dir = std::env::temp_dir().join(format!("waffle-export-at-stop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    match waffle_decode::export::at_stop([dir.join("run.pftrace"), dir.join("t.json")]) {
-        Err(waffle_decode::Error::UnknownFormat { path }) => assert!(path.ends_with("t.json")),
-        Err(e) => panic!("expected UnknownFormat, got {e}"),
+    match waffle_export::at_stop([dir.join("run.pftrace"), dir.join("t.json")]) {
+        Err(waffle_export::UnknownFormat { path }) => assert!(path.ends_with("t.json")),
         Ok(_) => panic!("expected UnknownFormat for t.json"),
     }
 
-    let export = waffle_decode::export::at_stop([
+    let export = waffle_export::at_stop([
         dir.join("run.pftrace"),
         dir.join("run.jaeger.json"),
         dir.join("run.zipkin.json"),
@@ -46,7 +45,7 @@ fn a_failing_hook_fails_the_stop_and_keeps_the_trace() {
     // The export's directory is removed before the stop, so writing the export fails.
     let gone = dir.join("gone");
     std::fs::create_dir_all(&gone).unwrap();
-    let export = waffle_decode::export::at_stop([gone.join("run.pftrace")]).unwrap();
+    let export = waffle_export::at_stop([gone.join("run.pftrace")]).unwrap();
     let session = waffle_std::Config::new(dir.join("run.bin")).at_stop(export).start().unwrap();
     drop(waffle::span!("kept"));
     std::fs::remove_dir_all(&gone).unwrap();
@@ -57,7 +56,7 @@ fn a_failing_hook_fails_the_stop_and_keeps_the_trace() {
         }
         other => panic!("expected AtStop, got {other:?}"),
     }
-    let decoded = waffle_decode::decode::decode_files(&[dir.join("run.bin")]).unwrap();
+    let decoded = waffle_read::decode::decode_files(&[dir.join("run.bin")]).unwrap();
     let p = &decoded.trace.processes[0];
     assert!(p.complete);
     assert!(p.threads.iter().flat_map(|t| &t.spans).any(|s| s.callsite.name == "kept"));

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use children::{decode, dir, finish};
 
 use otlp_sink::OtlpSink;
-use waffle_decode::follow::{self, Options};
+use waffle_export::follow::{self, Options};
 
 /// One recording session at a time in this process.
 static SESSION: Mutex<()> = Mutex::new(());
@@ -34,7 +34,7 @@ fn follow(args: &[&str]) -> Child {
 
 /// The span ids in `path`, as the file decoder reads them (16 hex digits).
 fn recorded(path: &Path) -> HashSet<String> {
-    let (process, _) = waffle_decode::decode::decode_file(path).unwrap();
+    let (process, _) = waffle_read::decode::decode_file(path).unwrap();
     process.threads.iter().flat_map(|t| &t.spans).map(|s| format!("{:016x}", s.id)).collect()
 }
 
@@ -182,7 +182,7 @@ fn a_blocked_thread_has_its_spans_sent_while_it_is_blocked_and_once() {
     assert!(out.status.success() && !stderr.contains("warning"), "{stderr}");
     let received = sink.received();
     assert!(received.values().all(|&(_, n)| n == 1), "sent twice: {received:?}");
-    let (process, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (process, _) = waffle_read::decode::decode_file(&path).unwrap();
     let hex = |id: u64| format!("{id:016x}");
     let file: std::collections::HashMap<String, (String, String)> = process
         .threads
@@ -283,7 +283,7 @@ fn zipkin_is_followed_too() {
     let out = finish(follow(&[path.to_str().unwrap(), "--send", &sink.zipkin()]), Duration::from_secs(20));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let (process, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (process, _) = waffle_read::decode::decode_file(&path).unwrap();
     let hex = |id: u64| format!("{id:016x}");
     let file: std::collections::HashMap<String, (String, String)> = process
         .threads

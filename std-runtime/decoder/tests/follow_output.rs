@@ -178,7 +178,7 @@ fn with_send_the_backend_and_the_file_both_get_every_span_of_two_files() {
     }
     let twin = d.join("twin.bin");
     std::fs::copy(&first, &twin).unwrap();
-    let (process, _) = waffle_decode::decode::decode_file(&first).unwrap();
+    let (process, _) = waffle_read::decode::decode_file(&first).unwrap();
     let ids: HashSet<String> =
         process.threads.iter().flat_map(|t| &t.spans).map(|s| format!("{:016x}", s.id)).collect();
     assert_eq!(ids.len(), 100);

@@ -17,11 +17,11 @@ use std::{collections::BTreeMap, process::Command};
 
 use fixture::{fixed_trace, golden, TRACE_ID};
 use serde_json::Value as Json;
-use waffle_decode::export::{self, otlp, Files, Format};
+use waffle_export::{otlp, Files, Format};
 
 fn exported(format: Format) -> Vec<u8> {
     let mut out = Vec::new();
-    export::export(&fixed_trace(), format, &mut out).expect("export");
+    waffle_export::export(&fixed_trace(), format, &mut out).expect("export");
     out
 }
 
@@ -86,8 +86,8 @@ fn chrome_streamed_from_files_shows_what_the_model_shows() {
         let mut streamed = Vec::new();
         Files::scan(&paths, Format::Chrome, &mut |_| {}).unwrap().write(&mut streamed, &mut |_| {}).unwrap();
         let mut modelled = Vec::new();
-        let trace = waffle_decode::decode::decode_files(&paths).unwrap().trace;
-        export::export(&trace, Format::Chrome, &mut modelled).unwrap();
+        let trace = waffle_read::decode::decode_files(&paths).unwrap().trace;
+        waffle_export::export(&trace, Format::Chrome, &mut modelled).unwrap();
         let (streamed, modelled): (Json, Json) =
             (serde_json::from_slice(&streamed).unwrap(), serde_json::from_slice(&modelled).unwrap());
         assert_eq!(streamed["otherData"], modelled["otherData"], "{example}");

@@ -17,10 +17,8 @@ use std::{
     path::PathBuf,
     process::Command,
 };
-use waffle_decode::{
-    export::{export, Format},
-    model::Trace,
-};
+use waffle_export::{export, Format};
+use waffle_read::model::Trace;
 
 fn exported(trace: &Trace, format: Format) -> Json {
     let mut out = Vec::new();
@@ -235,7 +233,7 @@ fn nan_allreduce_exports_follow_the_rules() {
     let out = Command::new(example()).arg(&dir).output().expect("run the example");
     assert!(out.status.success(), "the example failed: {}", String::from_utf8_lossy(&out.stderr));
     let inputs = [dir.join("rank0.bin"), dir.join("rank1.bin")];
-    let trace = waffle_decode::decode::decode_files(&inputs).expect("decode").trace;
+    let trace = waffle_read::decode::decode_files(&inputs).expect("decode").trace;
     let read = |file: &str| -> Json {
         let path = dir.join(file);
         let out = Command::new(env!("CARGO_BIN_EXE_waffle-decode"))

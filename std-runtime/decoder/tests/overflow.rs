@@ -4,7 +4,7 @@
 //! reported by `waffle-decode` and in the Perfetto output.
 
 use std::{process::Command, time::Duration};
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 /// Perfetto's `Trace` and the `TracePacket` fields this test reads (numbers from perfetto's
 /// protos: `trace_packet.proto`, `track_descriptor.proto`, `thread_descriptor.proto`).
@@ -82,7 +82,7 @@ fn every_record_is_written_or_counted_as_dropped() {
     let took = started.elapsed();
     let stats = session.stop().unwrap();
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (p, warnings) = waffle_read::decode::decode_file(&path).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let th = p.threads.iter().find(|t| t.name == "producer").expect("the producer's stream");
     // A begin for every span with an id, an end for every ended span (stand-ins included).

@@ -15,7 +15,7 @@ use std::{
     process::Command,
 };
 use waffle::{Context, EventId, Instrument};
-use waffle_decode::export::{Files, Format};
+use waffle_export::{Files, Format};
 
 /// `ranks` files, one session each, recorded one after the other in this process: each rank
 /// links to and enters the context of the rank before it, and sends it messages.

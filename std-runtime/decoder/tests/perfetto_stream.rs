@@ -28,7 +28,7 @@ use waffle::{
     },
     Context, EventId, Instrument,
 };
-use waffle_decode::export::{perfetto, Files, Format};
+use waffle_export::{perfetto, Files, Format};
 
 #[path = "common/perfetto_pb.rs"]
 mod pb;
@@ -217,13 +217,13 @@ fn shown(bytes: &[u8]) -> Shown {
 /// time, so its first time may be later than the model's earliest.
 fn both(files: &[PathBuf], exact_times: bool) -> (Shown, Shown) {
     assert_referring_learns_the_same(files);
-    let decoded = waffle_decode::decode::decode_files(files).expect("decode");
+    let decoded = waffle_read::decode::decode_files(files).expect("decode");
     let mut model = Vec::new();
     perfetto::write(&decoded.trace, &mut model).expect("write the model");
     let mut read = 0u64;
     let export = Files::scan(files, Format::Perfetto, &mut |n| read += n).expect("scan");
     assert_eq!(export.warnings(), decoded.warnings);
-    let stats: Vec<_> = decoded.trace.processes.iter().map(waffle_decode::decode::ProcessStats::of).collect();
+    let stats: Vec<_> = decoded.trace.processes.iter().map(waffle_read::decode::ProcessStats::of).collect();
     assert_eq!(export.processes(), stats);
     let mut streamed = Vec::new();
     export.write(&mut streamed, &mut |n| read += n).expect("write the stream");
@@ -248,7 +248,7 @@ fn both(files: &[PathBuf], exact_times: bool) -> (Shown, Shown) {
 /// its children that do not sit inside it on their track and whether it is detached.
 mod referring {
     use std::collections::BTreeMap;
-    use waffle_decode::decode::stream::{FileEnd, Header, Item, Sink};
+    use waffle_read::decode::stream::{FileEnd, Header, Item, Sink};
 
     #[derive(Debug, Default, PartialEq)]
     pub struct Learned {
@@ -379,7 +379,7 @@ mod referring {
 
 /// A sink handed only the items that refer elsewhere learns what one handed every item does.
 fn assert_referring_learns_the_same(files: &[PathBuf]) {
-    use waffle_decode::decode::run::decode_path;
+    use waffle_read::decode::run::decode_path;
     for file in files {
         let (mut every, mut referring) = (referring::Every::default(), referring::Referring::default());
         let w1 = decode_path(file, &mut every).expect("decode");

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::OnceLock};
 
 use prost::Message;
 use serde_json::Value as Json;
-use waffle_decode::export::{otlp, xspace::proto::XSpace, Files, Format};
+use waffle_export::{otlp, xspace::proto::XSpace, Files, Format};
 
 #[path = "common/perfetto_pb.rs"]
 mod pb;

@@ -1,4 +1,4 @@
-//! `waffle_decode::send` and `waffle-decode --send` against a scripted HTTP server on 127.0.0.1:
+//! `waffle_export::send` and `waffle-decode --send` against a scripted HTTP server on 127.0.0.1:
 //! batches carry the exporters' spans in order, 429 and 5xx are retried (honouring
 //! `Retry-After`), other 4xx are not and the server's message is reported, and an endpoint
 //! nobody listens on is a clear error, quickly, with a short policy.
@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use waffle_decode::export::{export, otlp, Format};
-use waffle_decode::model::Trace;
-use waffle_decode::send::{self, GiveUp, Options, Policy, Protocol, Target};
+use waffle_export::send::{self, GiveUp, Options, Policy, Protocol, Target};
+use waffle_export::{export, otlp, Format};
+use waffle_read::model::Trace;
 
 /// A request as the server saw it.
 #[derive(Clone, Debug)]
@@ -108,7 +108,7 @@ fn trace() -> &'static Trace {
                 let _e = waffle::event!("mark", ok = true);
             }
             session.stop().unwrap();
-            let decoded = waffle_decode::decode::decode_files(std::slice::from_ref(&path)).unwrap();
+            let decoded = waffle_read::decode::decode_files(std::slice::from_ref(&path)).unwrap();
             (path, decoded.trace)
         })
         .1

@@ -15,15 +15,13 @@ use hand_made::{chunk, data, file, Bytes};
 use prost::Message;
 use std::{collections::HashMap, path::PathBuf};
 use waffle::wire::{frame, FramePayload, TailHead};
-use waffle_decode::{
-    decode::{
-        decode_files, run,
-        stream::{FileEnd, Header, Item},
-        ProcessStats, Sink,
-    },
-    export::{perfetto, Files, Format},
-    reader::FrameReader,
+use waffle_export::{perfetto, Files, Format};
+use waffle_read::decode::{
+    decode_files, run,
+    stream::{FileEnd, Header, Item},
+    ProcessStats, Sink,
 };
+use waffle_read::reader::FrameReader;
 
 /// A SPAN_BEGIN of callsite 0 (span `s`, whose `text` field names it here).
 fn begin(text: &str) -> Vec<u8> {
@@ -53,7 +51,7 @@ fn decode(name: &str, frames: &[(u8, Vec<u8>)]) -> (Vec<Seen>, bool) {
     let decoded = decode_files(&[&path]).expect("decode");
     assert!(decoded.warnings.is_empty(), "{name}: {:?}", decoded.warnings);
     let p = &decoded.trace.processes[0];
-    let text = |s: &waffle_decode::model::Span| format!("{:?}", s.fields[0]);
+    let text = |s: &waffle_read::model::Span| format!("{:?}", s.fields[0]);
     let by_id: HashMap<u64, String> =
         p.threads.iter().flat_map(|t| &t.spans).map(|s| (s.id, text(s))).collect();
     let spans: Vec<Seen> = p
@@ -138,7 +136,7 @@ fn slices(bytes: &[u8]) -> Vec<String> {
 }
 
 fn seen(text: &str, parent: Option<&str>, ended: bool) -> Seen {
-    let q = |s: &str| format!("{:?}", waffle_decode::model::Value::Str(s.into()));
+    let q = |s: &str| format!("{:?}", waffle_read::model::Value::Str(s.into()));
     (q(text), parent.map(q), ended)
 }
 

@@ -5,10 +5,8 @@
 
 use std::path::PathBuf;
 
-use waffle_decode::{
-    decode::ProcessStats,
-    export::{Files, Format},
-};
+use waffle_export::{Files, Format};
+use waffle_read::decode::ProcessStats;
 
 /// A small recorded trace of two threads with a link and a correlation, in `dir`.
 fn record(dir: &std::path::Path) -> PathBuf {
@@ -36,7 +34,7 @@ fn every_format_reads_twice_and_notices_a_change() {
     let _ = std::fs::remove_dir_all(&dir);
     let path = record(&dir);
     let size = std::fs::metadata(&path).unwrap().len();
-    let decoded = waffle_decode::decode::decode_files(&[&path]).unwrap();
+    let decoded = waffle_read::decode::decode_files(&[&path]).unwrap();
     let stats: Vec<_> = decoded.trace.processes.iter().map(ProcessStats::of).collect();
     for &format in Format::ALL {
         let mut read = 0u64;

@@ -108,8 +108,7 @@ fn why_names_rank_1s_input_as_the_root_cause() {
 #[test]
 fn both_ranks_share_the_trace_and_each_round_is_one_correlation_group() {
     let (dir, trace_id) = run();
-    let decoded =
-        waffle_decode::decode::decode_files(&[dir.join("rank0.bin"), dir.join("rank1.bin")]).unwrap();
+    let decoded = waffle_read::decode::decode_files(&[dir.join("rank0.bin"), dir.join("rank1.bin")]).unwrap();
     assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
     let trace = &decoded.trace;
     let [r0, r1] = &trace.processes[..] else { panic!("two processes") };

@@ -4,7 +4,7 @@
 use std::{path::Path, process::Command};
 
 use prost::Message;
-use waffle_decode::export::xspace::proto::{StatValue, XSpace};
+use waffle_export::xspace::proto::{StatValue, XSpace};
 
 fn decode(args: &[&std::ffi::OsStr]) -> (i32, String) {
     let out =

@@ -157,7 +157,7 @@ impl Config {
     /// makes such a hook.
     ///
     /// ```ignore
-    /// let export = waffle_decode::export::at_stop(["run.pftrace", "run.jaeger.json"])?;
+    /// let export = waffle_export::at_stop(["run.pftrace", "run.jaeger.json"])?;
     /// let _session = waffle_std::Config::new("run.bin").at_stop(export).start()?;
     /// ```
     pub fn at_stop(
@@ -183,7 +183,7 @@ impl Config {
     /// from a clone of this config has none.
     ///
     /// ```ignore
-    /// let live = waffle_decode::follow::live("otlp=http://127.0.0.1:4318")?;
+    /// let live = waffle_export::follow::live("otlp=http://127.0.0.1:4318")?;
     /// let _session = waffle_std::Config::new("run.bin").live(live).start()?;
     /// ```
     pub fn live(mut self, writer: impl std::io::Write + Send + 'static) -> Config {

@@ -8,7 +8,7 @@
 //! order. The hot path is untouched: only the collector thread does any of this, and without a
 //! live writer `Output` is the buffered file alone.
 //!
-//! The writer must not block (the decoder's `waffle_decode::follow::Live` hands the bytes to a
+//! The writer must not block (the decoder's `waffle_export::follow::Live` hands the bytes to a
 //! thread of its own through a bounded queue); a writer that fails is dropped and the file goes
 //! on without it. At stop, after the END frame has been handed over, the writer is dropped on
 //! the collector thread, so a writer that finishes its work on drop delays the stop by that

@@ -14,7 +14,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
 };
-use waffle_decode::model::Trace;
+use waffle_read::model::Trace;
 
 const CHILD: &str = "WAFFLE_AUTOSTART_CHILD";
 
@@ -55,7 +55,7 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 fn decode(files: &[PathBuf]) -> Trace {
-    let decoded = waffle_decode::decode::decode_files(files).expect("decode");
+    let decoded = waffle_read::decode::decode_files(files).expect("decode");
     assert!(decoded.warnings.is_empty(), "{:?}", decoded.warnings);
     for p in &decoded.trace.processes {
         assert!(p.complete && p.dropped == 0, "{} incomplete or dropped", p.source);

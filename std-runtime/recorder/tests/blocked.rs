@@ -9,7 +9,7 @@ use std::{
     sync::{mpsc, Mutex},
     time::{Duration, Instant},
 };
-use waffle_decode::model::{Process, Span};
+use waffle_read::model::{Process, Span};
 
 /// Sessions are per process: the tests of this file take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -26,7 +26,7 @@ fn spans<'p>(p: &'p Process, name: &str) -> Vec<&'p Span> {
 
 /// Decodes what is on disk now (the file is still being written).
 fn on_disk(path: &Path) -> Process {
-    let (p, warnings) = waffle_decode::decode::decode_file(path).expect("the file decodes");
+    let (p, warnings) = waffle_read::decode::decode_file(path).expect("the file decodes");
     assert!(warnings.is_empty(), "{warnings:?}");
     p
 }

@@ -9,7 +9,7 @@ use std::{
     task::{Context as TaskContext, Poll},
 };
 use waffle::{Context, EventId, Instrument, SpanId};
-use waffle_decode::model::{Item, Trace};
+use waffle_read::model::{Item, Trace};
 
 fn path(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("waffle-causality-{}", std::process::id()));
@@ -18,7 +18,7 @@ fn path(name: &str) -> std::path::PathBuf {
 }
 
 fn decode(p: &std::path::Path) -> Trace {
-    let d = waffle_decode::decode::decode_files(&[p]).unwrap();
+    let d = waffle_read::decode::decode_files(&[p]).unwrap();
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     d.trace
 }

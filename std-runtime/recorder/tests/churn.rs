@@ -34,7 +34,7 @@ fn ten_thousand_short_lived_threads_reuse_their_buffers() {
     assert!(stats.slots <= MAX_SLOTS, "{} slots for {THREADS} threads", stats.slots);
     assert_eq!(stats.streams, stats.slots, "every slot made here had an owner");
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (p, warnings) = waffle_read::decode::decode_file(&path).unwrap();
     std::fs::remove_file(&path).ok();
     assert!(warnings.is_empty(), "{warnings:?}");
     // One decoded thread per owner: slot reuse keeps owners apart by generation.
@@ -45,7 +45,7 @@ fn ten_thousand_short_lived_threads_reuse_their_buffers() {
         let names: Vec<&str> = th.spans.iter().map(|s| s.name()).collect();
         assert_eq!(names, ["thread", "work", "tail"]);
         let n = match th.spans[0].fields[..] {
-            [waffle_decode::model::Value::U64(n)] => n,
+            [waffle_read::model::Value::U64(n)] => n,
             ref f => panic!("{f:?}"),
         };
         assert!(th.spans.iter().all(|s| s.ended && s.fields == th.spans[0].fields));

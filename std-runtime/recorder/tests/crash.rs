@@ -12,7 +12,7 @@ use std::{
     sync::atomic::{AtomicU64, Ordering},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
-use waffle_decode::model::{Process, Value};
+use waffle_read::model::{Process, Value};
 
 const MODE: &str = "WAFFLE_CRASH_CHILD";
 const FILE: &str = "WAFFLE_CRASH_FILE";
@@ -127,7 +127,7 @@ fn run_child(dir: &Path, mode: &str) -> (std::process::Child, PathBuf) {
 }
 
 fn decode(path: &Path) -> Process {
-    let (p, warnings) = waffle_decode::decode::decode_file(path).unwrap();
+    let (p, warnings) = waffle_read::decode::decode_file(path).unwrap();
     // A file cut by a kill may end inside a frame; nothing else may be wrong.
     assert!(warnings.iter().all(|w| w.message.contains("file ends inside")), "{warnings:?}");
     p

@@ -5,7 +5,7 @@
 mod common;
 
 use std::process::Command;
-use waffle_decode::model::Span;
+use waffle_read::model::Span;
 
 /// How far a mapped time may stray: the host reading of a sync follows the device reading by
 /// the record's cost, and the device thread reads its clock a little after it dequeues.
@@ -20,7 +20,7 @@ fn kernels_land_on_their_track_after_their_launch_and_inside_their_step() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("60 kernels"));
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_read::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(p.tracks.len(), 1);
     let track = &p.tracks[0];

@@ -5,7 +5,7 @@
 mod dispatch;
 
 use std::collections::HashMap;
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 #[test]
 fn worker_spans_are_children_of_the_dispatching_span() {
@@ -18,7 +18,7 @@ fn worker_spans_are_children_of_the_dispatching_span() {
     assert_eq!(stats.dropped, 0);
     assert_eq!(results, (0..24u64).map(|n| n * (n + 1) / 2).collect::<Vec<_>>());
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_read::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     let task_of = |fields: &[Value]| match fields {
         [Value::U64(t)] => *t,

@@ -2,7 +2,7 @@
 //! ones and described in the file, also when registered after the session started.
 
 use waffle::{callsite::Kind, wire::FieldType, FieldValue};
-use waffle_decode::model::Value;
+use waffle_read::model::Value;
 
 #[test]
 fn run_time_callsites_decode_with_their_names_and_fields() {
@@ -48,7 +48,7 @@ fn run_time_callsites_decode_with_their_names_and_fields() {
     .unwrap();
     session.stop().unwrap();
 
-    let d = waffle_decode::decode::decode_files(&[&path]).unwrap();
+    let d = waffle_read::decode::decode_files(&[&path]).unwrap();
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     let t = &d.trace;
     let idx = t.index();

@@ -105,7 +105,7 @@ fn a_failing_writer_is_dropped_and_the_file_goes_on() {
     record(&path, copy);
     assert!(*dropped.lock().unwrap());
     assert_eq!(writes.lock().unwrap().len(), 1, "nothing is written after the failure");
-    let (process, warnings) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (process, warnings) = waffle_read::decode::decode_file(&path).unwrap();
     assert!(warnings.is_empty() && process.complete, "{warnings:?}");
     let spans: usize = process.threads.iter().map(|t| t.spans.len()).sum();
     assert_eq!(spans, 6000);

@@ -84,7 +84,7 @@ fn a_million_spans_allocate_nothing() {
     assert_eq!(allocs, 0, "allocations on the hot path");
 
     // The records are really there: spans written + dropped account for every one made.
-    let (p, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (p, _) = waffle_read::decode::decode_file(&path).unwrap();
     let kernels: u64 =
         p.threads.iter().map(|t| t.spans.iter().filter(|s| s.name() == "kernel").count() as u64).sum();
     let records: u64 = p.threads.iter().map(|t| (t.spans.len() * 2 + t.events.len()) as u64).sum();
@@ -116,7 +116,7 @@ fn slices_syncs_and_tensors_allocate_nothing() {
     assert_eq!(allocs, 0, "allocations while recording slices, syncs and tensors");
 
     // The slices are really there: on their track, or counted as dropped; and the tensors.
-    let (p, _) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (p, _) = waffle_read::decode::decode_file(&path).unwrap();
     let track = &p.tracks[0];
     let slices = p.threads[track.thread].spans.len() as u64;
     assert!(slices > 0 && slices + stats.dropped >= N, "{slices} slices, {} dropped", stats.dropped);

@@ -91,7 +91,7 @@ fn child() {
     }
     session.stop().unwrap();
     assert_eq!(OTHER.recording.load(Ordering::Acquire), 0, "and that it stopped");
-    let trace = waffle_decode::decode::decode_files(&[ours]).unwrap().trace;
+    let trace = waffle_read::decode::decode_files(&[ours]).unwrap().trace;
     let spans: Vec<_> = trace.processes[0].threads.iter().flat_map(|t| &t.spans).map(|s| s.name()).collect();
     assert_eq!(spans, ["recorded"]);
     let _ = std::fs::remove_dir_all(dir);

@@ -12,7 +12,7 @@ use std::{
     sync::{mpsc, Mutex},
 };
 use waffle::{Context, EventId, Instrument};
-use waffle_decode::model::{Trace, Value};
+use waffle_read::model::{Trace, Value};
 
 /// One session at a time in this binary (sessions are process-wide).
 static SESSION: Mutex<()> = Mutex::new(());
@@ -24,7 +24,7 @@ fn path(name: &str) -> PathBuf {
 }
 
 fn decode(p: &Path) -> Trace {
-    let d = waffle_decode::decode::decode_files(&[p]).unwrap();
+    let d = waffle_read::decode::decode_files(&[p]).unwrap();
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     d.trace
 }

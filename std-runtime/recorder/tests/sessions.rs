@@ -10,7 +10,7 @@ use std::{collections::BTreeMap, path::Path, sync::mpsc, thread, time::Duration}
 
 /// How many spans and events of each name the file holds.
 fn names(path: &Path) -> BTreeMap<String, usize> {
-    let (p, warnings) = waffle_decode::decode::decode_file(path).unwrap();
+    let (p, warnings) = waffle_read::decode::decode_file(path).unwrap();
     assert!(warnings.is_empty(), "{}: {warnings:?}", path.display());
     let mut names = BTreeMap::new();
     for t in &p.threads {

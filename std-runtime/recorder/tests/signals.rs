@@ -12,7 +12,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
-use waffle_decode::model::{Process, Value};
+use waffle_read::model::{Process, Value};
 
 const BLOCKED: [&str; 4] = ["blocked_recv", "blocked_lock", "blocked_sleep", "blocked_main"];
 
@@ -48,7 +48,7 @@ fn run(signal: libc::c_int, path: &Path) -> (std::process::ExitStatus, Process, 
     // SAFETY: kill has no memory preconditions; the pid is our child's, not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let status = child.wait().unwrap();
-    let (process, warnings) = waffle_decode::decode::decode_file(path).expect("the file decodes");
+    let (process, warnings) = waffle_read::decode::decode_file(path).expect("the file decodes");
     (status, process, warnings.iter().map(|w| w.to_string()).collect())
 }
 

@@ -2,7 +2,7 @@
 //! they made.
 
 use std::collections::BTreeSet;
-use waffle_decode::model::{Process, Value};
+use waffle_read::model::{Process, Value};
 
 #[waffle::instrument]
 fn step(i: u64, dt: f64) {
@@ -45,7 +45,7 @@ fn four_threads_decode_to_the_exact_tree() {
     let stats = record(&path);
     assert_eq!(stats.dropped, 0);
 
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_read::decode::decode_file(&path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
     assert_eq!(p.header.pid, std::process::id());
@@ -110,7 +110,7 @@ fn four_threads_decode_to_the_exact_tree() {
     // A second session in the same process records into its own file.
     let path2 = dir.join("again.bin");
     record(&path2);
-    let (p2, _) = waffle_decode::decode::decode_file(&path2).expect("decode");
+    let (p2, _) = waffle_read::decode::decode_file(&path2).expect("decode");
     let spans: usize = p2.threads.iter().map(|t| t.spans.len()).sum();
     assert_eq!(spans, 8000);
 }

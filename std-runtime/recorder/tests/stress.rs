@@ -40,7 +40,7 @@ fn sixteen_threads(per_thread: u64, name: &str, fields: bool) -> Run {
     });
     let took = started.elapsed();
     let stats = session.stop().unwrap();
-    let (p, warnings) = waffle_decode::decode::decode_file(&path).unwrap();
+    let (p, warnings) = waffle_read::decode::decode_file(&path).unwrap();
     std::fs::remove_file(&path).ok();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
@@ -62,7 +62,7 @@ fn sixteen_threads(per_thread: u64, name: &str, fields: bool) -> Run {
                 continue;
             }
             let (t, i) = match s.fields[..] {
-                [waffle_decode::model::Value::U64(t), waffle_decode::model::Value::U64(i)] => (t, i),
+                [waffle_read::model::Value::U64(t), waffle_read::model::Value::U64(i)] => (t, i),
                 ref f => panic!("{f:?}"),
             };
             seen[t as usize].push(i);

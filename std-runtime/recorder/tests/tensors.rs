@@ -5,7 +5,7 @@
 use half::bf16;
 use std::cell::Cell;
 use waffle::wire::{reserved, FieldType};
-use waffle_decode::model::{Event, Value};
+use waffle_read::model::{Event, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -41,7 +41,7 @@ fn tensors_and_steps_decode_to_their_fingerprints() {
     assert!(id.is_null() && !touched.get());
     drop(waffle::step!(9u64));
     session.stop().unwrap();
-    let d = waffle_decode::decode::decode_files(&[&path]).unwrap();
+    let d = waffle_read::decode::decode_files(&[&path]).unwrap();
     let th = &d.trace.processes[0].threads;
     assert_eq!(th.iter().map(|t| t.events.len()).sum::<usize>(), 0);
     assert_eq!(th[0].spans.len(), 1, "steps record whether or not tensors are on");
@@ -66,7 +66,7 @@ fn tensors_and_steps_decode_to_their_fingerprints() {
     };
     session.stop().unwrap();
 
-    let d = waffle_decode::decode::decode_files(&[&path]).unwrap();
+    let d = waffle_read::decode::decode_files(&[&path]).unwrap();
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     let thread = &d.trace.processes[0].threads[0];
     let step = &thread.spans[0];

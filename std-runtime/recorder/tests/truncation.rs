@@ -2,12 +2,10 @@
 //! the spans of the frames it holds whole, with a warning naming the frame that was cut.
 
 use std::{collections::BTreeMap, path::Path};
-use waffle_decode::{
-    decode::decode_reader,
-    model::{Process, Value},
-    reader::FrameReader,
-    Error,
-};
+use waffle_read::decode::decode_reader;
+use waffle_read::model::{Process, Value};
+use waffle_read::reader::FrameReader;
+use waffle_read::Error;
 
 #[waffle::instrument]
 fn step(t: u64, i: u64) {

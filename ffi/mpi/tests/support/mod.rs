@@ -19,7 +19,7 @@ use std::{
     sync::OnceLock,
     time::Duration,
 };
-use waffle_decode::model::{Event, Span, Trace, Value};
+use waffle_read::model::{Event, Span, Trace, Value};
 
 /// `libwaffle_mpi.so`, built now in this test's profile.
 pub fn preload() -> &'static Path {

@@ -20,7 +20,7 @@
 //! with open spans and cross-references, not with records), with a progress bar over the bytes
 //! read when stderr is a terminal (`--quiet` hides it).
 //!
-//! `--send` retries as [`waffle_decode::send::Policy`] says; the environment can shorten it (for
+//! `--send` retries as [`waffle_export::send::Policy`] says; the environment can shorten it (for
 //! tests): `WAFFLE_SEND_BACKOFF_MS` (the first wait; later waits double, up to 16 times it),
 //! `WAFFLE_SEND_BUDGET_MS` (the time one request may take over all its attempts) and
 //! `WAFFLE_SEND_ATTEMPTS`.
@@ -43,12 +43,11 @@ mod progress;
 #[path = "waffle-decode/why.rs"]
 mod why;
 use progress::Progress;
-use waffle_decode::{
-    analysis,
-    decode::ProcessStats,
-    export::{Files, Format},
+use waffle_export::{
     send::{self, Options, Policy, Target},
+    Files, Format,
 };
+use waffle_read::decode::ProcessStats;
 
 // It links no recorder: `WAFFLE_OUTPUT` in its environment starts nothing here, so a fixed path
 // there is never truncated by the tool about to read it.
@@ -144,7 +143,7 @@ struct HangArgs {
     #[arg(required = true, value_name = "FILES")]
     inputs: Vec<PathBuf>,
 
-    /// Print JSON (its shape is documented in `waffle_decode::analysis::hang`) instead of
+    /// Print JSON (its shape is documented in `waffle_analyze::hang`) instead of
     /// text.
     #[arg(long)]
     json: bool,
@@ -198,8 +197,7 @@ fn run(cli: &Cli) -> Result<(), String> {
                 }
             }
         } else {
-            let written =
-                waffle_decode::export::write_file(path, |out| files.write(out, &mut progress.inc()));
+            let written = waffle_export::write_file(path, |out| files.write(out, &mut progress.inc()));
             progress.done();
             written.map_err(|e| format!("{}: {e}", path.display()))?;
             if !cli.quiet {
@@ -329,7 +327,7 @@ fn known_formats() -> String {
 /// `waffle-decode hang`: the report on stdout (exit status 0 whether or not something was
 /// stuck), warnings and errors on stderr.
 fn hang(args: &HangArgs) -> Result<(), String> {
-    let (report, warnings) = analysis::hang::hang_files(&args.inputs).map_err(|e| e.to_string())?;
+    let (report, warnings) = waffle_analyze::hang::hang_files(&args.inputs).map_err(|e| e.to_string())?;
     for w in &warnings {
         eprintln!("waffle-decode: warning: {w}");
     }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use waffle_decode::export::otlp;
+use waffle_export::otlp;
 
 /// The backend.
 pub struct OtlpSink {

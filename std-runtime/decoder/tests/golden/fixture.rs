@@ -26,7 +26,7 @@ use waffle::{
     callsite::Kind,
     wire::{FieldType, Header},
 };
-use waffle_decode::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
+use waffle_read::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
 
 /// The run's start, ns since the Unix epoch.
 pub const T: u64 = 1_700_000_000_000_000_000;

@@ -7,7 +7,7 @@ use std::{
     sync::{Mutex, MutexGuard, OnceLock},
 };
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt};
-use waffle_decode::model::{Item, Trace, Value};
+use waffle_read::model::{Item, Trace, Value};
 
 /// The recorder's test helpers (building examples).
 #[path = "../../../recorder/tests/common/mod.rs"]
@@ -43,7 +43,7 @@ pub fn record<R: Send>(name: &str, body: impl FnOnce() -> R + Send) -> (Trace, R
 
 /// The trace in `file`, which must decode without a warning.
 pub fn decode(file: &std::path::Path) -> Trace {
-    let d = waffle_decode::decode::decode_files(&[file]).unwrap();
+    let d = waffle_read::decode::decode_files(&[file]).unwrap();
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     d.trace
 }
@@ -122,7 +122,7 @@ pub fn tree(t: &Trace) -> String {
 
 /// The span named `name` (the only one).
 #[allow(dead_code)]
-pub fn span<'a>(t: &'a Trace, name: &str) -> &'a waffle_decode::model::Span {
+pub fn span<'a>(t: &'a Trace, name: &str) -> &'a waffle_read::model::Span {
     let mut found =
         t.processes.iter().flat_map(|p| &p.threads).flat_map(|th| &th.spans).filter(|s| s.name() == name);
     let s = found.next().unwrap_or_else(|| panic!("no span {name}"));

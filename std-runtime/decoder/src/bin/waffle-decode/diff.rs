@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::{io::Write, path::PathBuf};
-use waffle_decode::diff::diff_files;
+use waffle_analyze::diff::diff_files;
 
 #[derive(Args, Debug)]
 pub(crate) struct DiffArgs {
@@ -18,7 +18,7 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "FILES", num_args = 1.., requires = "base")]
     new: Vec<PathBuf>,
 
-    /// Print JSON (its shape is documented in `waffle_decode::diff`) instead of text.
+    /// Print JSON (its shape is documented in `waffle_analyze::diff`) instead of text.
     #[arg(long)]
     json: bool,
 
@@ -45,7 +45,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.html {
         let page = report.to_html();
-        waffle_decode::export::write_file(path, |out| out.write_all(page.as_bytes()))
+        waffle_export::write_file(path, |out| out.write_all(page.as_bytes()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let text = if args.json {

@@ -1,5 +1,5 @@
 //! `waffle-decode --follow FILES --send otlp=URL [-o OUT.json]`: the options of follow mode and
-//! its run (see `waffle_decode::follow`).
+//! its run (see `waffle_export::follow`).
 //!
 //! ```text
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use waffle_decode::follow::{self, Options};
+use waffle_export::follow::{self, Options};
 
 /// Follow mode's options.
 #[derive(Args, Debug)]

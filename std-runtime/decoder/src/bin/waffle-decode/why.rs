@@ -2,11 +2,9 @@
 
 use clap::{ArgGroup, Args};
 use std::{io::Write, path::PathBuf};
-use waffle::wire::reserved::tensor;
-use waffle_decode::{
-    analysis::{self, ItemInfo, Selector, WhyError, WhyFilesError},
-    model::Value,
-};
+use waffle_analyze::why::{self, ItemInfo, Selector, WhyError, WhyFilesError};
+use waffle_read::model::Value;
+use waffle_wire::reserved::tensor;
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("symptom").required(true).args(["event", "id", "first_nan"])))]
@@ -32,7 +30,7 @@ pub(crate) struct WhyArgs {
     #[arg(long, conflicts_with_all = ["event", "id"])]
     first_nan: bool,
 
-    /// Print JSON (its shape is documented in `waffle_decode::analysis`) instead of text.
+    /// Print JSON (its shape is documented in `waffle_analyze::why`) instead of text.
     #[arg(long)]
     json: bool,
 
@@ -43,7 +41,7 @@ pub(crate) struct WhyArgs {
 }
 
 /// `waffle-decode why`: the explanation on stdout, warnings and errors on stderr. The files
-/// are indexed, not decoded into a model (`analysis::why_files`): memory stays a small part of
+/// are indexed, not decoded into a model (`why::why_files`): memory stays a small part of
 /// their size.
 pub(crate) fn why(args: &WhyArgs) -> Result<(), String> {
     let selector = match (&args.event, args.id) {
@@ -52,8 +50,8 @@ pub(crate) fn why(args: &WhyArgs) -> Result<(), String> {
         (Some(name), None) => Selector::name(name.clone(), args.nth.unwrap_or(0)),
         (None, None) => return Err("give the symptom with --event NAME, --id ID or --first-nan".into()),
     };
-    let options = analysis::Options { match_by_order: !args.no_match };
-    let (explanation, warnings) = match analysis::why_files(&args.inputs, &selector, &options) {
+    let options = why::Options { match_by_order: !args.no_match };
+    let (explanation, warnings) = match why::why_files(&args.inputs, &selector, &options) {
         Ok(found) => found,
         Err(WhyFilesError::Why(e @ WhyError::NthOutOfRange { count, .. })) => {
             return Err(format!("{e}; --nth takes 0 to {}", count - 1))

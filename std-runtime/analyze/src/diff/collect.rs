@@ -1,0 +1,367 @@
+//! One run read into what `diff` compares: a decoder [`Sink`] that sums kernels per (step, name)
+//! and keeps one small record per tensor, streaming.
+//!
+//! A kernel is any span but a step marker; its step is the step it lies in (see
+//! [`steps`](super::steps)). A span is added to its step's sums as it ends, and steps are
+//! folded into a few numbers per name and per run of like steps (see
+//! [`window`](super::window)): what the sink keeps does not grow with the spans. Tensors
+//! (events whose schema holds `tensor.hash`, `waffle_wire::reserved::tensor`) are numbered
+//! (the k-th of their name and step) and handed on as [`TensorRec`]s of 64 bytes as soon as
+//! their step is known, to be compared as they come (see [`tensors`](super::tensors)): the
+//! sink keeps none of them.
+
+use super::{
+    names::Names,
+    roles::{self, int, role_of, text, Role},
+    steps::{Steps, KEPT, NO_STEP},
+    window::{Folded, Shapes, Window},
+};
+use crate::decode::stream::{FileEnd, Header, Item, Sink};
+use crate::model::Callsite;
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{mpsc::SyncSender, Arc, Mutex, MutexGuard},
+};
+use waffle_wire::{Calibration, Converter, FieldType};
+
+/// One tensor fingerprint.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TensorRec {
+    /// The file's position among its run's files.
+    pub rank: u32,
+    /// Its name (`tensor.name`, else the event's name).
+    pub name: u32,
+    /// Its step, [`NO_STEP`] when it lies in none.
+    pub step: i64,
+    /// Which tensor of this name, step and rank it is, from 0 in the order its file hands them
+    /// over (time order on each thread).
+    pub occurrence: u32,
+    /// When, Unix ns.
+    pub ns: u64,
+    /// `tensor.hash`.
+    pub hash: u64,
+    /// `tensor.rms` (NaN when not recorded).
+    pub rms: f64,
+    /// `tensor.nan`.
+    pub nan: u64,
+    /// `tensor.pinf`.
+    pub pinf: u64,
+    /// `tensor.ninf`.
+    pub ninf: u64,
+}
+
+/// What one run (one side of the diff) holds once its files are read.
+#[derive(Debug, Default)]
+pub(crate) struct Run {
+    /// Its kernels, folded step by step.
+    pub kernels: Folded,
+    /// Tensors read.
+    pub tensors: u64,
+    /// Spans read.
+    pub spans: u64,
+    /// Step markers ended, and their time, ns.
+    pub steps: (u64, u64),
+}
+
+/// What a run's reader hands to the comparison, in the order it reads it.
+#[derive(Clone, Debug)]
+pub(crate) enum Msg {
+    /// Tensors, numbered, their step known: up to [`BATCH`] at once (one message per tensor
+    /// would wake the comparison for each).
+    Tensors(Vec<TensorRec>),
+    /// A file was read: its size in bytes.
+    Read(u64),
+}
+
+/// The most steps of a file whose tensors are still counted by name (for their occurrence):
+/// twice the ended steps kept to place items (`steps::KEPT`). A tensor of an older step (the
+/// file would hand it over thousands of steps late) is numbered from 0 again.
+const COUNTED_STEPS: usize = 2 * KEPT;
+
+/// How many tensors a file's reader hands over at once.
+pub(crate) const BATCH: usize = 256;
+
+/// Numbers a file's tensors (the k-th of a name in a step) and hands them on.
+pub(crate) struct Tensors<'a> {
+    /// Per step, per name, how many were handed on; the latest [`COUNTED_STEPS`] steps, and
+    /// [`NO_STEP`] always.
+    counts: BTreeMap<i64, HashMap<u32, u32>>,
+    batch: Vec<TensorRec>,
+    out: &'a SyncSender<Msg>,
+}
+
+impl<'a> Tensors<'a> {
+    /// Tensors handed to `out`.
+    pub(crate) fn new(out: &'a SyncSender<Msg>) -> Self {
+        Tensors { counts: BTreeMap::new(), batch: Vec::with_capacity(BATCH), out }
+    }
+
+    fn add(&mut self, mut t: TensorRec) {
+        let per_name = self.counts.entry(t.step).or_default();
+        let n = per_name.entry(t.name).or_insert(0);
+        t.occurrence = *n;
+        *n += 1;
+        if self.counts.len() > COUNTED_STEPS + 1 {
+            let oldest = self.counts.keys().copied().find(|&s| s != NO_STEP);
+            if let Some(oldest) = oldest {
+                self.counts.remove(&oldest);
+            }
+        }
+        self.batch.push(t);
+        if self.batch.len() == BATCH {
+            self.flush();
+        }
+    }
+
+    /// Hands on what is batched.
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            // The receiver only goes away when the comparison has stopped (a panic): nothing
+            // to do.
+            let _ = self.out.send(Msg::Tensors(batch));
+        }
+    }
+}
+
+/// `m` locked; a lock poisoned by a panic on the other run's thread is still usable (that
+/// panic is reported where the thread is joined).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A span open on a thread, as the sink knows it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Open {
+    start: u64,
+    name: u32,
+    /// Its step when known at its begin (an enclosing step on its thread, or its own).
+    step: Option<i64>,
+    /// Whether it is a step marker.
+    marker: bool,
+    /// Whether it is counted (a stand-in of another kind of callsite is not).
+    kernel: bool,
+}
+
+/// Reads one file of a run.
+pub(crate) struct FileSink<'a> {
+    run: &'a mut Run,
+    names: &'a Mutex<Names>,
+    shapes: &'a Mutex<Shapes>,
+    tensors: Tensors<'a>,
+    window: Window,
+    rank: u32,
+    /// The file's last CLOCK frame's calibration, if known before reading; else the header's.
+    fixed: Option<Calibration>,
+    conv: Converter,
+    roles: Vec<Role>,
+    /// Per thread, the steps open on it, innermost last.
+    stacks: Vec<Vec<i64>>,
+    steps: Steps<Pending>,
+}
+
+/// What waits for its step to be known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pending {
+    Kernel { name: u32, dur: u64 },
+    Tensor(TensorRec),
+}
+
+impl<'a> FileSink<'a> {
+    /// A sink adding file number `rank` of a run to `run`, its tensors sent to `out`;
+    /// `calibration` is the file's final one when known (`decode::run::final_calibration`).
+    pub(crate) fn new(
+        (run, names, shapes): (&'a mut Run, &'a Mutex<Names>, &'a Mutex<Shapes>),
+        out: &'a SyncSender<Msg>,
+        rank: u32,
+        calibration: Option<Calibration>,
+    ) -> Self {
+        let conv = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter();
+        FileSink {
+            run,
+            names,
+            shapes,
+            tensors: Tensors::new(out),
+            window: Window::default(),
+            rank,
+            fixed: calibration,
+            conv,
+            roles: Vec::new(),
+            stacks: Vec::new(),
+            steps: Steps::default(),
+        }
+    }
+
+    #[inline]
+    fn role(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
+        match self.roles.get(index as usize) {
+            Some(Role::Unknown) | None => self.learn(index, callsite),
+            Some(role) => *role,
+        }
+    }
+
+    #[cold]
+    fn learn(&mut self, index: u32, callsite: &Arc<Callsite>) -> Role {
+        let i = index as usize;
+        if i >= self.roles.len() {
+            self.roles.resize(i + 1, Role::Unknown);
+        }
+        if let Role::Unknown = self.roles[i] {
+            self.roles[i] = role_of(callsite, &mut lock(self.names));
+        }
+        self.roles[i]
+    }
+
+    fn place(&mut self, at: u64, what: Pending) {
+        let (run, window, tensors) = (&mut *self.run, &mut self.window, &mut self.tensors);
+        self.steps.place(at, what, &mut |step, at, p| {
+            settle((&mut *run, &mut *window, &mut *tensors), step, at, p)
+        });
+    }
+}
+
+/// Adds `p`, now that its step is known.
+fn settle((run, window, tensors): (&mut Run, &mut Window, &mut Tensors<'_>), step: i64, at: u64, p: Pending) {
+    match p {
+        Pending::Kernel { name, dur } => window.add(step, name, at, dur, &mut run.kernels),
+        Pending::Tensor(mut t) => {
+            t.step = step;
+            run.tensors += 1;
+            tensors.add(t);
+        }
+    }
+}
+
+impl Sink for FileSink<'_> {
+    type Span = Open;
+
+    fn process(&mut self, _source: &str, header: &Header) {
+        self.conv = self.fixed.unwrap_or(header.calibration).converter();
+    }
+
+    fn thread(&mut self, thread: usize, _stream: u32) {
+        if self.stacks.len() <= thread {
+            self.stacks.resize(thread + 1, Vec::new());
+        }
+        self.steps.thread(thread);
+    }
+
+    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
+
+    fn span_begin(&mut self, thread: usize, span: &Item<'_>) -> Open {
+        self.run.spans += 1;
+        let start = self.conv.to_unix_ns(span.ticks);
+        self.steps.progress(thread, start);
+        let Role::Kernel { name, step_field } = self.role(span.callsite_index, span.callsite) else {
+            return Open { start, ..Open::default() };
+        };
+        let own = step_field.and_then(|i| int(span.fields, Some(i)));
+        let stack = &mut self.stacks[thread];
+        if let Some(step) = own {
+            stack.push(step);
+            self.steps.open(thread, start, step);
+            self.window.open(step, start);
+        }
+        Open { start, name, step: own.or_else(|| stack.last().copied()), marker: own.is_some(), kernel: true }
+    }
+
+    fn event(&mut self, thread: usize, event: &Item<'_>) {
+        let at = self.conv.to_unix_ns(event.ticks);
+        self.steps.progress(thread, at);
+        let Role::Tensor(tf) = self.role(event.callsite_index, event.callsite) else { return };
+        let f = event.fields;
+        let (types, words, _) = f.raw();
+        let hash = match (types.get(usize::from(tf.hash)), words.get(usize::from(tf.hash))) {
+            (Some(FieldType::U64), Some(&w)) => w,
+            _ => return,
+        };
+        let name = match text(f, tf.name) {
+            Some(n) => lock(self.names).intern(n),
+            None => tf.event_name,
+        };
+        let count = |i| int(f, i).map_or(0, |v| v.max(0) as u64);
+        let rec = TensorRec {
+            rank: self.rank,
+            name,
+            step: NO_STEP,
+            occurrence: 0,
+            ns: at,
+            hash,
+            rms: roles::float(f, tf.rms),
+            nan: count(tf.nan),
+            pinf: count(tf.pinf),
+            ninf: count(tf.ninf),
+        };
+        match self.stacks[thread].last() {
+            Some(&step) => {
+                let to = (&mut *self.run, &mut self.window, &mut self.tensors);
+                settle(to, step, at, Pending::Tensor(rec));
+            }
+            None => self.place(at, Pending::Tensor(rec)),
+        }
+    }
+
+    fn span_end(&mut self, thread: usize, span: Open, ticks: u64, _ended: bool) {
+        self.ended(thread, span, ticks, true);
+    }
+
+    fn detach(&mut self, thread: usize, span: Open, _id: u64) {
+        if span.marker {
+            self.unstack(thread, span);
+        }
+    }
+
+    fn detached_end(&mut self, thread: usize, span: Open, ticks: u64, _ended: bool) {
+        self.ended(thread, span, ticks, false);
+    }
+
+    fn calibration(&mut self, calibration: Calibration) {
+        // Only reached when the final calibration was not known beforehand (a reader without
+        // a path): later records use the newer one.
+        if self.fixed.is_none() {
+            self.conv = calibration.converter();
+        }
+    }
+
+    fn finish(&mut self, _end: &FileEnd) {
+        let (run, window, tensors) = (&mut *self.run, &mut self.window, &mut self.tensors);
+        self.steps.finish(&mut |step, at, p| settle((&mut *run, &mut *window, &mut *tensors), step, at, p));
+        self.window.finish(self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
+        self.tensors.flush();
+    }
+}
+
+impl FileSink<'_> {
+    fn ended(&mut self, thread: usize, span: Open, ticks: u64, on_stack: bool) {
+        let end = self.conv.to_unix_ns(ticks).max(span.start);
+        self.steps.progress(thread, end);
+        if span.marker {
+            if on_stack {
+                self.unstack(thread, span);
+            }
+            let step = span.step.unwrap_or(NO_STEP);
+            self.steps.close(thread, span.start, end, step);
+            self.window.close(step, self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
+            // A step is not a kernel: it holds them, and would lead every regression.
+            self.run.steps.0 += 1;
+            self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);
+            return;
+        }
+        if !span.kernel {
+            return;
+        }
+        let dur = end - span.start;
+        match span.step {
+            Some(step) => self.window.add(step, span.name, span.start, dur, &mut self.run.kernels),
+            None => self.place(span.start, Pending::Kernel { name: span.name, dur }),
+        }
+    }
+
+    /// Takes a step marker off its thread's stack (the innermost with its number).
+    fn unstack(&mut self, thread: usize, span: Open) {
+        let stack = &mut self.stacks[thread];
+        if let Some(i) = stack.iter().rposition(|&s| Some(s) == span.step) {
+            stack.remove(i);
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! The fingerprint's values on data whose answers are known by hand.
 
 use super::*;
+use crate::wire::MAX_STR_LEN;
 use std::vec::Vec;
 
 fn le_bytes<T: Element>(data: &[T]) -> Vec<u8> {

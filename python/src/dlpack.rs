@@ -15,8 +15,7 @@
 //!   native byte order. Only CPU memory is read; a tensor elsewhere is an error here (the
 //!   caller copies it to the host first, see `tensor`).
 //!
-//! The `repr(C)` structs mirror `dlpack.h` (versions 0.8 to 1.3 share this layout; 1.x only
-//! adds device types, element types and flags).
+//! The `repr(C)` structs that mirror `dlpack.h` are in `abi.rs`.
 
 use crate::elements::{fingerprint, Dtype, Scratch};
 use pyo3::{
@@ -25,8 +24,13 @@ use pyo3::{
     prelude::*,
     types::{PyCapsule, PyDict},
 };
-use std::{ffi::CStr, os::raw::c_void, ptr::NonNull};
+use std::{ffi::CStr, ptr::NonNull};
 use waffle::tensor::Fingerprint;
+
+mod abi;
+mod strided;
+use abi::{DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use strided::{c_strides, gather, in_c_order};
 
 /// `kDLCPU`: the one device whose memory is read where it lies.
 pub(crate) const CPU: i32 = 1;
@@ -34,57 +38,6 @@ pub(crate) const CPU: i32 = 1;
 /// The DLPack version this consumer asks for: 1.1 has the layout of 1.0 and names more types
 /// (which are refused here by name rather than by the producer).
 const MAX_VERSION: (u32, u32) = (1, 1);
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct DLDevice {
-    device_type: i32,
-    device_id: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct DLDataType {
-    code: u8,
-    bits: u8,
-    lanes: u16,
-}
-
-#[repr(C)]
-struct DLTensor {
-    data: *mut c_void,
-    device: DLDevice,
-    ndim: i32,
-    dtype: DLDataType,
-    shape: *mut i64,
-    strides: *mut i64,
-    byte_offset: u64,
-}
-
-#[repr(C)]
-struct DLManagedTensor {
-    dl_tensor: DLTensor,
-    #[allow(dead_code)] // the producer's, there for the layout
-    manager_ctx: *mut c_void,
-    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
-}
-
-#[repr(C)]
-struct DLPackVersion {
-    major: u32,
-    minor: u32,
-}
-
-#[repr(C)]
-struct DLManagedTensorVersioned {
-    version: DLPackVersion,
-    #[allow(dead_code)] // the producer's, there for the layout
-    manager_ctx: *mut c_void,
-    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
-    #[allow(dead_code)] // read-only and copied: nothing to a reader
-    flags: u64,
-    dl_tensor: DLTensor,
-}
 
 /// A device as `kind:id` (`cuda:0`), the way frameworks print them.
 pub(crate) fn device_name(device_type: i32, device_id: i32) -> String {
@@ -414,77 +367,5 @@ impl<'py> Managed<'py> {
             shape.iter().zip(&strides).map(|(&n, &s)| if n == 1 { 0 } else { s * item as isize }).collect();
         gather(extent, low.unsigned_abs(), &shape, &byte_strides, item, scratch.bytes_mut());
         Ok((scratch.fingerprint(dtype), shape))
-    }
-}
-
-/// The strides, in elements, of a C-order array of `shape`.
-fn c_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
-    let mut next = 1isize;
-    for (s, &n) in strides.iter_mut().zip(shape).rev() {
-        *s = next;
-        next = next.saturating_mul(n as isize);
-    }
-    strides
-}
-
-/// Whether elements laid out by `strides` are in C order. The stride of a dimension of one
-/// element says nothing (PyTorch gives such dimensions any stride).
-fn in_c_order(shape: &[usize], strides: &[isize]) -> bool {
-    let want = c_strides(shape);
-    shape.iter().zip(strides.iter().zip(&want)).all(|(&n, (s, w))| n == 1 || s == w)
-}
-
-/// Copies the elements of a strided array into `out` in C order. `extent` holds every element,
-/// the first (all indices zero) at byte `first`; `strides` are in bytes.
-fn gather(extent: &[u8], first: usize, shape: &[usize], strides: &[isize], item: usize, out: &mut [u8]) {
-    match item {
-        1 => gather_as::<1>(extent, first, shape, strides, out),
-        2 => gather_as::<2>(extent, first, shape, strides, out),
-        4 => gather_as::<4>(extent, first, shape, strides, out),
-        _ => gather_as::<8>(extent, first, shape, strides, out),
-    }
-}
-
-/// [`gather`] for elements of `N` bytes: a row of the last dimension at a time, copied whole
-/// when its elements are adjacent, element by element (fixed-size copies) when not; the row's
-/// start kept as the index moves, not recomputed.
-fn gather_as<const N: usize>(
-    extent: &[u8],
-    first: usize,
-    shape: &[usize],
-    strides: &[isize],
-    out: &mut [u8],
-) {
-    let Some((&inner_n, outer)) = shape.split_last() else {
-        out[..N].copy_from_slice(&extent[first..first + N]);
-        return;
-    };
-    let inner_s = strides[outer.len()];
-    let row = inner_n * N;
-    let mut index = vec![0usize; outer.len()];
-    let mut base = first as isize;
-    for dst in out.chunks_exact_mut(row) {
-        if inner_s == N as isize {
-            let at = base as usize;
-            dst.copy_from_slice(&extent[at..at + row]);
-        } else {
-            let mut at = base;
-            for el in dst.chunks_exact_mut(N) {
-                let src: &[u8; N] = extent[at as usize..][..N].try_into().expect("N bytes");
-                el.copy_from_slice(src);
-                at += inner_s;
-            }
-        }
-        // The next index of the outer dimensions, the last fastest.
-        for d in (0..outer.len()).rev() {
-            index[d] += 1;
-            base += strides[d];
-            if index[d] < outer[d] {
-                break;
-            }
-            base -= strides[d] * outer[d] as isize;
-            index[d] = 0;
-        }
     }
 }

@@ -20,6 +20,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod automatic;
+pub(crate) use automatic::{automatic_path, replace_own_automatic, take_automatic, take_own_automatic};
+use automatic::replace_automatic;
+
 /// The session recording now, if any. It lives here rather than in [`Session`] so that the
 /// exit handler can close the file when the program calls `std::process::exit` without
 /// dropping its session (see [`crate::crash`]).
@@ -174,64 +178,6 @@ fn stop_at_exit() {
     }
 }
 
-/// Stops the automatic session `a` for an explicit start (the caller holds the lock): its file
-/// stays if it recorded anything, and is removed if not, so that a program that starts its own
-/// session early leaves only that session's file. Threads still running are not waited for,
-/// as at exit: they may never give their slots back.
-fn replace_automatic(a: Active, slot: &hub::Slot) {
-    let path = a.path.clone();
-    match close(a, Wait::WhileReleasing { quiet: EXIT_QUIET }, slot) {
-        Ok(stats) if stats.data_frames == 0 => {
-            let _ = std::fs::remove_file(&path);
-        }
-        Ok(_) => {}
-        Err(e) => eprintln!("waffle: closing the trace WAFFLE_OUTPUT started: {e}"),
-    }
-}
-
-/// Stops this copy's automatic session as an explicit start in another copy replaces it;
-/// whether there was one.
-pub(crate) fn replace_own_automatic() -> bool {
-    let slot = hub::slot();
-    let mut active = active();
-    match take_own(&mut active) {
-        Some(a) if a.automatic => {
-            replace_automatic(a, &slot);
-            true
-        }
-        other => {
-            *active = other;
-            false
-        }
-    }
-}
-
-/// The file of the session `WAFFLE_OUTPUT` started, while it records (in this copy of waffle
-/// or in another one of the process).
-pub(crate) fn automatic_path() -> Option<PathBuf> {
-    let slot = hub::slot();
-    if let Recorder::Other(remote) = slot.recorder() {
-        return remote.info().filter(|i| i.automatic).map(|_| remote.path());
-    }
-    let active = active();
-    active.as_ref().filter(|a| a.automatic && a.pid == std::process::id()).map(|a| a.path.clone())
-}
-
-/// The session `WAFFLE_OUTPUT` started (in any copy of waffle of the process), as a
-/// [`Session`] that stops it when dropped; from then on it is an ordinary session, which an
-/// explicit start no longer replaces.
-pub(crate) fn take_automatic() -> Option<Session> {
-    let slot = hub::slot();
-    if let Recorder::Other(remote) = slot.recorder() {
-        let info = remote.info().filter(|i| i.automatic)?;
-        return remote.take().then(|| Session::remote(info.epoch, remote.path(), remote));
-    }
-    let mut active = active();
-    let a = active.as_mut().filter(|a| a.automatic && a.pid == std::process::id())?;
-    a.automatic = false;
-    Some(Session::started(a.epoch, a.path.clone()))
-}
-
 /// The file the process's session records to, whichever copy of waffle runs it and however it
 /// started; `None` if no session records.
 pub fn current_path() -> Option<PathBuf> {
@@ -264,18 +210,6 @@ pub(crate) fn own_session() -> Option<(u32, bool)> {
 pub(crate) fn own_path() -> Option<PathBuf> {
     let active = active();
     active.as_ref().filter(|a| a.pid == std::process::id()).map(|a| a.path.clone())
-}
-
-/// Makes this copy's automatic session an ordinary one; whether there was one.
-pub(crate) fn take_own_automatic() -> bool {
-    let mut active = active();
-    match active.as_mut().filter(|a| a.automatic && a.pid == std::process::id()) {
-        Some(a) => {
-            a.automatic = false;
-            true
-        }
-        None => false,
-    }
 }
 
 /// 128 random bits, from the standard library's per-process hash keys, the pid and the time.

@@ -24,6 +24,9 @@ rustup component add rust-src --toolchain nightly
 step "ARCHITECTURE.md names every source file"
 ./scripts/check-architecture.sh
 
+step "no source file over 400 lines without a reason at its top"
+./scripts/check-file-length.sh
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -23,6 +23,10 @@ fails instead when `WAFFLE_REQUIRE_MPI` is set or `CI=true` (scripts/test.sh ins
 
 Environment: `WAFFLE_BIN_DIR` (default `<repo>/target/debug`) holds `libwaffle_mpi.so`
 (`cargo build -p waffle-mpi`) and `waffle-decode`.
+
+Over 400 lines because it is the one place that knows how each real program is installed, run,
+traced and counted (inputs, mpirun, the PMPI counter built from the library's own wrappers);
+every consumer test takes its runs from here.
 """
 
 import importlib.util

@@ -1,6 +1,10 @@
 """One run exported to every format must tell one story: this module reads each format back by
 its own consumer's rules, makes each into a `Story`, and compares every pair of them.
 
+Over 400 lines because the comparison is one set of rules: which formats may differ in what,
+and how each pair of formats is matched item by item, kept together so that a rule is read
+beside the others it must agree with.
+
 API (for any test with trace.bin files, a real program's or an example's):
 
     import story

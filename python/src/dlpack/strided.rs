@@ -21,7 +21,14 @@ pub(super) fn in_c_order(shape: &[usize], strides: &[isize]) -> bool {
 
 /// Copies the elements of a strided array into `out` in C order. `extent` holds every element,
 /// the first (all indices zero) at byte `first`; `strides` are in bytes.
-pub(super) fn gather(extent: &[u8], first: usize, shape: &[usize], strides: &[isize], item: usize, out: &mut [u8]) {
+pub(super) fn gather(
+    extent: &[u8],
+    first: usize,
+    shape: &[usize],
+    strides: &[isize],
+    item: usize,
+    out: &mut [u8],
+) {
     match item {
         1 => gather_as::<1>(extent, first, shape, strides, out),
         2 => gather_as::<2>(extent, first, shape, strides, out),

@@ -4,6 +4,10 @@
 //! the format puts it, the slices on it with their `track`, and the launch as an arrow, a link
 //! or a correlation id; the tracks' definitions and syncs, which place the slices, in no format
 //! as a span or an event. `--follow` sends the slices too, once the file is read.
+//!
+//! Over 400 lines because it is one recorded trace checked in each of seven formats: a
+//! reader of the tracks per format (`shown_*`) beside the checks that use it, all on the same
+//! recording.
 
 use std::{collections::HashMap, path::PathBuf, sync::OnceLock};
 

@@ -61,10 +61,10 @@ mod space;
 mod ties;
 mod writer;
 
-use writer::Writer;
 use proto::{StatValue, XEvent, XStat};
 use space::{Line, Placed, Space};
 use ties::{EventAt, Ties};
+use writer::Writer;
 
 /// How many events a span shows as logs: none, every event is an event of its own.
 pub(crate) const LOGS: usize = 0;

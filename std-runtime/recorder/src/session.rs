@@ -21,8 +21,8 @@ use std::{
 };
 
 mod automatic;
-pub(crate) use automatic::{automatic_path, replace_own_automatic, take_automatic, take_own_automatic};
 use automatic::replace_automatic;
+pub(crate) use automatic::{automatic_path, replace_own_automatic, take_automatic, take_own_automatic};
 
 /// The session recording now, if any. It lives here rather than in [`Session`] so that the
 /// exit handler can close the file when the program calls `std::process::exit` without

@@ -12,8 +12,7 @@ fn outputs_come_out_in_file_order_whatever_order_they_are_written_in() {
     std::fs::create_dir_all(&dir).unwrap();
     let paths: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("{i}.bin"))).collect();
     paths.iter().for_each(|p| std::fs::write(p, b"any bytes").unwrap());
-    let files =
-        Scanned { inputs: paths.iter().map(|p| Input::new(p)).collect(), plan: (), warnings: vec![] };
+    let files = Scanned { inputs: paths.iter().map(|p| Input::new(p)).collect(), plan: (), warnings: vec![] };
     let bytes = |i: usize| -> Vec<u8> { (0..3000).map(|k| (i * 7 + k) as u8).collect() };
     let run = |fail: Option<usize>| {
         let (second_done, first_waits) = mpsc::channel::<()>();

@@ -27,6 +27,9 @@ step "ARCHITECTURE.md names every source file"
 step "no source file over 400 lines without a reason at its top"
 ./scripts/check-file-length.sh
 
+step "no import circle between files, each type's methods in its own file"
+./scripts/check-import-cycles.py
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

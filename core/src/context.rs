@@ -184,7 +184,7 @@ impl Context {
         let span = parse_hex(&b[36..52]).filter(|&s| s != 0).ok_or(ContextError::SpanId)?;
         let flags = parse_hex(&b[53..55]).ok_or(ContextError::Flags)?;
         let span = span as u64;
-        let span = if flags & 1 == 0 { crate::local::sample::sampled_out(span) } else { span };
+        let span = if flags & 1 == 0 { crate::ids::sampled_out(span) } else { span };
         Ok(Context { trace_id: TraceId::from_u128(trace), span_id: SpanId::from_u64(span) })
     }
 

@@ -43,7 +43,7 @@ macro_rules! id_type {
             /// bits are zero, which no recorded id's are; see [`crate::local::sample`]).
             #[inline(always)]
             pub const fn is_sampled_out(self) -> bool {
-                crate::local::sample::is_sampled_out(self.0)
+                is_sampled_out(self.0)
             }
         }
 
@@ -117,9 +117,36 @@ pub const fn stream_id_base(salt: u32, stream: u32) -> u64 {
     (((salt & 0xF_FFFF) as u64) << 44) | (((stream & 0xFFF) as u64) << 32) | 1
 }
 
+/// Whether `id` names a span or event that sampling left out: non-null, lower 32 bits zero.
+#[inline(always)]
+pub const fn is_sampled_out(id: u64) -> bool {
+    id != 0 && id as u32 == 0
+}
+
+/// The sampled-out id standing for `id`: its upper 32 bits (the process salt and stream), or,
+/// if those are zero, `1 << 32`, so that it is never null.
+pub const fn sampled_out(id: u64) -> u64 {
+    let high = id & !0xFFFF_FFFF;
+    if high == 0 {
+        1 << 32
+    } else {
+        high
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampled_out_ids_are_never_null_nor_recorded_ids() {
+        assert!(!is_sampled_out(0));
+        assert!(is_sampled_out(sampled_out(0)));
+        assert!(is_sampled_out(sampled_out(0x0000_0000_0000_0007)));
+        let first = stream_id_base(0xABCDE, 3);
+        assert!(!is_sampled_out(first));
+        assert_eq!(sampled_out(first + 41), first & !0xFFFF_FFFF);
+    }
 
     #[test]
     fn ids_have_a_null_and_hex_forms() {

@@ -165,7 +165,7 @@ fn follow_slow(state: u32, causes: &dyn Causes) {
     let (mut any, mut kept) = (false, false);
     causes.each_cause(&mut |id| {
         any |= id != 0;
-        kept |= id != 0 && !crate::local::sample::is_sampled_out(id);
+        kept |= id != 0 && !crate::ids::is_sampled_out(id);
     });
     with_local(|l| l.follow_causes(state, any, kept));
 }

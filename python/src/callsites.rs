@@ -8,21 +8,18 @@
 //!   on a string whose hash Python has already cached), then the name's few field-name lists,
 //!   compared by pointer (keyword names in the source are the same objects on every call); no
 //!   string is copied or hashed in Rust per call, and nothing is allocated for the lookup;
-//! - `@waffle.instrument`: a [`FunctionSite`] made at decoration time, which caches one id per
-//!   *shape* of a call (which arguments were recorded, and which were arrays), keyed by a
-//!   64-bit mask.
+//! - `@waffle.instrument`: a `FunctionSite` (`instrument.rs`) made at decoration time, which
+//!   caches one id per *shape* of a call (which arguments were recorded, and which were
+//!   arrays), keyed by a 64-bit mask.
 
-use crate::{
-    fields::{convert, Conv, Val},
-    span::Span,
-};
+use crate::fields::{convert, Conv, Val};
 use pyo3::{
     exceptions::PyTypeError,
     prelude::*,
     sync::PyOnceLock,
-    types::{PyDict, PyString, PyTuple},
+    types::{PyDict, PyString},
 };
-use std::{collections::HashMap, sync::Mutex};
+use std::sync::Mutex;
 use waffle::{callsite::Kind, wire::FieldType};
 
 /// Module path recorded for `waffle.span`/`waffle.event` callsites.
@@ -32,7 +29,14 @@ static SPANS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 static EVENTS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 /// Registers a callsite whose fields are all dynamically typed.
-fn register(kind: Kind, name: &str, module: &str, file: &str, line: u32, fields: &[String]) -> Option<u32> {
+pub(crate) fn register(
+    kind: Kind,
+    name: &str,
+    module: &str,
+    file: &str,
+    line: u32,
+    fields: &[String],
+) -> Option<u32> {
     let schema: Vec<(&str, FieldType)> = fields.iter().map(|f| (f.as_str(), FieldType::Dynamic)).collect();
     waffle_std::dynamic::register(kind, name, module, file, line, &schema, "")
 }
@@ -151,144 +155,6 @@ pub(crate) fn lookup_in(
     let id = register(kind, name.to_str()?, PY_MODULE, "", 0, &names);
     variants.push(Variant { keys, arrays: ex.arrays, id });
     Ok(id)
-}
-
-/// How a parameter takes its argument (`inspect.Parameter.kind`, same numbers).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ParamKind {
-    PositionalOnly = 0,
-    PositionalOrKeyword = 1,
-    VarPositional = 2,
-    KeywordOnly = 3,
-    VarKeyword = 4,
-}
-
-struct Param {
-    name: String,
-    key: Py<PyString>,
-    kind: ParamKind,
-    skip: bool,
-}
-
-/// Most parameters of one function recorded as fields (two mask bits each).
-const MAX_PARAMS: usize = 32;
-
-/// The callsite of one `@waffle.instrument`ed function; made once, at decoration time.
-#[pyclass(module = "waffle._native", frozen)]
-pub struct FunctionSite {
-    name: String,
-    module: String,
-    file: String,
-    line: u32,
-    params: Vec<Param>,
-    /// Callsite per call shape: two bits per parameter (0 not recorded, 1 value, 2 array).
-    sites: Mutex<HashMap<u64, Option<u32>>>,
-}
-
-#[pymethods]
-impl FunctionSite {
-    /// `params`: `(name, kind)` pairs in signature order, `kind` as `inspect.Parameter.kind`;
-    /// `skip`: parameter names never recorded.
-    #[new]
-    #[pyo3(signature = (name, module, file, line, params, skip))]
-    fn new(
-        py: Python<'_>,
-        name: String,
-        module: String,
-        file: String,
-        line: u32,
-        params: Vec<(String, u8)>,
-        skip: Vec<String>,
-    ) -> PyResult<FunctionSite> {
-        let params = params
-            .into_iter()
-            .map(|(pname, kind)| {
-                let kind = match kind {
-                    0 => ParamKind::PositionalOnly,
-                    1 => ParamKind::PositionalOrKeyword,
-                    2 => ParamKind::VarPositional,
-                    3 => ParamKind::KeywordOnly,
-                    4 => ParamKind::VarKeyword,
-                    k => return Err(PyTypeError::new_err(format!("unknown parameter kind {k}"))),
-                };
-                let skip =
-                    skip.contains(&pname) || matches!(kind, ParamKind::VarPositional | ParamKind::VarKeyword);
-                Ok(Param { key: PyString::intern(py, &pname).unbind(), name: pname, kind, skip })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        Ok(FunctionSite { name, module, file, line, params, sites: Mutex::new(HashMap::new()) })
-    }
-
-    /// The span name.
-    #[getter]
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// A span for one call with these arguments: recorded arguments become fields, others
-    /// (unsupported types, `None`, skipped names, `*args`/`**kwargs`) are left out. Never
-    /// raises for an argument's value.
-    #[pyo3(signature = (args, kwargs=None))]
-    fn span(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Span> {
-        if waffle::runtime::state() == 0 {
-            return Ok(Span::disabled());
-        }
-        let py = args.py();
-        let mut vals = Vec::with_capacity(self.params.len());
-        let mut mask = 0u64;
-        let mut pos = 0;
-        for (i, p) in self.params.iter().enumerate().take(MAX_PARAMS) {
-            let arg = match p.kind {
-                ParamKind::PositionalOnly | ParamKind::PositionalOrKeyword if pos < args.len() => {
-                    pos += 1;
-                    if p.skip {
-                        continue;
-                    }
-                    Some(args.get_item(pos - 1)?)
-                }
-                ParamKind::PositionalOrKeyword | ParamKind::KeywordOnly if !p.skip => match kwargs {
-                    Some(kw) => kw.get_item(p.key.bind(py))?,
-                    None => None,
-                },
-                _ => None,
-            };
-            let Some(arg) = arg else { continue };
-            match convert(&arg, true).unwrap_or(Conv::Unsupported) {
-                Conv::Scalar(v) => {
-                    vals.push(v);
-                    mask |= 1 << (2 * i);
-                }
-                Conv::Array { shape, dtype } => {
-                    vals.push(Val::Text(shape));
-                    vals.push(Val::Text(dtype));
-                    mask |= 2 << (2 * i);
-                }
-                Conv::Unsupported => {}
-            }
-        }
-        let callsite = self.callsite(mask);
-        Ok(Span::ready(callsite, vals, Vec::new()))
-    }
-}
-
-impl FunctionSite {
-    fn callsite(&self, mask: u64) -> Option<u32> {
-        let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
-        *sites.entry(mask).or_insert_with(|| {
-            let mut names = Vec::new();
-            for (i, p) in self.params.iter().enumerate().take(MAX_PARAMS) {
-                match (mask >> (2 * i)) & 3 {
-                    1 => names.push(p.name.clone()),
-                    2 => {
-                        names.push(format!("{}.shape", p.name));
-                        names.push(format!("{}.dtype", p.name));
-                    }
-                    _ => {}
-                }
-            }
-            register(Kind::Span, &self.name, &self.module, &self.file, self.line, &names)
-        })
-    }
 }
 
 /// Test support: how many (span, event) callsites the caches hold.

@@ -5,7 +5,7 @@ use pyo3::{
     exceptions::{PyTypeError, PyValueError},
     prelude::*,
     sync::PyOnceLock,
-    types::{PyBytes, PyDict, PyIterator},
+    types::{PyBytes, PyDict},
 };
 use waffle::{SpanId as RSpanId, TraceId};
 
@@ -241,8 +241,8 @@ pub(crate) fn resync(py: Python<'_>) {
     }
 }
 
-/// One id from a `caused_by` item: a `SpanId`, `EventId`, `Context`, entered `Span`, or int.
-fn one_id(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+/// One id from a `SpanId`, `EventId`, `Context` or int (`None` for anything else).
+pub(crate) fn one_id(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
     if let Ok(s) = v.cast::<SpanId>() {
         return Ok(Some(s.get().0));
     }
@@ -252,40 +252,8 @@ fn one_id(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
     if let Ok(c) = v.cast::<Context>() {
         return Ok(Some(c.get().span_id));
     }
-    if let Ok(s) = v.cast::<crate::span::Span>() {
-        return Ok(Some(s.borrow().id()));
-    }
     if v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>() {
         return Ok(v.extract::<u64>().ok());
     }
     Ok(None)
-}
-
-/// The ids named by a `caused_by=` argument: one cause or an iterable of them; null ids are
-/// left out.
-pub(crate) fn causes(caused_by: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u64>> {
-    let Some(c) = caused_by.filter(|c| !c.is_none()) else { return Ok(Vec::new()) };
-    let bad = |what: &Bound<'_, PyAny>| {
-        let ty = what.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        PyTypeError::new_err(format!(
-            "caused_by takes SpanId, EventId, Context, Span or int values (or a list of them), not {ty}"
-        ))
-    };
-    if let Some(id) = one_id(c)? {
-        return Ok(if id == 0 { Vec::new() } else { vec![id] });
-    }
-    let Ok(items) = PyIterator::from_object(c) else { return Err(bad(c)) };
-    let mut out = Vec::new();
-    for item in items {
-        let item = item?;
-        if item.is_none() {
-            continue;
-        }
-        match one_id(&item)? {
-            Some(0) => {}
-            Some(id) => out.push(id),
-            None => return Err(bad(&item)),
-        }
-    }
-    Ok(out)
 }

@@ -40,6 +40,7 @@ mod dlpack;
 mod elements;
 mod fields;
 pub mod ids;
+pub mod instrument;
 pub mod session;
 mod shadow;
 pub mod span;
@@ -78,7 +79,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ids::SpanId>()?;
     m.add_class::<ids::EventId>()?;
     m.add_class::<ids::Context>()?;
-    m.add_class::<callsites::FunctionSite>()?;
+    m.add_class::<instrument::FunctionSite>()?;
     m.add_class::<task::Resync>()?;
     m.add_class::<track::Track>()?;
     m.add_function(wrap_pyfunction!(span::span, m)?)?;

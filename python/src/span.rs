@@ -14,9 +14,9 @@ use crate::{
     shadow,
 };
 use pyo3::{
-    exceptions::PyRuntimeError,
+    exceptions::{PyRuntimeError, PyTypeError},
     prelude::*,
-    types::{PyDict, PyString},
+    types::{PyDict, PyIterator, PyString},
 };
 use waffle::callsite::Kind;
 
@@ -92,7 +92,7 @@ pub(crate) fn make(
 ) -> PyResult<Span> {
     let py = name.py();
     let ex = explicit(fields)?;
-    let causes = ids::causes(caused_by)?;
+    let causes = causes(caused_by)?;
     let callsite = callsites::lookup(py, Kind::Span, name, fields, &ex)?;
     let mut span = Span::ready(callsite, ex.vals, causes);
     span.name = Some(name.clone().unbind());
@@ -247,7 +247,7 @@ pub(crate) fn event(
 ) -> PyResult<EventId> {
     let py = name.py();
     let ex = explicit(fields)?;
-    let causes = ids::causes(caused_by)?;
+    let causes = causes(caused_by)?;
     let state = waffle::runtime::state();
     if state == 0 {
         return Ok(EventId(0));
@@ -257,4 +257,41 @@ pub(crate) fn event(
     };
     let want = ids::current(py)?;
     Ok(EventId(shadow::event(state, want, callsite, &|w| encode_all(&ex.vals, w), &causes)))
+}
+
+/// One id from a `caused_by` item: an entered `Span`, or what [`ids::one_id`] takes.
+fn cause_id(v: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    if let Ok(s) = v.cast::<Span>() {
+        return Ok(Some(s.borrow().id()));
+    }
+    ids::one_id(v)
+}
+
+/// The ids named by a `caused_by=` argument: one cause or an iterable of them; null ids are
+/// left out.
+pub(crate) fn causes(caused_by: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u64>> {
+    let Some(c) = caused_by.filter(|c| !c.is_none()) else { return Ok(Vec::new()) };
+    let bad = |what: &Bound<'_, PyAny>| {
+        let ty = what.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        PyTypeError::new_err(format!(
+            "caused_by takes SpanId, EventId, Context, Span or int values (or a list of them), not {ty}"
+        ))
+    };
+    if let Some(id) = cause_id(c)? {
+        return Ok(if id == 0 { Vec::new() } else { vec![id] });
+    }
+    let Ok(items) = PyIterator::from_object(c) else { return Err(bad(c)) };
+    let mut out = Vec::new();
+    for item in items {
+        let item = item?;
+        if item.is_none() {
+            continue;
+        }
+        match cause_id(&item)? {
+            Some(0) => {}
+            Some(id) => out.push(id),
+            None => return Err(bad(&item)),
+        }
+    }
+    Ok(out)
 }

@@ -197,7 +197,7 @@ pub(crate) fn tensor(
         return Ok(EventId(0));
     }
     let py = name.py();
-    let causes = ids::causes(caused_by)?;
+    let causes = crate::span::causes(caused_by)?;
     let (keys, vals) = keyword_fields(fields)?;
     let (fp, shape) = read(array)?;
     let Some(callsite) = site(keys) else { return Ok(EventId(0)) };

@@ -69,8 +69,8 @@ impl Track {
     ) -> PyResult<EventId> {
         let py = name.py();
         let ex = explicit(fields)?;
-        let mut causes = ids::causes(launched_by)?;
-        causes.extend(ids::causes(caused_by)?);
+        let mut causes = crate::span::causes(launched_by)?;
+        causes.extend(crate::span::causes(caused_by)?);
         let state = waffle::runtime::state();
         if state == 0 || self.id == 0 {
             return Ok(EventId(0));

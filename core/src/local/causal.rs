@@ -69,7 +69,7 @@ impl Local {
         if target == 0
             || target == source
             || self.sampling.latest_dropped
-            || super::sample::is_sampled_out(target)
+            || crate::ids::is_sampled_out(target)
         {
             return;
         }
@@ -163,7 +163,7 @@ impl Local {
 
     /// Ends a detached span, from whichever context runs this.
     pub fn async_end(&mut self, state: u32, span: u64) {
-        if super::sample::is_sampled_out(span) {
+        if crate::ids::is_sampled_out(span) {
             return;
         }
         if !self.ready(state) {

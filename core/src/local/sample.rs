@@ -18,7 +18,7 @@
 //!
 //! A dropped span or event takes no id from its stream (the file's ids stay consecutive and
 //! the format is unchanged): it gets a *sampled-out* id, non-null with its lower 32 bits zero,
-//! which no recorded id has (a stream's counter starts at 1). [`is_sampled_out`] recognises
+//! which no recorded id has (a stream's counter starts at 1). [`is_sampled_out`](crate::ids::is_sampled_out) recognises
 //! one; a link to one is never written, so every cause a recorded span or event names is
 //! recorded too; a [`Context`](crate::Context) holding one writes `traceparent` with the
 //! sampled flag clear, and entering it drops what is recorded inside.
@@ -28,7 +28,10 @@
 //! context reads whether sampling is on once per session, at its first record.
 
 use super::Local;
-use crate::wire::tag;
+use crate::{
+    ids::{is_sampled_out, sampled_out},
+    wire::tag,
+};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Whether roots are decided at all (off: every root is kept).
@@ -70,23 +73,6 @@ pub fn sample_threshold() -> Option<u32> {
 #[inline(always)]
 pub(crate) fn on() -> bool {
     ON.load(Ordering::Relaxed)
-}
-
-/// Whether `id` names a span or event that sampling left out: non-null, lower 32 bits zero.
-#[inline(always)]
-pub const fn is_sampled_out(id: u64) -> bool {
-    id != 0 && id as u32 == 0
-}
-
-/// The sampled-out id standing for `id`: its upper 32 bits (the process salt and stream), or,
-/// if those are zero, `1 << 32`, so that it is never null.
-pub const fn sampled_out(id: u64) -> u64 {
-    let high = id & !0xFFFF_FFFF;
-    if high == 0 {
-        1 << 32
-    } else {
-        high
-    }
 }
 
 /// SplitMix64's finaliser: every input bit moves every output bit.
@@ -226,16 +212,6 @@ impl Local {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sampled_out_ids_are_never_null_nor_recorded_ids() {
-        assert!(!is_sampled_out(0));
-        assert!(is_sampled_out(sampled_out(0)));
-        assert!(is_sampled_out(sampled_out(0x0000_0000_0000_0007)));
-        let first = crate::ids::stream_id_base(0xABCDE, 3);
-        assert!(!is_sampled_out(first));
-        assert_eq!(sampled_out(first + 41), first & !0xFFFF_FFFF);
-    }
 
     /// A fixed seed: the kept fraction lies within five standard deviations of the rate.
     #[test]

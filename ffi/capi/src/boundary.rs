@@ -75,14 +75,14 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_the_types_null_value_and_a_last_status() {
-        let _ = crate::report::waffle_last_status();
+        let _ = crate::status::take_last();
         let s: waffle_status_t = guard(|| panic!("boom"));
         assert_eq!(s, waffle_status_t::WAFFLE_ERR_PANIC);
         let span: waffle_span_t = guard(|| panic!("boom"));
         assert_eq!(span.id.id, 0);
         let ctx: waffle_context_t = guard(|| panic!("boom"));
         assert_eq!((ctx.trace_id_hi, ctx.trace_id_lo, ctx.span_id.id), (0, 0, 0));
-        assert_eq!(crate::report::waffle_last_status(), waffle_status_t::WAFFLE_ERR_PANIC);
+        assert_eq!(crate::status::take_last(), waffle_status_t::WAFFLE_ERR_PANIC);
         assert_eq!(guard(|| 7u32), 7);
     }
 }

@@ -84,7 +84,7 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 /// JSON.
 pub(crate) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer::new(out);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.finish()
 }
 

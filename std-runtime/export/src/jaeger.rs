@@ -68,7 +68,7 @@ pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
         processes: Map::new(),
         scratch: Scratch::default(),
     };
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.close()
 }
 

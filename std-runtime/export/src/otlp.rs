@@ -93,7 +93,7 @@ pub fn write_protobuf(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 /// Writes the spans of `source` as a protobuf `ExportTraceServiceRequest`.
 pub(super) fn write_protobuf_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Protobuf::new(out);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.out.flush()
 }
 
@@ -105,7 +105,7 @@ pub fn write_json(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 /// Writes the spans of `source` as an OTLP/JSON `ExportTraceServiceRequest`, on one line.
 pub(super) fn write_json_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut w = JsonWriter::new(out);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.close()
 }
 
@@ -143,7 +143,7 @@ pub(crate) fn for_each_batch(
     each: impl FnMut(Batch) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut w = Batcher::new(max_spans, each);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.flush()
 }
 

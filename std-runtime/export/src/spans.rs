@@ -225,6 +225,19 @@ impl Link {
     }
 }
 
+/// Where a referenced item ends up.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place {
+    /// The span showing it.
+    pub(super) span: u64,
+    /// In the first pass: `span` is the count of a fresh id, not the id.
+    pub(super) fresh: bool,
+    /// Whether it is an event.
+    pub(super) event: bool,
+    /// Where it is.
+    pub(super) anchor: Anchor,
+}
+
 /// Where an item is: its process, thread and time, and whether it is (or is shown by) a
 /// detached span, which formats with rows may put on a row of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,11 +317,9 @@ impl<W: SpanWriter> SpanWriter for &mut W {
 /// Where spans come from: a model in memory, or files the first pass has read.
 pub(crate) type Source<'a> = passes::Source<'a, State>;
 
-impl Source<'_> {
-    /// Hands every span to `writer`.
-    pub(crate) fn write<W: SpanWriter>(self, writer: &mut W) -> io::Result<()> {
-        self.run(|_| first_pass(W::LOGS), |state| WritePass::new(state, writer))
-    }
+/// Hands every span of `source` to `writer`.
+pub(crate) fn write_spans<W: SpanWriter>(source: Source<'_>, writer: &mut W) -> io::Result<()> {
+    source.run(|_| first_pass(W::LOGS), |state| WritePass::new(state, writer))
 }
 
 /// The first pass, for a writer whose [`SpanWriter::LOGS`] is `logs`: it assembles the spans
@@ -320,7 +331,7 @@ pub(crate) fn first_pass(logs: usize) -> impl FirstPass<Plan = State> {
 /// Hands every span of `trace` to `writer`, by the same rules as files.
 #[cfg(test)]
 pub(crate) fn write_trace<W: SpanWriter>(trace: &Trace, writer: &mut W) -> io::Result<()> {
-    passes::Source::Trace(trace).write(writer)
+    write_spans(passes::Source::Trace(trace), writer)
 }
 
 /// See [`first_pass`].

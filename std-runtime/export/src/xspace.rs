@@ -112,7 +112,7 @@ pub fn write(trace: &Trace, options: &Options, out: &mut dyn Write) -> io::Resul
 /// Writes the spans of `source` (files scanned with [`LOGS`]) to `out` as one XSpace.
 pub(crate) fn write_from(source: Source<'_>, options: &Options, out: &mut dyn Write) -> io::Result<()> {
     let mut w = Writer::new(options, false);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.finish()?;
     let mut space = w.spaces.pop().unwrap_or_default();
     space.write(out)
@@ -128,7 +128,7 @@ pub(crate) fn write_dir_from(
     run: Option<&str>,
 ) -> io::Result<Vec<PathBuf>> {
     let mut w = Writer::new(options, true);
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.finish()?;
     let run = run.map_or_else(|| run_name(w.origin), str::to_owned);
     let run_dir = dir.join("plugins").join("profile").join(run);

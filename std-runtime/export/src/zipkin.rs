@@ -58,7 +58,7 @@ pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
         scratch: Scratch::default(),
         first: true,
     };
-    source.write(&mut w)?;
+    crate::spans::write_spans(source, &mut w)?;
     w.close()
 }
 
@@ -68,7 +68,7 @@ pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
 /// walk and is returned.
 pub(crate) fn for_each_span(source: Source<'_>, each: impl FnMut(Json) -> io::Result<()>) -> io::Result<()> {
     let (spans, scratch, text) = (Spans::default(), Scratch::default(), JsonBuf::default());
-    source.write(&mut Each { spans, scratch, text, each })
+    crate::spans::write_spans(source, &mut Each { spans, scratch, text, each })
 }
 
 /// The JSON array in a file.

@@ -1,10 +1,24 @@
 //! How to record: [`Config`], the builder a session starts from (output file, process name and
 //! labels, trace id and parent, buffer sizes, drain interval, hooks run at stop, tensor
-//! fingerprints), with its defaults read from the environment. [`crate::session`] does the
-//! starting and stopping.
+//! fingerprints), with its defaults read from the environment, and [`Config::start`], which opens
+//! the file, writes its head and starts the collector. [`crate::session`] keeps the running
+//! session and stops it.
 
-use crate::{error::HookError, launcher, live::LiveWriter};
+use crate::{
+    clock,
+    collector::Collector,
+    error::{Error, HookError},
+    frames::FrameWriter,
+    header::Preamble,
+    hub::{self, Recorder},
+    launcher,
+    live::{LiveWriter, Output},
+    registry,
+    session::{active, replace_automatic, stop_at_exit, take_own, Active, AtStop, Session},
+};
 use std::{
+    fs::File,
+    io::BufWriter,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -28,18 +42,6 @@ pub struct Config {
     pub(crate) at_stop: Vec<AtStop>,
     pub(crate) live: Option<LiveWriter>,
     pub(crate) tensors: bool,
-}
-
-/// A hook run on the closed trace file (see [`Config::at_stop`]).
-#[derive(Clone)]
-pub(crate) struct AtStop(pub(crate) Arc<Hook>);
-
-type Hook = dyn Fn(&Path) -> Result<(), HookError> + Send + Sync;
-
-impl std::fmt::Debug for AtStop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AtStop(..)")
-    }
 }
 
 impl Config {
@@ -197,6 +199,104 @@ impl Config {
     pub fn tensors(mut self, on: bool) -> Config {
         self.tensors = on;
         self
+    }
+
+    /// Starts recording.
+    ///
+    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
+    /// one starts as asked: its file is kept if it holds any record, removed if not.
+    pub fn start(self) -> Result<Session, Error> {
+        let (epoch, path) = self.start_as(false)?;
+        Ok(Session::started(epoch, path))
+    }
+
+    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
+    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
+    pub(crate) fn start_automatic(self) -> Result<(), Error> {
+        self.start_as(true).map(drop)
+    }
+
+    /// Starts recording as `config` says; `automatic` for the session `WAFFLE_OUTPUT` asks for.
+    pub(crate) fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
+        if registry::forked() {
+            return Err(Error::ForkedChild);
+        }
+        // The process's session first (another copy of waffle may run it), then this copy's.
+        let slot = hub::slot();
+        match slot.recorder() {
+            Recorder::Free => {}
+            Recorder::Foreign(file) => return Err(Error::OtherCopy(hub::this_image(), file)),
+            Recorder::Other(remote) => match remote.info() {
+                // An explicit start replaces an automatic session, whichever copy runs it.
+                Some(info) if info.automatic && !automatic => remote.replace(),
+                Some(_) => return Err(Error::AlreadyStarted(remote.path())),
+                None => {}
+            },
+        }
+        let mut active = active();
+        if let Some(a) = take_own(&mut active) {
+            if !a.automatic {
+                let path = a.path.clone();
+                *active = Some(a);
+                return Err(Error::AlreadyStarted(path));
+            }
+            replace_automatic(a, &slot);
+        }
+        crate::crash::install(stop_at_exit);
+        let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let start = Arc::new(clock::Start::now());
+        let cal = start.measure_over(Duration::from_millis(2));
+        let salt = crate::random::random_u128() as u32;
+        let trace_id = match (self.parent, self.trace_id) {
+            (Some(p), _) => p.trace_id(),
+            (None, Some(id)) => id,
+            (None, None) => waffle::TraceId::from_u128(crate::random::random_u128().max(1)),
+        };
+        waffle::runtime::set_trace_id(trace_id);
+        let mut labels = self.labels.clone();
+        // A parent context decided for the whole trace; otherwise this process decides.
+        let rate = match self.parent {
+            Some(p) if !p.is_sampled() => 0.0,
+            Some(_) => 1.0,
+            None => self.sample,
+        };
+        let seed = trace_id.to_u128();
+        waffle::local::sample::set_sample_rate(rate, (seed ^ seed >> 32 ^ seed >> 64 ^ seed >> 96) as u32);
+        if rate < 1.0 {
+            labels.retain(|(k, _)| k != "waffle.sample");
+            labels.push(("waffle.sample".to_owned(), format!("{rate}")));
+        }
+        let live = self.live.as_ref().and_then(LiveWriter::take);
+        let mut out = FrameWriter::new(Output::new(BufWriter::with_capacity(1 << 20, file), live))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let preamble = Preamble {
+            process_name: self.process_name.as_deref(),
+            labels: &labels,
+            cal: &cal,
+            salt,
+            trace_id,
+            parent_span: self.parent.map(|c| c.span_id()),
+        };
+        preamble.write(&mut out).map_err(|e| Error::io(&self.path, e))?;
+        registry::configure(self.queue_bytes, self.staging_bytes, salt);
+        waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
+        let collector =
+            Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
+        waffle::runtime::set_tensors(self.tensors);
+        let epoch = waffle::runtime::install(&registry::HOOKS);
+        *active = Some(Active {
+            epoch,
+            path: self.path.clone(),
+            collector,
+            at_stop: self.at_stop,
+            pid: std::process::id(),
+            automatic,
+            exit_wait: self.exit_wait,
+        });
+        // The copies that join describe the session, which takes `ACTIVE`.
+        drop(active);
+        slot.claim(&self.path);
+        Ok((epoch, self.path))
     }
 }
 

@@ -182,7 +182,7 @@ fn parse(v: &str) -> Option<(u32, usize, u64)> {
 /// Makes `hub` the process's: this pid, a fresh token, its address in the environment.
 fn publish(hub: &'static Hub) -> &'static Hub {
     let pid = std::process::id();
-    let token = (crate::session::random_u128() as u64).max(1);
+    let token = (crate::random::random_u128() as u64).max(1);
     hub.head.pid.store(pid, Ordering::Release);
     hub.head.token.store(token, Ordering::Release);
     // Set from a constructor: before `main` the program has no other thread; under `dlopen`

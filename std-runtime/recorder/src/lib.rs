@@ -60,14 +60,16 @@ mod header;
 mod hub;
 pub mod launcher;
 mod live;
+mod random;
 mod registry;
 pub mod session;
 mod signals;
 mod tails;
 
 pub use collector::Stats;
+pub use config::Config;
 pub use error::Error;
-pub use session::{current_path, recording_elsewhere, set_enabled, Config, Session};
+pub use session::{current_path, recording_elsewhere, set_enabled, Session};
 
 /// What [`no_autostart!`] expands to refers to; not part of the API.
 #[doc(hidden)]

@@ -1,28 +1,34 @@
-//! Starting and stopping a recording session.
+//! The running session: the one the process records into (started by `Config::start`), its
+//! hooks at stop, and stopping it, by the program, at exit or for another session.
 
+pub use crate::error::HookError;
 use crate::{
-    clock,
     collector::{Collector, Stats},
-    config::AtStop,
     error::Error,
-    frames::FrameWriter,
-    header::Preamble,
     hub::{self, Recorder, Remote},
-    live::{LiveWriter, Output},
     registry,
 };
-pub use crate::{config::Config, error::HookError};
 use std::{
-    fs::File,
-    io::BufWriter,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 mod automatic;
-use automatic::replace_automatic;
+pub(crate) use automatic::replace_automatic;
 pub(crate) use automatic::{automatic_path, replace_own_automatic, take_automatic, take_own_automatic};
+
+/// A hook run on the closed trace file (see [`Config::at_stop`](crate::Config::at_stop)).
+#[derive(Clone)]
+pub(crate) struct AtStop(pub(crate) Arc<Hook>);
+
+type Hook = dyn Fn(&Path) -> Result<(), HookError> + Send + Sync;
+
+impl std::fmt::Debug for AtStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AtStop(..)")
+    }
+}
 
 /// The session recording now, if any. It lives here rather than in [`Session`] so that the
 /// exit handler can close the file when the program calls `std::process::exit` without
@@ -30,25 +36,25 @@ pub(crate) use automatic::{automatic_path, replace_own_automatic, take_automatic
 static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
 
 /// What stopping a session needs.
-struct Active {
-    epoch: u32,
-    path: PathBuf,
-    collector: Collector,
+pub(crate) struct Active {
+    pub(crate) epoch: u32,
+    pub(crate) path: PathBuf,
+    pub(crate) collector: Collector,
     /// What to run on the closed file.
-    at_stop: Vec<AtStop>,
+    pub(crate) at_stop: Vec<AtStop>,
     /// The process that started it. A child made by `fork` has a copy of this but not the
     /// collector thread: it must neither wait for that thread nor write to the parent's file.
-    pid: u32,
+    pub(crate) pid: u32,
     /// Started by `WAFFLE_OUTPUT` rather than by the program ([`crate::autostart`]): an explicit
     /// start replaces it.
-    automatic: bool,
+    pub(crate) automatic: bool,
     /// How long stopping waits for exiting threads' last records.
-    exit_wait: Duration,
+    pub(crate) exit_wait: Duration,
 }
 
 /// Takes the active session if it belongs to this process; a copy inherited through `fork` is
 /// dropped without joining its (absent) collector, and recording in the child stops.
-fn take_own(slot: &mut Option<Active>) -> Option<Active> {
+pub(crate) fn take_own(slot: &mut Option<Active>) -> Option<Active> {
     let a = slot.take()?;
     if a.pid == std::process::id() {
         return Some(a);
@@ -58,108 +64,8 @@ fn take_own(slot: &mut Option<Active>) -> Option<Active> {
     None
 }
 
-fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
+pub(crate) fn active() -> std::sync::MutexGuard<'static, Option<Active>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Config {
-    /// Starts recording.
-    ///
-    /// A session that `WAFFLE_OUTPUT` started ([`crate::autostart`]) is stopped first and this
-    /// one starts as asked: its file is kept if it holds any record, removed if not.
-    pub fn start(self) -> Result<Session, Error> {
-        let (epoch, path) = self.start_as(false)?;
-        Ok(Session::started(epoch, path))
-    }
-
-    /// Starts the session `WAFFLE_OUTPUT` asks for: the exit handler stops it, or a
-    /// [`Session`] from [`take_automatic`] does, and an explicit start replaces it.
-    pub(crate) fn start_automatic(self) -> Result<(), Error> {
-        self.start_as(true).map(drop)
-    }
-
-    /// Starts recording as `config` says; `automatic` for the session `WAFFLE_OUTPUT` asks for.
-    pub(crate) fn start_as(self, automatic: bool) -> Result<(u32, PathBuf), Error> {
-        if registry::forked() {
-            return Err(Error::ForkedChild);
-        }
-        // The process's session first (another copy of waffle may run it), then this copy's.
-        let slot = hub::slot();
-        match slot.recorder() {
-            Recorder::Free => {}
-            Recorder::Foreign(file) => return Err(Error::OtherCopy(hub::this_image(), file)),
-            Recorder::Other(remote) => match remote.info() {
-                // An explicit start replaces an automatic session, whichever copy runs it.
-                Some(info) if info.automatic && !automatic => remote.replace(),
-                Some(_) => return Err(Error::AlreadyStarted(remote.path())),
-                None => {}
-            },
-        }
-        let mut active = active();
-        if let Some(a) = take_own(&mut active) {
-            if !a.automatic {
-                let path = a.path.clone();
-                *active = Some(a);
-                return Err(Error::AlreadyStarted(path));
-            }
-            replace_automatic(a, &slot);
-        }
-        crate::crash::install(stop_at_exit);
-        let file = File::create(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        let start = Arc::new(clock::Start::now());
-        let cal = start.measure_over(Duration::from_millis(2));
-        let salt = random_u128() as u32;
-        let trace_id = match (self.parent, self.trace_id) {
-            (Some(p), _) => p.trace_id(),
-            (None, Some(id)) => id,
-            (None, None) => waffle::TraceId::from_u128(random_u128().max(1)),
-        };
-        waffle::runtime::set_trace_id(trace_id);
-        let mut labels = self.labels.clone();
-        // A parent context decided for the whole trace; otherwise this process decides.
-        let rate = match self.parent {
-            Some(p) if !p.is_sampled() => 0.0,
-            Some(_) => 1.0,
-            None => self.sample,
-        };
-        let seed = trace_id.to_u128();
-        waffle::local::sample::set_sample_rate(rate, (seed ^ seed >> 32 ^ seed >> 64 ^ seed >> 96) as u32);
-        if rate < 1.0 {
-            labels.retain(|(k, _)| k != "waffle.sample");
-            labels.push(("waffle.sample".to_owned(), format!("{rate}")));
-        }
-        let live = self.live.as_ref().and_then(LiveWriter::take);
-        let mut out = FrameWriter::new(Output::new(BufWriter::with_capacity(1 << 20, file), live))
-            .map_err(|e| Error::io(&self.path, e))?;
-        let preamble = Preamble {
-            process_name: self.process_name.as_deref(),
-            labels: &labels,
-            cal: &cal,
-            salt,
-            trace_id,
-            parent_span: self.parent.map(|c| c.span_id()),
-        };
-        preamble.write(&mut out).map_err(|e| Error::io(&self.path, e))?;
-        registry::configure(self.queue_bytes, self.staging_bytes, salt);
-        waffle::local::set_flush_ticks(cal.ticks_in(self.drain_interval));
-        let collector =
-            Collector::spawn(out, start, self.drain_interval).map_err(|e| Error::io(&self.path, e))?;
-        waffle::runtime::set_tensors(self.tensors);
-        let epoch = waffle::runtime::install(&registry::HOOKS);
-        *active = Some(Active {
-            epoch,
-            path: self.path.clone(),
-            collector,
-            at_stop: self.at_stop,
-            pid: std::process::id(),
-            automatic,
-            exit_wait: self.exit_wait,
-        });
-        // The copies that join describe the session, which takes `ACTIVE`.
-        drop(active);
-        slot.claim(&self.path);
-        Ok((epoch, self.path))
-    }
 }
 
 /// At exit, how long without a thread giving its stream slot back ends the wait for the
@@ -172,7 +78,7 @@ const EXIT_QUIET: Duration = Duration::from_millis(20);
 /// `crash.rs`). Threads that are finishing are waited for while they give their slots back
 /// (see [`EXIT_QUIET`]); threads still running keep what they staged, and what they pushed is
 /// written.
-fn stop_at_exit() {
+pub(crate) fn stop_at_exit() {
     if let Some(Err(e)) = stop_active(None, Wait::WhileReleasing { quiet: EXIT_QUIET }) {
         eprintln!("waffle: closing the trace at exit: {e}");
     }
@@ -210,21 +116,6 @@ pub(crate) fn own_session() -> Option<(u32, bool)> {
 pub(crate) fn own_path() -> Option<PathBuf> {
     let active = active();
     active.as_ref().filter(|a| a.pid == std::process::id()).map(|a| a.path.clone())
-}
-
-/// 128 random bits, from the standard library's per-process hash keys, the pid and the time.
-pub(crate) fn random_u128() -> u128 {
-    use std::hash::{BuildHasher, Hasher};
-    let word = |i: u64| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        h.write_u64(i);
-        h.write_u128(
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-        );
-        h.finish()
-    };
-    u128::from(word(0)) << 64 | u128::from(word(1))
 }
 
 /// A recording session: the collector thread and the open file. Dropping it stops recording,

@@ -3,7 +3,7 @@
 //! those sends, kept only while they may be wanted.
 
 use super::{
-    stream::{span_index, value_at, Sites},
+    sites::{span_index, value_at, Sites},
     waits::Call,
 };
 use crate::{

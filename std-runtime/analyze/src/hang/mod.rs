@@ -43,6 +43,7 @@ mod cycles;
 mod details;
 mod gather;
 mod render;
+mod sites;
 mod stream;
 #[cfg(test)]
 mod stream_tests;

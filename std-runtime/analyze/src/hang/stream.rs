@@ -14,11 +14,12 @@
 use super::{
     details::Details,
     rank_of,
-    waits::{self, Call, Facts, COLLECTIVE, RECEIVED},
+    sites::{span_index, value_at, Roles, Sites},
+    waits::{self, Call, Facts},
     Gathered, OpenSpan, ProcessEnd, ThreadState,
 };
 use crate::{
-    decode::{run::decode_path, stream::FileEnd, FieldValue, Fields, Header, Item, Sink},
+    decode::{run::decode_path, stream::FileEnd, Fields, Header, Item, Sink},
     model::{Callsite, Item as Kind, ItemRef},
     reader::Warning,
     Error,
@@ -101,59 +102,6 @@ struct Across {
     relabelled: bool,
     /// Spans holding a message received on a thread they were not open on, by id.
     foreign: HashSet<u64>,
-}
-
-/// What the rules ask of a callsite's items.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Roles {
-    comm: Option<usize>,
-    pub(super) request: Option<usize>,
-    pub(super) send: bool,
-    effect: bool,
-    collective: bool,
-    pub(super) received: bool,
-}
-
-fn roles(cs: &Callsite) -> Roles {
-    let at = |name: &str| cs.fields.iter().position(|(n, _)| n == name);
-    Roles {
-        comm: at("comm"),
-        request: at("request"),
-        send: waits::is_send(cs),
-        effect: waits::is_effect(cs),
-        collective: cs.correlate == COLLECTIVE,
-        received: cs.name == RECEIVED,
-    }
-}
-
-/// Per callsite index, learnt on first sight.
-#[derive(Default)]
-pub(super) struct Sites(Vec<Option<Roles>>);
-
-impl Sites {
-    pub(super) fn of(&mut self, item: &Item<'_>) -> Roles {
-        let i = item.callsite_index as usize;
-        if self.0.len() <= i {
-            self.0.resize(i + 1, None);
-        }
-        *self.0[i].get_or_insert_with(|| roles(item.callsite))
-    }
-}
-
-/// A call's index among its thread's spans.
-pub(super) fn span_index(c: &Call) -> usize {
-    match c.at.item {
-        Kind::Span(i) | Kind::Event(i) => i,
-    }
-}
-
-/// An integer field by position.
-pub(super) fn value_at(fields: &Fields, at: Option<usize>) -> Option<u64> {
-    match at.and_then(|k| fields.iter().nth(k))? {
-        FieldValue::U64(v) => Some(v),
-        FieldValue::I64(v) => u64::try_from(v).ok(),
-        _ => None,
-    }
 }
 
 /// An open span.

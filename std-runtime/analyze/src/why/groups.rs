@@ -2,7 +2,10 @@
 //! operations matched by order), the notes on names it could not match, and which visited
 //! items reach a link.
 
-use super::{source::Source, Options, Relation};
+use super::{
+    source::{Group, Source},
+    Options, Relation,
+};
 use crate::{
     matching::{self, Rank, RankField},
     model::Trace,
@@ -11,31 +14,6 @@ use std::{
     collections::{HashMap, HashSet},
     rc::Rc,
 };
-
-/// Items that are one thing on several processes or threads: a correlation group, or an
-/// operation matched by order; or a directed correlation group (relation
-/// [`Relation::Message`]), whose effects are caused by its causes. Members by id.
-#[derive(Debug, PartialEq)]
-pub(super) struct Group {
-    pub(super) relation: Relation,
-    pub(super) occurrence: Option<u64>,
-    /// In time order.
-    pub(super) members: Vec<u64>,
-    /// A directed group's causes, in time order (empty when undirected).
-    pub(super) causes: Vec<u64>,
-}
-
-impl Group {
-    /// The causes `at` has through this group: a directed group's causes if `at` is one of
-    /// its effects; none for a cause, nor in an undirected group.
-    pub(super) fn causes_of(&self, at: u64) -> &[u64] {
-        if self.relation == Relation::Message && !self.causes.contains(&at) {
-            &self.causes
-        } else {
-            &[]
-        }
-    }
-}
 
 /// Each item in a group of two or more and its group: correlation groups, then (unless
 /// `options` turn it off) operations matched by order; and the names that two or more ranks

@@ -46,6 +46,7 @@ mod groups;
 mod index;
 #[cfg(test)]
 mod message_tests;
+mod model_source;
 #[cfg(test)]
 mod order_tests;
 pub(crate) mod render;
@@ -262,7 +263,7 @@ pub fn why_with(trace: &Trace, selector: &Selector, options: &Options) -> Result
     let index = trace.index();
     let symptom = select::select(trace, &index, selector)?;
     let symptom = trace.describe(symptom).id;
-    let mut source = source::Model::new(trace, index, options);
+    let mut source = model_source::ModelSource::new(trace, index, options);
     let Ok(explanation) = walk::walk(&mut source, symptom);
     Ok(explanation)
 }

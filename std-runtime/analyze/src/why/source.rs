@@ -1,15 +1,14 @@
 //! What the walk of `why` reads, and from where: the items it reaches, by id, and the groups
-//! they are in. A [`Source`] is either a decoded model ([`Model`], everything in memory) or
+//! they are in. A [`Source`] is either a decoded model (`ModelSource`, everything in memory) or
 //! an index of the files that reads again the parts it is asked for (`index/`); the walk asks
 //! for what it needs a step of the walk at a time, so that the index can read it in one go.
 
-use super::groups::{self, Group};
-use super::Options;
+use super::Relation;
 use crate::{
     matching::Matching,
-    model::{Callsite, Item, ItemRef, Trace, Value},
+    model::{Callsite, ItemRef, Value},
 };
-use std::{collections::HashMap, convert::Infallible, rc::Rc, sync::Arc};
+use std::{rc::Rc, sync::Arc};
 use waffle_wire::Header;
 
 /// What the walk reads of a span or event.
@@ -68,97 +67,27 @@ pub(super) trait Source {
     fn matching(&self) -> &Matching;
 }
 
-/// A decoded model as a [`Source`]: everything is at hand, so loading only looks up.
-pub(super) struct Model<'t> {
-    trace: &'t Trace,
-    index: HashMap<u64, ItemRef>,
-    facts: HashMap<u64, Facts>,
-    groups: HashMap<u64, Rc<Group>>,
-    matching: Matching,
+/// Items that are one thing on several processes or threads: a correlation group, or an
+/// operation matched by order; or a directed correlation group (relation
+/// [`Relation::Message`]), whose effects are caused by its causes. Members by id.
+#[derive(Debug, PartialEq)]
+pub(super) struct Group {
+    pub(super) relation: Relation,
+    pub(super) occurrence: Option<u64>,
+    /// In time order.
+    pub(super) members: Vec<u64>,
+    /// A directed group's causes, in time order (empty when undirected).
+    pub(super) causes: Vec<u64>,
 }
 
-impl<'t> Model<'t> {
-    pub(super) fn new(trace: &'t Trace, index: HashMap<u64, ItemRef>, options: &Options) -> Self {
-        let (groups, matching) = groups::groups(trace, options);
-        Model { trace, index, facts: HashMap::new(), groups, matching }
-    }
-}
-
-impl Source for Model<'_> {
-    type Error = Infallible;
-
-    fn contains(&self, id: u64) -> bool {
-        self.index.contains_key(&id)
-    }
-
-    fn load(&mut self, ids: &[u64]) -> Result<(), Infallible> {
-        for &id in ids {
-            let at = self.index[&id];
-            self.facts.entry(id).or_insert_with(|| {
-                let v = self.trace.describe(at);
-                Facts {
-                    id: v.id,
-                    at,
-                    callsite: v.callsite.clone(),
-                    ts_ns: v.ts_ns,
-                    parent: v.parent,
-                    links: v.links.to_vec(),
-                    correlation: v.correlation,
-                }
-            });
+impl Group {
+    /// The causes `at` has through this group: a directed group's causes if `at` is one of
+    /// its effects; none for a cause, nor in an undirected group.
+    pub(super) fn causes_of(&self, at: u64) -> &[u64] {
+        if self.relation == Relation::Message && !self.causes.contains(&at) {
+            &self.causes
+        } else {
+            &[]
         }
-        Ok(())
-    }
-
-    fn facts(&self, id: u64) -> &Facts {
-        &self.facts[&id]
-    }
-
-    fn load_groups(&mut self, _ids: &[u64]) -> Result<(), Infallible> {
-        Ok(())
-    }
-
-    fn group(&self, id: u64) -> Option<&Rc<Group>> {
-        self.groups.get(&id)
-    }
-
-    fn load_fields(&mut self, _ids: &[u64]) -> Result<(), Infallible> {
-        Ok(())
-    }
-
-    fn fields(&self, id: u64) -> Vec<(String, Value)> {
-        let at = self.index[&id];
-        let th = self.trace.thread(at);
-        let fields: Box<dyn Iterator<Item = (&str, &Value)>> = match at.item {
-            Item::Span(i) => Box::new(th.spans[i].fields()),
-            Item::Event(i) => Box::new(th.events[i].fields()),
-        };
-        fields.map(|(k, v)| (k.to_owned(), v.clone())).collect()
-    }
-
-    fn process(&self, p: usize) -> (&str, &Header) {
-        let p = &self.trace.processes[p];
-        (&p.source, &p.header)
-    }
-
-    fn processes(&self) -> usize {
-        self.trace.processes.len()
-    }
-
-    fn thread(&self, p: usize, t: usize) -> (&str, u64) {
-        let th = &self.trace.processes[p].threads[t];
-        (&th.name, th.tid)
-    }
-
-    fn earliest_ns(&self) -> u64 {
-        let threads = self.trace.processes.iter().flat_map(|p| &p.threads);
-        threads
-            .flat_map(|t| t.spans.iter().map(|s| s.start_ns).chain(t.events.iter().map(|e| e.ts_ns)))
-            .min()
-            .unwrap_or(0)
-    }
-
-    fn matching(&self) -> &Matching {
-        &self.matching
     }
 }

@@ -2,8 +2,8 @@
 //! so that a source that reads files loads each depth's items and groups at once.
 
 use super::{
-    groups::{notes, reaching_links, sampled, Group},
-    source::Source,
+    groups::{notes, reaching_links, sampled},
+    source::{Group, Source},
     Explanation, ItemInfo, Reached, Relation, Step,
 };
 use std::{

@@ -171,4 +171,13 @@ impl Seq {
         }
         self.specials[which as usize]
     }
+
+    /// Moves the sequence's clock to `ts` (never back): by how much.
+    #[inline]
+    pub(super) fn advance(&mut self, ts: u64) -> u64 {
+        let ts = ts.max(self.last_ts);
+        let delta = ts - self.last_ts;
+        self.last_ts = ts;
+        delta
+    }
 }

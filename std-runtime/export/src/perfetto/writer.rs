@@ -278,17 +278,6 @@ fn seek<T>(items: &[T], from: usize, before: impl Fn(&T) -> bool) -> usize {
     i + items[i..].partition_point(before)
 }
 
-impl Seq {
-    /// Moves the sequence's clock to `ts` (never back): by how much.
-    #[inline]
-    fn advance(&mut self, ts: u64) -> u64 {
-        let ts = ts.max(self.last_ts);
-        let delta = ts - self.last_ts;
-        self.last_ts = ts;
-        delta
-    }
-}
-
 /// The second pass: one writer over every file, so sequence ids and track uuids run on.
 impl Pass for Writer<'_> {
     fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {

@@ -14,7 +14,7 @@
 //! forwards; an effect or a member finds its group once, to link to the targets it names. The
 //! memory is an entry per group and per target; nothing is kept per member.
 
-use super::{state::Place, Link, LinkKind};
+use super::{Link, LinkKind, Place};
 use crate::{correlation::Role, index::IdMap};
 
 /// No target (the end of a list of causes, a group without a first).

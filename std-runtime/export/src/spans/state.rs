@@ -4,24 +4,11 @@
 
 use waffle_wire::Calibration;
 
-use super::{groups::Groups, ids::Ids, Anchor, Context, ProcessInfo};
+use super::{groups::Groups, ids::Ids, Context, Place, ProcessInfo};
 use crate::{
     index::{IdMap, Keys},
     passes,
 };
-
-/// Where a referenced item ends up.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Place {
-    /// The span showing it.
-    pub(super) span: u64,
-    /// In the first pass: `span` is the count of a fresh id, not the id.
-    pub(super) fresh: bool,
-    /// Whether it is an event.
-    pub(super) event: bool,
-    /// Where it is.
-    pub(super) anchor: Anchor,
-}
 
 /// An id something names (a link, a parent elsewhere).
 #[derive(Clone, Copy, Debug, Default)]

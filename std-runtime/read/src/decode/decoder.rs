@@ -5,7 +5,6 @@ use super::{
     fields::Fields,
     stream::{FileEnd, Hand, Sink},
     stream_state::{Open, StreamState},
-    tail::{EagerTails, HeldTails},
 };
 use crate::{model::Callsite, reader::Warning};
 use std::{
@@ -17,6 +16,11 @@ use waffle_wire::{
     self as wire, chunk::take_chunk, frame, CallsiteDesc, Clock, DataHead, End, FieldType, FrameError,
     FramePayload, Kind, Stream, FRAME_HEAD_LEN,
 };
+
+mod chunk;
+mod tail;
+
+use tail::{EagerTails, HeldTails};
 
 /// Callsite ids below this are looked up in a vector; higher ones (never written by waffle's
 /// runtimes, which count from 0) in a map, so that a hostile id cannot size the vector.

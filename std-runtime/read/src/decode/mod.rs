@@ -21,14 +21,12 @@ use crate::{
 use std::{io::Read, path::Path};
 
 mod build;
-mod chunk;
 mod decoder;
 mod fields;
 pub mod resume;
 pub mod run;
 pub mod stream;
 mod stream_state;
-mod tail;
 pub mod track;
 
 pub use fields::{FieldValue, Fields};

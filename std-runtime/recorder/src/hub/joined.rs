@@ -11,10 +11,8 @@ use std::{
     },
 };
 use waffle::{
-    callsite::Kind,
     encode::Writer,
     runtime::{self, Forward},
-    wire::FieldType,
 };
 
 /// The copy whose session this one records into (null: none).
@@ -218,34 +216,4 @@ fn describe(id: u32, f: impl FnOnce(&SiteDesc) -> u32) -> Option<u32> {
         fields: fields.as_ptr(),
         field_count: fields.len(),
     }))
-}
-
-/// The callsite a [`SiteDesc`] from another copy describes, registered here; `u32::MAX` if it
-/// cannot be (an unknown kind or field type, or too many callsites).
-pub(super) fn register_described(desc: &SiteDesc) -> u32 {
-    let text = super::text;
-    let Some(kind) = Kind::from_code(desc.kind) else { return u32::MAX };
-    let fields: &[FieldDesc] = if desc.fields.is_null() || desc.field_count == 0 {
-        &[]
-    } else {
-        // SAFETY: `fields` points to `field_count` descriptions for the call (the caller's
-        // promise, kept by `describe`).
-        unsafe { std::slice::from_raw_parts(desc.fields, desc.field_count) }
-    };
-    let mut schema = Vec::with_capacity(fields.len());
-    for fd in fields {
-        let Some(ty) = FieldType::from_code(fd.ty) else { return u32::MAX };
-        schema.push((text(fd.name), ty));
-    }
-    let schema: Vec<(&str, FieldType)> = schema.iter().map(|(n, t)| (n.as_str(), *t)).collect();
-    crate::dynamic::register(
-        kind,
-        &text(desc.name),
-        &text(desc.module),
-        &text(desc.file),
-        desc.line,
-        &schema,
-        &text(desc.correlate),
-    )
-    .unwrap_or(u32::MAX)
 }

@@ -1,8 +1,14 @@
 //! This copy's session, served to the copies that joined it: the functions of its
 //! [`SessionApi`], each acting on this copy's core and recorder as its own API would.
 
-use super::abi::{SessionApi, SessionInfo, SiteDesc, StopResult};
-use waffle::{encode::Writer, local::with_local, runtime, wire::tag};
+use super::abi::{FieldDesc, SessionApi, SessionInfo, SiteDesc, StopResult};
+use waffle::{
+    callsite::Kind,
+    encode::Writer,
+    local::with_local,
+    runtime,
+    wire::{tag, FieldType},
+};
 
 pub(super) const API: SessionApi = SessionApi {
     register,
@@ -42,9 +48,39 @@ pub(super) fn no_session() -> SessionInfo {
 extern "C" fn register(site: *const SiteDesc) -> u32 {
     // SAFETY: a non-null `site` is a description valid for the call (the caller's promise).
     match unsafe { site.as_ref() } {
-        Some(desc) => super::joined::register_described(desc),
+        Some(desc) => register_described(desc),
         None => u32::MAX,
     }
+}
+
+/// The callsite a [`SiteDesc`] from another copy describes, registered here; `u32::MAX` if it
+/// cannot be (an unknown kind or field type, or too many callsites).
+fn register_described(desc: &SiteDesc) -> u32 {
+    let text = super::text;
+    let Some(kind) = Kind::from_code(desc.kind) else { return u32::MAX };
+    let fields: &[FieldDesc] = if desc.fields.is_null() || desc.field_count == 0 {
+        &[]
+    } else {
+        // SAFETY: `fields` points to `field_count` descriptions for the call (the caller's
+        // promise, kept by `describe`).
+        unsafe { std::slice::from_raw_parts(desc.fields, desc.field_count) }
+    };
+    let mut schema = Vec::with_capacity(fields.len());
+    for fd in fields {
+        let Some(ty) = FieldType::from_code(fd.ty) else { return u32::MAX };
+        schema.push((text(fd.name), ty));
+    }
+    let schema: Vec<(&str, FieldType)> = schema.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    crate::dynamic::register(
+        kind,
+        &text(desc.name),
+        &text(desc.module),
+        &text(desc.file),
+        desc.line,
+        &schema,
+        &text(desc.correlate),
+    )
+    .unwrap_or(u32::MAX)
 }
 
 extern "C" fn record(record_tag: u8, callsite: u32, fields: *const u8, len: usize, prev: *mut u64) -> u64 {

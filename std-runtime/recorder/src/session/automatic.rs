@@ -7,7 +7,7 @@ use super::*;
 /// stays if it recorded anything, and is removed if not, so that a program that starts its own
 /// session early leaves only that session's file. Threads still running are not waited for,
 /// as at exit: they may never give their slots back.
-pub(super) fn replace_automatic(a: Active, slot: &hub::Slot) {
+pub(crate) fn replace_automatic(a: Active, slot: &hub::Slot) {
     let path = a.path.clone();
     match close(a, Wait::WhileReleasing { quiet: EXIT_QUIET }, slot) {
         Ok(stats) if stats.data_frames == 0 => {

@@ -12,8 +12,7 @@ use crate::{
     matching::{self, Matching, RankField},
     model::{Item, Value},
     why::{
-        groups::Group,
-        source::{Facts, Source},
+        source::{Facts, Group, Source},
         Relation,
     },
     Error,

@@ -7,7 +7,7 @@ use super::{Assembler, Open, Parent};
 use crate::{
     correlation::{role, Role},
     model::Callsite,
-    spans::{groups::Membership, state::Place, Context, Log, OutSpan, SpanWriter},
+    spans::{groups::Membership, Context, Log, OutSpan, Place, SpanWriter},
 };
 
 /// Hands `span` to `writer`, unless it has failed before: its first error is kept.

@@ -3,7 +3,7 @@
 //! groups.
 
 use super::{Assembler, Open, Parent};
-use crate::spans::{groups::Membership, state::Place, Anchor, Link, LinkKind, SpanWriter};
+use crate::spans::{groups::Membership, Anchor, Link, LinkKind, Place, SpanWriter};
 
 impl<W: SpanWriter> Assembler<'_, W> {
     /// The span showing `id`, if it is in the trace and something names it.

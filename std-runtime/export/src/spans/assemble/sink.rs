@@ -5,7 +5,7 @@ use super::{Assembler, Last, Parent, ThreadState};
 use crate::{
     decode::stream::{FileEnd, Header, Item, Sink},
     model::Track,
-    spans::{ids::Run, state::Place, Anchor, ProcessInfo, SpanWriter},
+    spans::{ids::Run, Anchor, Place, ProcessInfo, SpanWriter},
 };
 
 impl<W: SpanWriter> Sink for Assembler<'_, W> {

@@ -8,8 +8,8 @@
 //! A span begin or an event is held back (the stream's *pending* item) until a record other
 //! than a link or a correlation follows it, so that the sink gets it with its causes.
 
-use super::{
-    decoder::{Decoder, Detached, MAX_EARLY_ENDS},
+use super::{Decoder, Detached, MAX_EARLY_ENDS};
+use crate::decode::{
     fields::Fields,
     stream::{Hand, Item, Sink},
     stream_state::{open_span, parent_counted, Open},
@@ -45,15 +45,15 @@ fn unknown_callsite(seen: u64, id: u32) -> String {
 /// record count there. A longer copy of the same chunk (the chunk itself after a TAIL copy of
 /// it, see `tail.rs`) goes on from here.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Resume {
-    pub(super) read: usize,
+pub(in crate::decode) struct Resume {
+    pub(in crate::decode) read: usize,
     ts: u64,
     next_id: u64,
     seen: u64,
 }
 
 impl<T: Copy + Default> Decoder<T> {
-    pub(super) fn chunk<S: Sink<Span = T>>(
+    pub(in crate::decode) fn chunk<S: Sink<Span = T>>(
         &mut self,
         stream: u32,
         body: &[u8],
@@ -65,7 +65,7 @@ impl<T: Copy + Default> Decoder<T> {
 
     /// Decodes the chunk `body`, or with `from`, only what it holds beyond the shorter copy of
     /// it decoded before (whose records are the first of these): its head was applied then.
-    pub(super) fn chunk_from<S: Sink<Span = T>>(
+    pub(in crate::decode) fn chunk_from<S: Sink<Span = T>>(
         &mut self,
         stream: u32,
         body: &[u8],

@@ -21,14 +21,15 @@
 //! decoded, which they hold first, byte for byte ([`Eager`]). A chunk that turns out not to
 //! continue the copy is decoded whole, with a warning.
 
-use super::{chunk::Resume, decoder::Decoder, stream::Sink};
+use super::{chunk::Resume, Decoder};
+use crate::decode::stream::Sink;
 use crate::reader::Warning;
 use std::collections::BTreeMap;
 use waffle_wire::{chunk::take_chunk, ChunkHead, TailHead, FRAME_HEAD_LEN};
 
 /// A TAIL's chunk waiting for the file to say whether it is superseded.
 #[derive(Clone)]
-pub(super) struct Held {
+pub(in crate::decode) struct Held {
     /// The chunk body's offset in the file, for warnings.
     at: u64,
     /// Its owner generation and first id: what a superseding chunk has too.
@@ -38,19 +39,19 @@ pub(super) struct Held {
 }
 
 /// The held TAILs of a file, by stream.
-pub(super) type HeldTails = BTreeMap<u32, Held>;
+pub(in crate::decode) type HeldTails = BTreeMap<u32, Held>;
 
 /// A TAIL decoded when it was read (eager mode): its chunk's key, its records, where the
 /// decoding stopped.
 #[derive(Clone)]
-pub(super) struct Eager {
+pub(in crate::decode) struct Eager {
     key: (u32, u64),
     records: Vec<u8>,
     resume: Resume,
 }
 
 /// The eagerly decoded TAILs of a file, by stream.
-pub(super) type EagerTails = BTreeMap<u32, Eager>;
+pub(in crate::decode) type EagerTails = BTreeMap<u32, Eager>;
 
 /// The records of a chunk body (after its head), if its head decodes.
 fn records(body: &[u8]) -> Option<&[u8]> {
@@ -64,7 +65,7 @@ fn key(body: &[u8]) -> Option<(u32, u64)> {
 
 impl<T: Copy + Default> Decoder<T> {
     /// A TAIL frame at `offset`: hold its chunk, deciding the fate of the one held before.
-    pub(super) fn tail<S: Sink<Span = T>>(
+    pub(in crate::decode) fn tail<S: Sink<Span = T>>(
         &mut self,
         offset: u64,
         payload: &[u8],
@@ -98,7 +99,12 @@ impl<T: Copy + Default> Decoder<T> {
 
     /// Before a chunk of `stream` whose body is `next` (or, with `None`, before anything else
     /// about the stream): drops the held TAIL if `next` supersedes it, else decodes it now.
-    pub(super) fn settle<S: Sink<Span = T>>(&mut self, stream: u32, next: Option<&[u8]>, sink: &mut S) {
+    pub(in crate::decode) fn settle<S: Sink<Span = T>>(
+        &mut self,
+        stream: u32,
+        next: Option<&[u8]>,
+        sink: &mut S,
+    ) {
         let Some(held) = self.held.remove(&stream) else { return };
         if next.and_then(key) == Some(held.key) {
             return; // the chunk holds the same records and more
@@ -142,7 +148,7 @@ impl<T: Copy + Default> Decoder<T> {
     /// Eager mode, before the DATA chunk `body` of `stream`: if it is the chunk a TAIL copy was
     /// decoded from, decodes what it holds beyond the copy and returns true; otherwise forgets
     /// the copy (decoded already) and returns false.
-    pub(super) fn continue_tail<S: Sink<Span = T>>(
+    pub(in crate::decode) fn continue_tail<S: Sink<Span = T>>(
         &mut self,
         stream: u32,
         body: &[u8],
@@ -162,7 +168,7 @@ impl<T: Copy + Default> Decoder<T> {
     }
 
     /// Decodes every held TAIL (at END, or the end of the file), in stream order.
-    pub(super) fn settle_all<S: Sink<Span = T>>(&mut self, sink: &mut S) {
+    pub(in crate::decode) fn settle_all<S: Sink<Span = T>>(&mut self, sink: &mut S) {
         let streams: Vec<u32> = self.held.keys().copied().collect();
         for stream in streams {
             self.settle(stream, None, sink);

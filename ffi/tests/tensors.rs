@@ -67,13 +67,12 @@ fn check(dir: &std::path::Path, exe: &std::path::Path) {
     let trace = decode(&[file]);
     let thread = &trace.processes[0].threads[0];
 
-    let steps: Vec<_> =
-        thread.spans.iter().map(|sp| (sp.callsite.name.as_str(), sp.fields.clone())).collect();
+    let steps: Vec<_> = thread.spans.iter().map(|sp| (&*sp.callsite.name, sp.fields.clone())).collect();
     assert_eq!(
         steps,
         [(reserved::STEP_SPAN, vec![Value::U64(10)]), (reserved::STEP_SPAN, vec![Value::U64(11)])]
     );
-    assert_eq!(thread.spans[0].callsite.fields[0].0, reserved::STEP);
+    assert_eq!(thread.spans[0].callsite.fields[0].name, reserved::STEP);
 
     let act = [0.5f32, -0.25, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 2.0];
     let act_bytes: Vec<u8> = act.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -110,7 +109,7 @@ fn check(dir: &std::path::Path, exe: &std::path::Path) {
     assert_eq!(events.len(), want.len(), "{events:#?}");
     for (i, (e, w)) in events.iter().zip(want).enumerate() {
         assert_eq!(e.callsite.name, "tensor");
-        let keys: Vec<&str> = e.callsite.fields.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<&str> = e.callsite.field_names().collect();
         assert_eq!(keys, reserved::tensor::ALL);
         assert!(same(&e.fields, w), "event {i}:\n{:?}\n{:?}", e.fields, w);
         let parent = if i < 8 { Some(thread.spans[i / 4].id) } else { None };

@@ -287,12 +287,12 @@ fn item<'py>(
     let d = PyDict::new(py);
     d.set_item("id", id)?;
     d.set_item("parent", parent)?;
-    d.set_item("name", &cs.name)?;
-    d.set_item("module", &cs.module)?;
-    d.set_item("file", &cs.file)?;
+    d.set_item("name", &*cs.name)?;
+    d.set_item("module", &*cs.module)?;
+    d.set_item("file", &*cs.file)?;
     d.set_item("line", cs.line)?;
     let fields = PyDict::new(py);
-    for ((name, _), v) in cs.fields.iter().zip(values) {
+    for (name, v) in cs.field_names().zip(values) {
         match v {
             Value::U64(x) => fields.set_item(name, x)?,
             Value::I64(x) => fields.set_item(name, x)?,

@@ -106,8 +106,7 @@ fn contexts_record_into_their_own_queues_and_decode_to_the_exact_tree() {
     let (main, tick) = (thread("main"), thread("tick"));
     assert_eq!((main.tid, tick.tid), (0, 1));
 
-    let values: Vec<_> =
-        tick.events.iter().map(|e| (e.callsite.name.as_str(), e.id, e.fields.clone())).collect();
+    let values: Vec<_> = tick.events.iter().map(|e| (&*e.callsite.name, e.id, e.fields.clone())).collect();
     let expected: Vec<_> =
         (0..4u64).zip(&samples).map(|(i, id)| ("sample", id.to_u64(), vec![Value::U64(i * 10)])).collect();
     assert_eq!(format!("{values:?}"), format!("{expected:?}"));

@@ -128,8 +128,10 @@ pub struct Callsites<'a> {
     pub callsites: Vec<CallsiteDesc<'a>>,
 }
 
-/// One callsite of a CALLSITES frame.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One callsite of a CALLSITES frame, and the one description of a callsite everywhere: the
+/// recorder's run-time callsites and the reader's model hold it owned (`CallsiteDesc<'static>`),
+/// the frames borrow it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallsiteDesc<'a> {
     /// Span or event.
     #[serde(with = "text::kind")]
@@ -154,7 +156,7 @@ pub struct CallsiteDesc<'a> {
 }
 
 /// One field of a callsite's schema.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FieldDesc<'a> {
     /// The key.
     #[serde(borrow, deserialize_with = "text::cow")]
@@ -162,6 +164,43 @@ pub struct FieldDesc<'a> {
     /// Its type, one byte.
     #[serde(with = "text::field_type")]
     pub ty: FieldType,
+}
+
+impl CallsiteDesc<'_> {
+    /// The same description, owning its strings.
+    pub fn into_owned(self) -> CallsiteDesc<'static> {
+        CallsiteDesc {
+            kind: self.kind,
+            name: Cow::Owned(self.name.into_owned()),
+            module: Cow::Owned(self.module.into_owned()),
+            file: Cow::Owned(self.file.into_owned()),
+            line: self.line,
+            fields: self.fields.into_iter().map(FieldDesc::into_owned).collect(),
+            correlate: Cow::Owned(self.correlate.into_owned()),
+        }
+    }
+
+    /// The field names, in record order.
+    pub fn field_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.fields.iter().map(|f| &*f.name)
+    }
+
+    /// Where field `name` is in the schema.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+}
+
+impl FieldDesc<'_> {
+    /// A field of this name and type.
+    pub fn new(name: impl Into<String>, ty: FieldType) -> FieldDesc<'static> {
+        FieldDesc { name: Cow::Owned(name.into()), ty }
+    }
+
+    /// The same field, owning its name.
+    pub fn into_owned(self) -> FieldDesc<'static> {
+        FieldDesc { name: Cow::Owned(self.name.into_owned()), ty: self.ty }
+    }
 }
 
 impl<'a> Callsites<'a> {

@@ -41,7 +41,7 @@ fn a_version_1_file_decodes_to_what_it_held() {
     assert!(outer.start_ns < inner.start_ns && inner.end_ns < outer.end_ns);
     let cs = &outer.callsite;
     assert_eq!(
-        (cs.module.as_str(), cs.file.as_str(), cs.line),
+        (&*cs.module, &*cs.file, cs.line),
         ("v1_trace", "std-runtime/recorder/examples/v1_trace.rs", 32)
     );
     assert_eq!(main.events.len(), 1);
@@ -55,10 +55,7 @@ fn a_version_1_file_decodes_to_what_it_held() {
     assert_eq!(worker.spans.len(), 1);
     let k = &worker.spans[0];
     assert_eq!((k.id, k.parent, k.name()), (0x4863_0001_0000_0001, Some(0xb7ad6b7169203331), "c_kernel"));
-    assert_eq!(
-        (k.callsite.module.as_str(), k.callsite.file.as_str(), k.callsite.line),
-        ("kernels.c", "kernels.c", 42)
-    );
+    assert_eq!((&*k.callsite.module, &*k.callsite.file, k.callsite.line), ("kernels.c", "kernels.c", 42));
     assert_eq!(k.fields, [Value::U64(12), Value::Str("tile".into())]);
     assert_eq!(k.end_ns - k.start_ns, 2554);
     assert_eq!(worker.events.len(), 1);

@@ -188,7 +188,7 @@ fn a_blocked_thread_has_its_spans_sent_while_it_is_blocked_and_once() {
         .threads
         .iter()
         .flat_map(|t| &t.spans)
-        .map(|s| (hex(s.id), (s.callsite.name.clone(), s.parent.map_or(String::new(), hex))))
+        .map(|s| (hex(s.id), (s.callsite.name.to_string(), s.parent.map_or(String::new(), hex))))
         .collect();
     assert_eq!(file.len(), 20);
     assert_eq!(sink.shapes(), file);
@@ -289,7 +289,7 @@ fn zipkin_is_followed_too() {
         .threads
         .iter()
         .flat_map(|t| &t.spans)
-        .map(|s| (hex(s.id), (s.callsite.name.clone(), s.parent.map_or(String::new(), hex))))
+        .map(|s| (hex(s.id), (s.callsite.name.to_string(), s.parent.map_or(String::new(), hex))))
         .collect();
     assert_eq!(file.len(), 60);
     assert_eq!(sink.shapes(), file);

@@ -188,7 +188,7 @@ fn field_pairs<'a>(
     callsite: &'a Callsite,
     fields: &'a Fields,
 ) -> impl Iterator<Item = (&'a str, FieldValue<'a>)> {
-    callsite.fields.iter().map(|(n, _)| n.as_str()).zip(fields.iter())
+    callsite.field_names().zip(fields.iter())
 }
 
 /// A link from a span (or an event it shows) to the span showing a cause or a correlated peer.

@@ -309,7 +309,7 @@ fn scratch_key(text: &str, t: (u32, u32, u32)) -> &str {
 
 /// An event as an annotation's text: `name key=value ...`, strings quoted.
 fn annotation(log: &Log) -> String {
-    let mut text = log.callsite.name.clone();
+    let mut text = log.callsite.name.to_string();
     for (name, value) in log.fields() {
         match value {
             FieldValue::Str(s) => {

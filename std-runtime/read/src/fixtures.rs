@@ -3,21 +3,29 @@
 
 use std::sync::Arc;
 
-use waffle_wire::{FieldType, Header, Kind};
+use waffle_wire::{FieldDesc, FieldType, Header, Kind};
 
 use crate::model::{Callsite, Event, Process, Span, Thread};
 
 /// A callsite with these field names (any value type).
 pub fn callsite(name: &str, kind: Kind, fields: &[&str]) -> Arc<Callsite> {
-    let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
+    let fields = fields.iter().map(|n| FieldDesc::new(*n, FieldType::Dynamic)).collect();
     let (module, file) = ("m".into(), "m.rs".into());
-    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate: String::new() })
+    Arc::new(Callsite {
+        name: name.to_owned().into(),
+        module,
+        file,
+        line: 1,
+        kind,
+        fields,
+        correlate: "".into(),
+    })
 }
 
 /// A callsite without fields, correlated by `key` (`mpi.message>`: see [`crate::correlation`]).
 pub fn keyed(name: &str, kind: Kind, key: &str) -> Arc<Callsite> {
     let mut cs = Arc::into_inner(callsite(name, kind, &[])).expect("not shared");
-    cs.correlate = key.into();
+    cs.correlate = key.to_owned().into();
     Arc::new(cs)
 }
 

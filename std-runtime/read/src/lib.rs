@@ -25,7 +25,7 @@
 //! let (process, warnings) = waffle_read::decode::decode_file(&path)?;
 //! assert!(warnings.is_empty());
 //! let spans = &process.threads[0].spans;
-//! let names: Vec<&str> = spans.iter().map(|s| s.callsite.name.as_str()).collect();
+//! let names: Vec<&str> = spans.iter().map(|s| &*s.callsite.name).collect();
 //! assert_eq!(names, ["solve", "relax"]);
 //! assert_eq!(spans[1].parent, Some(spans[0].id)); // "relax" ran inside "solve"
 //! # std::fs::remove_dir_all(&dir)?;

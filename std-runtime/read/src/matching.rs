@@ -86,7 +86,7 @@ impl std::fmt::Display for RankField {
 
 /// Where a callsite's `rank` field is among its fields, if it is a span's callsite with one.
 pub fn rank_index(callsite: &Callsite) -> Option<usize> {
-    callsite.fields.iter().position(|(name, _)| name == RANK_FIELD)
+    callsite.field_index(RANK_FIELD)
 }
 
 /// Whether spans of `callsite` take part in matching: spans without a correlation key (those

@@ -5,7 +5,7 @@
 
 use crate::correlation::{self, Role};
 use std::sync::Arc;
-use waffle_wire::{FieldType, Header, Kind};
+use waffle_wire::Header;
 
 /// A whole decoded trace: one or many processes (one per input file).
 #[derive(Debug, Default)]
@@ -263,24 +263,9 @@ pub struct Thread {
     pub dropped: u64,
 }
 
-/// The static description of a span or event, shared by all its records.
-#[derive(Debug, PartialEq)]
-pub struct Callsite {
-    /// Span or event name.
-    pub name: String,
-    /// Rust module path (or the foreign language's equivalent).
-    pub module: String,
-    /// Source file.
-    pub file: String,
-    /// Source line.
-    pub line: u32,
-    /// Span or event.
-    pub kind: Kind,
-    /// Field names and declared types, in record order.
-    pub fields: Vec<(String, FieldType)>,
-    /// Correlation key, "" if none.
-    pub correlate: String,
-}
+/// The static description of a span or event, shared by all its records: the format's own
+/// description of a callsite, owned.
+pub type Callsite = waffle_wire::CallsiteDesc<'static>;
 
 /// A field value.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,7 +331,7 @@ impl Span {
 
     /// Field `(name, value)` pairs.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.callsite.fields.iter().map(|(n, _)| n.as_str()).zip(&self.fields)
+        self.callsite.field_names().zip(&self.fields)
     }
 }
 
@@ -377,6 +362,6 @@ impl Event {
 
     /// Field `(name, value)` pairs.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.callsite.fields.iter().map(|(n, _)| n.as_str()).zip(&self.fields)
+        self.callsite.field_names().zip(&self.fields)
     }
 }

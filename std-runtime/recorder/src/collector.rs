@@ -270,7 +270,7 @@ fn pass(st: &mut State, last: bool) -> io::Result<bool> {
         crate::header::write_callsites(
             &mut st.out,
             crate::dynamic::first_dynamic_id() + first as u32,
-            chunk.iter().map(|c| crate::header::dynamic_desc(c)).collect(),
+            chunk.iter().map(|c| waffle::wire::CallsiteDesc::clone(c)).collect(),
         )?;
         wrote = true;
     }

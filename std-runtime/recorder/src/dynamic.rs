@@ -9,10 +9,14 @@
 //! before the first chunk that can use it.
 
 use std::{
+    borrow::Cow,
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
 };
-use waffle::{callsite::Kind, wire::FieldType};
+use waffle::{
+    callsite::Kind,
+    wire::{CallsiteDesc, FieldDesc, FieldType},
+};
 
 /// The first id given to a run-time callsite: the number of callsites linked into this image
 /// (whose ids are their indexes in the linker section), so run-time ids follow them.
@@ -23,25 +27,8 @@ pub fn first_dynamic_id() -> u32 {
 /// Most run-time callsites per process; registering more returns `None`.
 pub const MAX_DYNAMIC: usize = 1 << 20;
 
-/// A callsite registered at run time: what the string table says of it, owned (the
-/// recorder's own type; the decoder reads it back as its `model::Callsite`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Site {
-    /// Span or event.
-    pub kind: Kind,
-    /// Span or event name.
-    pub name: String,
-    /// The foreign language's module (or "").
-    pub module: String,
-    /// Source file.
-    pub file: String,
-    /// Source line.
-    pub line: u32,
-    /// Field names and types, in record order.
-    pub fields: Vec<(String, FieldType)>,
-    /// Correlation key, "" if none.
-    pub correlate: String,
-}
+/// A callsite registered at run time: the format's description of a callsite, owned.
+pub type Site = CallsiteDesc<'static>;
 
 #[derive(Default)]
 struct Registry {
@@ -67,13 +54,13 @@ pub fn register(
     correlate: &str,
 ) -> Option<u32> {
     let cs = Arc::new(Site {
-        name: name.to_owned(),
-        module: module.to_owned(),
-        file: file.to_owned(),
+        name: Cow::Owned(name.to_owned()),
+        module: Cow::Owned(module.to_owned()),
+        file: Cow::Owned(file.to_owned()),
         line,
         kind,
-        fields: fields.iter().map(|&(n, t)| (n.to_owned(), t)).collect(),
-        correlate: correlate.to_owned(),
+        fields: fields.iter().map(|&(n, t)| FieldDesc::new(n, t)).collect(),
+        correlate: Cow::Owned(correlate.to_owned()),
     });
     let mut g = registry();
     let reg = g.get_or_insert_with(Registry::default);

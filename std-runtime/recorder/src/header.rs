@@ -4,13 +4,10 @@
 //! appear. `docs/wire-format.md` specifies both frames.
 
 use crate::{clock, frames::FrameWriter};
-use std::{
-    borrow::Cow,
-    io::{self, Write},
-};
+use std::io::{self, Write};
 use waffle::{
     callsite::Callsite,
-    wire::{CallsiteDesc, Callsites, FieldDesc, Header},
+    wire::{CallsiteDesc, Callsites, Header},
 };
 
 /// The executable's file name, the default process name.
@@ -68,19 +65,6 @@ impl Preamble<'_> {
             write_callsites(out, (n * 1024) as u32, chunk.iter().map(Callsite::desc).collect())?;
         }
         out.flush()
-    }
-}
-
-/// A callsite made at run time, as CALLSITES describes it (borrowing its strings).
-pub(crate) fn dynamic_desc(cs: &crate::dynamic::Site) -> CallsiteDesc<'_> {
-    CallsiteDesc {
-        kind: cs.kind,
-        name: Cow::Borrowed(&cs.name),
-        module: Cow::Borrowed(&cs.module),
-        file: Cow::Borrowed(&cs.file),
-        line: cs.line,
-        fields: cs.fields.iter().map(|(name, ty)| FieldDesc { name: Cow::Borrowed(name), ty: *ty }).collect(),
-        correlate: Cow::Borrowed(&cs.correlate),
     }
 }
 

@@ -68,7 +68,8 @@ fn decode(files: &[PathBuf]) -> Trace {
 /// matter.
 fn render(trace: &Trace) -> String {
     let index = trace.index();
-    let name = |id: u64| index.get(&id).map_or("?".to_owned(), |&r| trace.describe(r).callsite.name.clone());
+    let name =
+        |id: u64| index.get(&id).map_or("?".to_owned(), |&r| trace.describe(r).callsite.name.to_string());
     let mut out = String::new();
     for p in &trace.processes {
         out += &format!("process {}\n", p.header.name);

@@ -44,7 +44,7 @@ fn by_id(t: &Trace) -> HashMap<u64, Seen> {
                 Item::Event(_) => (false, true),
             };
             let seen = Seen {
-                name: v.callsite.name.clone(),
+                name: v.callsite.name.to_string(),
                 parent: v.parent,
                 links: v.links.to_vec(),
                 correlation: v.correlation,

@@ -53,10 +53,7 @@ fn run_time_callsites_decode_with_their_names_and_fields() {
     let t = &d.trace;
     let idx = t.index();
     let span = t.describe(idx[&sid.to_u64()]);
-    assert_eq!(
-        (span.callsite.name.as_str(), span.callsite.file.as_str(), span.correlation),
-        ("c_span", "main.c", Some(5))
-    );
+    assert_eq!((&*span.callsite.name, &*span.callsite.file, span.correlation), ("c_span", "main.c", Some(5)));
     let ev = t.describe(idx[&eid.to_u64()]);
     assert_eq!(ev.parent, Some(sid.to_u64()));
     let events: Vec<_> = t.processes[0].threads.iter().flat_map(|th| &th.events).collect();

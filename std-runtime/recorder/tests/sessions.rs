@@ -16,7 +16,7 @@ fn names(path: &Path) -> BTreeMap<String, usize> {
     for t in &p.threads {
         let spans = t.spans.iter().map(|s| &s.callsite.name);
         for name in spans.chain(t.events.iter().map(|e| &e.callsite.name)) {
-            *names.entry(name.clone()).or_insert(0) += 1;
+            *names.entry(name.to_string()).or_insert(0) += 1;
         }
     }
     names

@@ -17,7 +17,7 @@ fn bytes_f32(data: &[f32]) -> Vec<u8> {
 }
 
 fn field<'a>(e: &'a Event, key: &str) -> &'a Value {
-    let i = e.callsite.fields.iter().position(|(k, _)| k == key).unwrap_or_else(|| panic!("no {key}"));
+    let i = e.callsite.field_index(key).unwrap_or_else(|| panic!("no {key}"));
     &e.fields[i]
 }
 
@@ -71,22 +71,22 @@ fn tensors_and_steps_decode_to_their_fingerprints() {
     let thread = &d.trace.processes[0].threads[0];
     let step = &thread.spans[0];
     assert_eq!(step.callsite.name, reserved::STEP_SPAN);
-    assert_eq!(step.callsite.fields[0], (reserved::STEP.to_owned(), FieldType::U64));
+    assert_eq!(step.callsite.fields[0], waffle::wire::FieldDesc::new(reserved::STEP, FieldType::U64));
     assert_eq!(step.fields, vec![Value::U64(42), Value::F64(0.5)]);
     let ev = &thread.events;
     assert_eq!(ev.len(), 4);
     for e in ev {
-        let keys: Vec<&str> = e.callsite.fields.iter().take(11).map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<&str> = e.callsite.field_names().take(11).collect();
         assert_eq!(keys, reserved::tensor::ALL);
         assert_eq!(e.parent, Some(step.id));
     }
-    let types: Vec<FieldType> = ev[0].callsite.fields.iter().map(|(_, t)| *t).collect();
+    let types: Vec<FieldType> = ev[0].callsite.fields.iter().map(|f| f.ty).collect();
     use FieldType::{Str, F64, U64};
     assert_eq!(types, [Str, Str, Str, U64, U64, F64, F64, F64, U64, U64, U64, U64]);
 
     // The literal name names the event; the values, computed here on their own.
     let a = &ev[0];
-    assert_eq!((a.id, a.callsite.name.as_str()), (first.to_u64(), "blk0/attn_norm"));
+    assert_eq!((a.id, &*a.callsite.name), (first.to_u64(), "blk0/attn_norm"));
     let ms = act.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / 2560.0;
     let rms = match field(a, reserved::tensor::RMS) {
         Value::F64(v) => *v,
@@ -116,7 +116,7 @@ fn tensors_and_steps_decode_to_their_fingerprints() {
     // A name known only at run time: the event is `tensor`; non-finite elements counted apart.
     let b = &ev[1];
     assert_eq!(
-        (b.id, b.callsite.name.as_str(), b.links.as_slice()),
+        (b.id, &*b.callsite.name, b.links.as_slice()),
         (second.to_u64(), "tensor", &[first.to_u64()][..])
     );
     let rms = ((0.25f64 + 0.0625 + 4.0) / 3.0).sqrt();

@@ -34,11 +34,11 @@ pub(crate) struct TensorFields {
 pub(crate) fn role_of(c: &Callsite, names: &mut Names) -> Role {
     // A schema holds at most a few hundred fields (a callsite frame is bounded); beyond
     // u16::MAX a field is not looked for.
-    let find = |key: &str| c.fields.iter().position(|(n, _)| n == key).and_then(|i| u16::try_from(i).ok());
+    let find = |key: &str| c.field_index(key).and_then(|i| u16::try_from(i).ok());
     match c.kind {
         Kind::Span => {
             let step_field = find(reserved::STEP).filter(|&i| {
-                matches!(c.fields[usize::from(i)].1, FieldType::U64 | FieldType::I64 | FieldType::Dynamic)
+                matches!(c.fields[usize::from(i)].ty, FieldType::U64 | FieldType::I64 | FieldType::Dynamic)
             });
             Role::Kernel { name: names.intern(&c.name), step_field }
         }

@@ -190,7 +190,7 @@ pub fn first_nan(trace: &Trace) -> Option<(ItemRef, String)> {
                     continue;
                 }
                 let mut fields = e.fields();
-                if !e.callsite.fields.iter().any(|(n, _)| n == tensor::HASH) {
+                if e.callsite.field_index(tensor::HASH).is_none() {
                     continue;
                 }
                 let mut name = e.name().to_owned();

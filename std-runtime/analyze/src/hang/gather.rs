@@ -64,9 +64,7 @@ pub(super) fn gather(trace: &Trace) -> Gathered {
                 {
                     facts.members.entry(comm).or_default().insert(rank);
                 }
-                if let (Some(rank), Some(v), COLLECTIVE) =
-                    (rank, s.correlation, s.callsite.correlate.as_str())
-                {
+                if let (Some(rank), Some(v), COLLECTIVE) = (rank, s.correlation, &*s.callsite.correlate) {
                     facts.entered.insert((rank, v));
                 }
                 if !s.ended {

@@ -20,7 +20,7 @@ pub(super) struct Roles {
 }
 
 fn roles(cs: &Callsite) -> Roles {
-    let at = |name: &str| cs.fields.iter().position(|(n, _)| n == name);
+    let at = |name: &str| cs.field_index(name);
     Roles {
         comm: at("comm"),
         request: at("request"),

@@ -265,12 +265,12 @@ impl<'a> Ends<'a> {
                 .map(|u| {
                     let start = cal.to_unix_ns(u.start);
                     let c = &u.call;
-                    let names = c.callsite.fields.iter().map(|(n, _)| n.clone());
+                    let names = c.callsite.field_names().map(str::to_owned);
                     let fields = names.zip(c.values.iter().cloned()).collect();
                     let o = OpenSpan {
                         at: c.at,
                         id: c.id,
-                        name: c.callsite.name.clone(),
+                        name: c.callsite.name.to_string(),
                         for_ns: last_ns.saturating_sub(start),
                         fields,
                     };

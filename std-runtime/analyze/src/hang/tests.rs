@@ -44,7 +44,7 @@ impl Rank {
     fn callsite(name: &str, kind: Kind, fields: &[(&str, Value)], key: &str) -> Arc<crate::model::Callsite> {
         let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
         let mut cs = Arc::into_inner(fixtures::callsite(name, kind, &names)).expect("not shared");
-        cs.correlate = key.into();
+        cs.correlate = key.to_owned().into();
         Arc::new(cs)
     }
 

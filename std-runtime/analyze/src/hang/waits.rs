@@ -65,7 +65,7 @@ impl Call {
     }
 
     fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.callsite.fields.iter().map(|(n, _)| n.as_str()).zip(&self.values)
+        self.callsite.field_names().zip(&self.values)
     }
 
     /// Its field `name`, if it has it.

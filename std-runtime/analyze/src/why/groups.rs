@@ -57,7 +57,7 @@ pub(super) fn notes<S: Source>(source: &S, visited: &HashSet<u64>) -> Vec<String
         .iter()
         .map(|&id| source.facts(id))
         .filter(|f| matches!(f.at.item, crate::model::Item::Span(_)))
-        .map(|f| f.callsite.name.as_str())
+        .map(|f| &*f.callsite.name)
         .filter(|name| unmatched.contains_key(*name))
         .collect();
     names.sort_unstable();

@@ -80,6 +80,6 @@ fn unmarked(cs: &std::sync::Arc<crate::model::Callsite>) -> std::sync::Arc<crate
         line: cs.line,
         kind: cs.kind,
         fields: cs.fields.clone(),
-        correlate: key,
+        correlate: key.into(),
     })
 }

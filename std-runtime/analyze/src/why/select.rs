@@ -110,7 +110,7 @@ pub(super) fn select(
         found = named(true);
     }
     if found.is_empty() {
-        let names = index.values().map(|&r| trace.describe(r).callsite.name.as_str());
+        let names = index.values().map(|&r| &*trace.describe(r).callsite.name);
         return Err(WhyError::NoSuchName { name: name.clone(), closest: closest(name, names, 5) });
     }
     let count = found.len();

@@ -4,12 +4,12 @@
 use super::*;
 use crate::model::{Callsite, Event, Process, Span, Thread};
 use std::sync::Arc;
-use waffle_wire::{FieldType, Header, Kind};
+use waffle_wire::{FieldDesc, FieldType, Header, Kind};
 
 pub(super) fn callsite(name: &str, kind: Kind, fields: &[&str], correlate: &str) -> Arc<Callsite> {
-    let fields = fields.iter().map(|n| (n.to_string(), FieldType::Dynamic)).collect();
-    let (module, file, correlate) = ("m".into(), "m.rs".into(), correlate.into());
-    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields, correlate })
+    let fields = fields.iter().map(|n| FieldDesc::new(*n, FieldType::Dynamic)).collect();
+    let (module, file, correlate) = ("m".into(), "m.rs".into(), correlate.to_owned().into());
+    Arc::new(Callsite { name: name.to_owned().into(), module, file, line: 1, kind, fields, correlate })
 }
 
 /// A span or event to put in a thread: id, parent, links, correlation, fields, time (µs).

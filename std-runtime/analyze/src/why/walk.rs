@@ -142,7 +142,7 @@ fn info<S: Source>(source: &S, id: u64, t0: u64) -> ItemInfo {
     ItemInfo {
         at: f.at,
         id: f.id,
-        name: f.callsite.name.clone(),
+        name: f.callsite.name.to_string(),
         kind: match f.at.item {
             crate::model::Item::Span(_) => "span",
             crate::model::Item::Event(_) => "event",
@@ -160,7 +160,7 @@ fn info<S: Source>(source: &S, id: u64, t0: u64) -> ItemInfo {
         correlation: f
             .correlation
             .filter(|_| !f.callsite.correlate.is_empty())
-            .map(|c| (f.callsite.correlate.clone(), c)),
+            .map(|c| (f.callsite.correlate.to_string(), c)),
         parent: f.parent,
         links: f.links.clone(),
     }

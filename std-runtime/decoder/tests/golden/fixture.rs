@@ -24,7 +24,7 @@ use std::{path::Path, sync::Arc};
 use serde_json::{Map, Value as Json};
 use waffle::{
     callsite::Kind,
-    wire::{FieldType, Header},
+    wire::{FieldDesc, FieldType, Header},
 };
 use waffle_read::model::{Callsite, Event, Process, Span, Thread, Trace, Value};
 
@@ -62,13 +62,13 @@ pub const ABSENT: u64 = 0xdead;
 
 fn callsite(name: &str, kind: Kind, fields: &[(&str, FieldType)], correlate: &str) -> Arc<Callsite> {
     Arc::new(Callsite {
-        name: name.into(),
+        name: name.to_owned().into(),
         module: "train".into(),
         file: "src/train.rs".into(),
         line: 1,
         kind,
-        fields: fields.iter().map(|&(n, t)| (n.into(), t)).collect(),
-        correlate: correlate.into(),
+        fields: fields.iter().map(|&(n, t)| FieldDesc::new(n, t)).collect(),
+        correlate: correlate.to_owned().into(),
     })
 }
 

@@ -64,7 +64,7 @@ impl Builder {
                 .or(s.unresolved_parent)
                 .map(|p| p.to_be_bytes().to_vec())
                 .unwrap_or_default(),
-            name: if name.is_empty() { "(unnamed)".into() } else { name.clone() },
+            name: if name.is_empty() { "(unnamed)".into() } else { name.to_string() },
             kind: SPAN_KIND_INTERNAL,
             start_time_unix_nano: s.start_ns,
             end_time_unix_nano: s.end_ns,
@@ -129,7 +129,7 @@ fn event(ctx: &Context, s: &OutSpan<'_>, l: &Log) -> proto::Event {
     let (attributes, dropped_attributes_count) = attrs.done();
     proto::Event {
         time_unix_nano: l.ts_ns,
-        name: l.callsite.name.clone(),
+        name: l.callsite.name.to_string(),
         attributes,
         dropped_attributes_count,
     }

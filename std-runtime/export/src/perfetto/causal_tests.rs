@@ -13,8 +13,16 @@ use waffle_wire::Kind;
 
 /// A callsite whose records are correlated under `key`.
 fn correlated(name: &str, kind: Kind, key: &str) -> Arc<Callsite> {
-    let (module, file, correlate) = ("m".into(), "m.rs".into(), key.into());
-    Arc::new(Callsite { name: name.into(), module, file, line: 1, kind, fields: vec![], correlate })
+    let (module, file, correlate) = ("m".into(), "m.rs".into(), key.to_owned().into());
+    Arc::new(Callsite {
+        name: name.to_owned().into(),
+        module,
+        file,
+        line: 1,
+        kind,
+        fields: vec![],
+        correlate,
+    })
 }
 
 fn process(name: &str, threads: Vec<Thread>) -> Process {

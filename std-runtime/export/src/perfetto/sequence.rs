@@ -139,7 +139,7 @@ impl Seq {
     #[cold]
     fn define_fields(&mut self, r: &Item<'_>, ev: &mut Packets) {
         self.sites[r.callsite_index as usize].fields = self.field_names.len() as u32;
-        for (name, _) in &r.callsite.fields {
+        for name in r.callsite.field_names() {
             let iid = self.fresh();
             self.field_names.push(Tag::new(key::ANNOTATION_NAME_IID, iid));
             ev.intern_annotation(iid, name);

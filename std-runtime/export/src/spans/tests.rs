@@ -69,7 +69,7 @@ impl SpanWriter for Collect {
     fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
         self.0.push(Got {
             id: s.id,
-            name: s.callsite.name.clone(),
+            name: s.callsite.name.to_string(),
             parent: s.parent,
             parent_anchor: s.parent_anchor,
             event: s.event,

@@ -187,7 +187,8 @@ impl SpanWriter for Writer<'_> {
                 put(name, StatValue::Uint64(1), &mut stats);
             }
         }
-        let is_step = !s.event && (step.is_some() || self.options.step_spans.contains(&s.callsite.name));
+        let is_step =
+            !s.event && (step.is_some() || self.options.step_spans.iter().any(|n| *n == s.callsite.name));
         if is_step {
             let num = step.flatten().unwrap_or(*steps);
             *steps += 1;

@@ -141,12 +141,12 @@ impl<T: Copy + Default> Decoder<T> {
     pub(super) fn new(path: &Path, top_parent: Option<u64>) -> Self {
         let placeholder = Arc::new(Callsite {
             name: "(begin lost: records dropped)".into(),
-            module: String::new(),
-            file: String::new(),
+            module: "".into(),
+            file: "".into(),
             line: 0,
             kind: Kind::Span,
             fields: Vec::new(),
-            correlate: String::new(),
+            correlate: "".into(),
         });
         Decoder {
             path: path.to_owned(),
@@ -282,7 +282,7 @@ impl<T: Copy + Default> Decoder<T> {
             let id = frame.first.saturating_add(i as u32);
             let cs = model_callsite(desc);
             self.callsites.insert(frame.module, id, self.sites.len() as u32);
-            self.schemas.push(cs.fields.iter().map(|&(_, ty)| ty).collect());
+            self.schemas.push(cs.fields.iter().map(|f| f.ty).collect());
             let cs = Arc::new(cs);
             let index = self.sites.len() as u32;
             // A sink handed every item with its values needs no say; one that steps over values may
@@ -345,13 +345,5 @@ fn skipped(e: FrameError) -> String {
 
 /// The model's callsite of a CALLSITES entry.
 fn model_callsite(d: CallsiteDesc<'_>) -> Callsite {
-    Callsite {
-        name: d.name.into_owned(),
-        module: d.module.into_owned(),
-        file: d.file.into_owned(),
-        line: d.line,
-        kind: d.kind,
-        fields: d.fields.into_iter().map(|f| (f.name.into_owned(), f.ty)).collect(),
-        correlate: d.correlate.into_owned(),
-    }
+    d.into_owned()
 }

@@ -156,7 +156,9 @@ impl Fields {
             if ty == FieldType::Dynamic {
                 let code = c.byte()?;
                 ty = match FieldType::from_code(code) {
-                    Some(FieldType::Dynamic) | None => return Err(unknown_type(&callsite.fields[k].0, code)),
+                    Some(FieldType::Dynamic) | None => {
+                        return Err(unknown_type(&callsite.fields[k].name, code))
+                    }
                     Some(t) => t,
                 };
             }

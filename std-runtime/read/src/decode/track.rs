@@ -23,7 +23,7 @@ use super::{
 };
 use crate::model::{Callsite, SyncPoint, Track};
 use std::{collections::HashMap, sync::Arc};
-use waffle_wire::{reserved::track as names, Calibration, FieldType, Kind};
+use waffle_wire::{reserved::track as names, Calibration, FieldDesc, FieldType, Kind};
 
 mod clock;
 mod sink;
@@ -47,7 +47,7 @@ enum Role {
 }
 
 fn role_of(cs: &Callsite) -> Role {
-    let keys = |n: usize| cs.fields.iter().take(n).map(|(k, _)| k.as_str());
+    let keys = |n: usize| cs.field_names().take(n);
     if cs.kind != Kind::Event {
         Role::Plain
     } else if cs.name == names::DEFINE && keys(2).eq([names::NAME, names::RATE]) {
@@ -281,7 +281,7 @@ impl<'s, S: Sink> Tracks<'s, S> {
 /// The span callsite a slice's event callsite becomes on its track: same name and place, the
 /// `track` field in place of the track's three.
 fn slice_site(event: &Callsite) -> Arc<Callsite> {
-    let mut fields = vec![("track".to_owned(), FieldType::Str)];
+    let mut fields = vec![FieldDesc::new("track", FieldType::Str)];
     fields.extend(event.fields.iter().skip(3).cloned());
     Arc::new(Callsite {
         name: event.name.clone(),

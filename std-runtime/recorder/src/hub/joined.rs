@@ -205,7 +205,7 @@ fn describe(id: u32, f: impl FnOnce(&SiteDesc) -> u32) -> Option<u32> {
     }
     let site: Arc<crate::dynamic::Site> = crate::dynamic::site(id)?;
     let fields: Vec<FieldDesc> =
-        site.fields.iter().map(|(n, t)| FieldDesc { name: text(n), ty: *t as u8 }).collect();
+        site.fields.iter().map(|f| FieldDesc { name: text(&f.name), ty: f.ty as u8 }).collect();
     Some(f(&SiteDesc {
         kind: site.kind as u8,
         line: site.line,

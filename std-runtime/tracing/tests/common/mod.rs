@@ -69,7 +69,8 @@ fn value(v: &Value) -> String {
 /// their parents, siblings in time order. A span never ended says `(open)`.
 pub fn tree(t: &Trace) -> String {
     let index = t.index();
-    let name_of = |id: u64| index.get(&id).map_or("?".to_string(), |r| t.describe(*r).callsite.name.clone());
+    let name_of =
+        |id: u64| index.get(&id).map_or("?".to_string(), |r| t.describe(*r).callsite.name.to_string());
     let mut nodes: Vec<Node> = Vec::new();
     for (&id, &r) in &index {
         let th = t.thread(r);

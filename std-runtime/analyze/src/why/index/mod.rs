@@ -62,7 +62,10 @@ impl<K: Hash + Eq + Clone> Interner<K> {
         id
     }
 
-    pub(super) fn get(&self, key: &K) -> Option<u32> {
+    pub(super) fn get<Q: std::hash::Hash + Eq + ?Sized>(&self, key: &Q) -> Option<u32>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         self.ids.get(key).copied()
     }
 }

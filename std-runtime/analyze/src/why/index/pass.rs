@@ -137,7 +137,7 @@ impl<'a> Pass<'a> {
             self.tensors.resize(i + 1, false);
         }
         self.file.sites[i] = Some(site.clone());
-        self.tensors[i] = callsite.fields.iter().any(|(n, _)| n == tensor::HASH);
+        self.tensors[i] = callsite.field_index(tensor::HASH).is_some();
         site
     }
 
@@ -274,7 +274,7 @@ impl<'a> Pass<'a> {
 
 /// A tensor's NaN count, as `diff::first_nan` reads it.
 fn nan(item: &Item<'_>) -> u64 {
-    let names = item.callsite.fields.iter().map(|(n, _)| n.as_str());
+    let names = item.callsite.field_names();
     let mut nan = 0;
     for (name, value) in names.zip(item.fields.iter()) {
         match (name, value) {
@@ -298,7 +298,7 @@ pub(super) fn site_of(
     });
     let order = matching::takes_part(cs);
     Site {
-        name: names.intern(cs.name.clone()),
+        name: names.intern(cs.name.to_string()),
         group,
         order,
         rank_at: if order { matching::rank_index(cs) } else { None },

@@ -68,7 +68,7 @@ impl Indexed {
         });
         self.ranks.entry(id).or_insert(read.rank);
         if let Some(values) = read.fields {
-            let names = read.callsite.fields.iter().map(|(n, _)| n.clone());
+            let names = read.callsite.field_names().map(str::to_owned);
             self.fields.entry(id).or_insert_with(|| names.zip(values).collect());
         }
         id
@@ -210,21 +210,21 @@ impl Indexed {
             if !span || self.groups.contains_key(&id) || !matching::takes_part(&f.callsite) {
                 continue;
             }
-            if !self.matching.matched.contains_key(&f.callsite.name) {
+            if !self.matching.matched.contains_key(&*f.callsite.name) {
                 continue;
             }
             let file = &self.index.files[f.at.process];
-            let Some(name) = self.index.names.get(&f.callsite.name) else { continue };
+            let Some(name) = self.index.names.get(&*f.callsite.name) else { continue };
             let rank = self.ranks[&id].clone();
             let Some(&key) = file.key_of.get(&(f.at.thread as u32, name, rank)) else { continue };
             match self.index.place(id) {
                 Some(Place::Read { file: fi, thread, ordinal }) => {
-                    counted.push((f.callsite.name.clone(), fi, counts[fi].len()));
+                    counted.push((f.callsite.name.to_string(), fi, counts[fi].len()));
                     counts[fi].push(Want::CountAt { thread, ordinal, key });
                 }
                 Some(Place::Whole { index, .. }) => {
                     let k = file.keys[key as usize].whole.iter().position(|&w| w as usize == index);
-                    ops.extend(k.map(|k| (f.callsite.name.clone(), k as u64)));
+                    ops.extend(k.map(|k| (f.callsite.name.to_string(), k as u64)));
                 }
                 None => {}
             }

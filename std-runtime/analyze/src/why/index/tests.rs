@@ -144,7 +144,7 @@ fn compare(trace: &Trace, paths: &[PathBuf], selector: &Selector, options: &Opti
 fn names(trace: &Trace) -> BTreeMap<String, usize> {
     let mut names = BTreeMap::new();
     for r in trace.index().into_values() {
-        *names.entry(trace.describe(r).callsite.name.clone()).or_default() += 1;
+        *names.entry(trace.describe(r).callsite.name.to_string()).or_default() += 1;
     }
     names
 }

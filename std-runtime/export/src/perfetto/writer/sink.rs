@@ -79,7 +79,7 @@ impl Sink for Writer<'_> {
             track_descriptor: Some(proto::TrackDescriptor {
                 uuid: Some(track),
                 parent_uuid: Some(self.process_track),
-                name: Some(r.callsite.name.clone()),
+                name: Some(r.callsite.name.to_string()),
                 ..Default::default()
             }),
             ..Default::default()

@@ -44,7 +44,7 @@ impl Steps {
         if self.sites[i] == 0 {
             let cs = r.callsite;
             let step =
-                cs.name == reserved::STEP_SPAN && cs.fields.first().is_some_and(|(k, _)| k == reserved::STEP);
+                cs.name == reserved::STEP_SPAN && cs.fields.first().is_some_and(|f| f.name == reserved::STEP);
             self.sites[i] = 1 + u8::from(step);
         }
         self.sites[i] == 2

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # What building each shipped artifact costs at two revisions: libwaffle.so (waffle-ffi), the
-# Python wheel (waffle-python, built by maturin) and the waffle-decode binary.
+# Python wheel (waffle-python, built by maturin) and the waffle-decode binary; a program's view of
+# the reader (`reader`: the library a program links to read a trace into the model); and
+# `exporter-edit`, the debug rebuild of waffle-decode after a one-line change to the Zipkin
+# exporter (the build before the change is not timed).
 #
 #   benches/build-cost.sh [BEFORE [AFTER]]      # defaults: a83e3a9 (before the recorder/decoder
 #   REPS=1 benches/build-cost.sh                #   split) and HEAD; REPS builds of each (default 2)
 #   ARTIFACTS=waffle-decode benches/build-cost.sh   # a subset of: libwaffle.so wheel waffle-decode
+#                                               #   reader exporter-edit
 #
 # Each revision is checked out into a temporary git worktree under target/build-cost/. Every
 # build is a clean release build in a fresh CARGO_TARGET_DIR (nothing shared, no compiler cache),
@@ -80,6 +84,20 @@ build() {
         pkg=waffle-std
         if [ -f "$src/std-runtime/decoder/Cargo.toml" ]; then pkg=waffle-decode; fi
         cmd=(cargo build --release --offline -p "$pkg" --bin waffle-decode) ;;
+    reader)
+        # Before the layers, the reader was waffle-decode's library without its command line.
+        if [ -f "$src/std-runtime/read/Cargo.toml" ]; then
+            cmd=(cargo build --release --offline -p waffle-read --lib)
+        else
+            cmd=(cargo build --release --offline -p waffle-decode --lib --no-default-features)
+        fi ;;
+    exporter-edit)
+        zipkin=std-runtime/export/src/zipkin.rs
+        [ -f "$src/$zipkin" ] || zipkin=std-runtime/decoder/src/export/zipkin.rs
+        log "-- $art, $side, run $run: the build before the change (not timed)"
+        env -C "$src" CARGO_TARGET_DIR="$tgt" cargo build --offline -p waffle-decode --bin waffle-decode >"$blog" 2>&1
+        printf '\n/// Changed by benches/build-cost.sh.\nconst _EDIT: u32 = %d;\n' "$run" >>"$src/$zipkin"
+        cmd=(cargo build --offline -p waffle-decode --bin waffle-decode) ;;
     esac
     log "-- $art, $side, run $run: ${cmd[*]}"
     local real user sys TIMEFORMAT='%R %U %S'
@@ -90,9 +108,12 @@ build() {
         exit 1
     fi
     read -r real user sys <"$root/time"
+    if [ "$art" = exporter-edit ]; then git -C "$src" checkout --quiet -- "$zipkin"; fi
     case $art in
     libwaffle.so) file="$tgt/release/libwaffle.so" ;;
     waffle-decode) file="$tgt/release/waffle-decode" ;;
+    exporter-edit) file="$tgt/debug/waffle-decode" ;;
+    reader) file=$(ls "$tgt"/release/libwaffle_read.rlib "$tgt"/release/libwaffle_decode.rlib 2>/dev/null | head -1) ;;
     wheel) file=$(ls "$out"/*.whl) ;;
     esac
     local bin=$file
@@ -100,7 +121,8 @@ build() {
         unzip -q -o -j "$file" '*.so' -d "$out/so"
         bin=$(ls "$out"/so/*.so)
     fi
-    strip -o "$out/stripped" "$bin"
+    # An rlib is not stripped: its size is that of the library as linked into a program.
+    if [ "$art" = reader ]; then cp "$bin" "$out/stripped"; else strip -o "$out/stripped" "$bin"; fi
     printf '%s %s %s %.1f %.1f %d %d %d\n' "$art" "$side" "$run" "$real" \
         "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" \
         "$(grep -c '^ *Compiling ' "$blog")" "$(stat -c %s "$file")" "$(stat -c %s "$out/stripped")" >>"$results"

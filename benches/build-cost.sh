@@ -113,7 +113,9 @@ build() {
     libwaffle.so) file="$tgt/release/libwaffle.so" ;;
     waffle-decode) file="$tgt/release/waffle-decode" ;;
     exporter-edit) file="$tgt/debug/waffle-decode" ;;
-    reader) file=$(ls "$tgt"/release/libwaffle_read.rlib "$tgt"/release/libwaffle_decode.rlib 2>/dev/null | head -1) ;;
+    reader)
+        file="$tgt/release/libwaffle_read.rlib"
+        [ -f "$file" ] || file="$tgt/release/libwaffle_decode.rlib" ;;
     wheel) file=$(ls "$out"/*.whl) ;;
     esac
     local bin=$file

@@ -55,7 +55,7 @@ use waffle_benches::real_traces::{self, TraceSet};
 mod cpu_time;
 use cpu_time::CpuTime;
 use waffle_analyze::why::{self, Options, Selector};
-use waffle_export::{self as export, perfetto::encoding, Files, Format};
+use waffle_export::{self as export, perfetto::prost_comparison, Files, Format};
 use waffle_read::decode::{self, stream::FileEnd, Header, Item, Sink};
 
 /// Records about `mb` MB of trace into `path`: each of 4 threads runs steps of an outer span
@@ -310,13 +310,13 @@ fn bench(c: &mut Criterion) {
         .expect("scan")
         .write(&mut pftrace, &mut |_| {})
         .expect("write");
-    let sample = encoding::Sample::new(&pftrace).expect("the .pftrace reads back");
+    let sample = prost_comparison::Sample::new(&pftrace).expect("the .pftrace reads back");
     let mut group = c.benchmark_group("perfetto_encode");
     group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
     group.throughput(Throughput::Elements(sample.len() as u64));
     let mut out = Vec::with_capacity(pftrace.len());
     group.bench_function("prost", |b| b.iter(|| sample.prost(black_box(&mut out))));
-    let mut buffer = encoding::Buffer::new();
+    let mut buffer = prost_comparison::Buffer::new();
     group.bench_function("hand", |b| b.iter(|| sample.hand(black_box(&mut buffer))));
     group.finish();
 

@@ -196,7 +196,7 @@ pub(crate) fn send(
     service_name: Option<String>,
     timeout_s: Option<f64>,
 ) -> PyResult<Py<PyDict>> {
-    let target: waffle_export::send::Target = target.parse().map_err(PyValueError::new_err)?;
+    let target: waffle_export::send::Endpoint = target.parse().map_err(PyValueError::new_err)?;
     let mut options = waffle_export::send::Options::default();
     if let Some(t) = timeout_s {
         let budget = std::time::Duration::try_from_secs_f64(t.max(0.001))

@@ -2,20 +2,20 @@
 //!
 //! `waffle::wire`'s typed frames are postcard over `Vec`s (its `frames` feature needs
 //! `alloc`); a firmware has no allocator to spare, and writes each frame straight into its
-//! [`Sink`]. The bytes are format version 1's (`docs/wire-format.md`), and the tests of this
+//! [`Output`]. The bytes are format version 1's (`docs/wire-format.md`), and the tests of this
 //! module compare every frame with the grammar's own encoding of the same values, so the two
 //! writers cannot drift apart.
 //!
 //! A frame's length comes before its payload, so each payload is produced twice: once into a
-//! byte counter, then into the sink through the running CRC. Nothing is buffered.
+//! byte counter, then into the output through the running CRC. Nothing is buffered.
 
-use crate::{crc::Crc32, sink::Sink};
+use crate::{crc::Crc32, output::Output};
 use waffle::{
     callsite::Callsite,
     wire::{frame, Calibration, FORMAT_VERSION, MAGIC, MAX_FRAME_PAYLOAD},
 };
 
-/// Where a payload's bytes go: a counter, or the sink with the CRC.
+/// Where a payload's bytes go: a counter, or the output with the CRC.
 pub(crate) trait Out {
     /// Appends `bytes`.
     fn put(&mut self, bytes: &[u8]);
@@ -54,18 +54,18 @@ impl Out for Count {
     }
 }
 
-/// Writes a payload to the sink, keeping the CRC and the first error.
-struct Through<'s, S: Sink> {
-    sink: &'s mut S,
+/// Writes a payload to the output, keeping the CRC and the first error.
+struct Through<'s, S: Output> {
+    output: &'s mut S,
     crc: Crc32,
     error: Option<S::Error>,
 }
 
-impl<S: Sink> Out for Through<'_, S> {
+impl<S: Output> Out for Through<'_, S> {
     fn put(&mut self, bytes: &[u8]) {
         self.crc.update(bytes);
         if self.error.is_none() {
-            if let Err(e) = self.sink.write(bytes) {
+            if let Err(e) = self.output.write(bytes) {
                 self.error = Some(e);
             }
         }
@@ -73,15 +73,19 @@ impl<S: Sink> Out for Through<'_, S> {
 }
 
 /// Writes the file's first ten bytes: the magic and the format version.
-pub(crate) fn file_head<S: Sink>(sink: &mut S) -> Result<(), S::Error> {
-    sink.write(&MAGIC)?;
-    sink.write(&FORMAT_VERSION.to_le_bytes())
+pub(crate) fn file_head<S: Output>(output: &mut S) -> Result<(), S::Error> {
+    output.write(&MAGIC)?;
+    output.write(&FORMAT_VERSION.to_le_bytes())
 }
 
 /// Writes one frame of `kind` whose payload `payload` produces (the same bytes each time it
 /// is called). A payload over the format's 16 MiB limit is not written (a firmware's frames
 /// are far smaller: one queue's contents at most).
-pub(crate) fn frame<S: Sink>(sink: &mut S, kind: u8, payload: impl Fn(&mut dyn Out)) -> Result<(), S::Error> {
+pub(crate) fn frame<S: Output>(
+    output: &mut S,
+    kind: u8,
+    payload: impl Fn(&mut dyn Out),
+) -> Result<(), S::Error> {
     let mut count = Count(0);
     payload(&mut count);
     let Ok(len) = u32::try_from(count.0) else { return Ok(()) };
@@ -91,14 +95,14 @@ pub(crate) fn frame<S: Sink>(sink: &mut S, kind: u8, payload: impl Fn(&mut dyn O
     let mut head = [0u8; 5];
     head[0] = kind;
     head[1..].copy_from_slice(&len.to_le_bytes());
-    let mut out = Through { sink, crc: Crc32::new(), error: None };
+    let mut out = Through { output, crc: Crc32::new(), error: None };
     out.put(&head);
     payload(&mut out);
     if let Some(e) = out.error {
         return Err(e);
     }
     let tail = out.crc.finish().to_le_bytes();
-    out.sink.write(&tail)
+    out.output.write(&tail)
 }
 
 /// What HEADER says about a firmware: the wire's fields, with no pid, labels or parent.
@@ -174,10 +178,10 @@ pub(crate) fn end(drops: &[(u32, u64)], out: &mut dyn Out) {
 }
 
 /// Writes the CALLSITES frames of every callsite linked into the firmware.
-pub(crate) fn all_callsites<S: Sink>(sink: &mut S) -> Result<(), S::Error> {
+pub(crate) fn all_callsites<S: Output>(output: &mut S) -> Result<(), S::Error> {
     let sites = waffle::callsite::all();
     for (i, run) in sites.chunks(CALLSITES_PER_FRAME).enumerate() {
-        frame(sink, frame::CALLSITES, |out| callsites(i * CALLSITES_PER_FRAME, run, out))?;
+        frame(output, frame::CALLSITES, |out| callsites(i * CALLSITES_PER_FRAME, run, out))?;
     }
     Ok(())
 }

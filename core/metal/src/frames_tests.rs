@@ -109,7 +109,7 @@ fn end_is_the_grammars() {
 #[test]
 fn a_failing_sink_stops_the_frame_with_its_error() {
     struct Full(usize);
-    impl Sink for Full {
+    impl Output for Full {
         type Error = usize;
         fn write(&mut self, bytes: &[u8]) -> Result<(), usize> {
             self.0 += bytes.len();
@@ -120,6 +120,6 @@ fn a_failing_sink_stops_the_frame_with_its_error() {
             }
         }
     }
-    let mut sink = Full(0);
-    assert_eq!(frame(&mut sink, frame::STREAM, |out| stream(1, 1, "main-loop", out)), Err(9));
+    let mut output = Full(0);
+    assert_eq!(frame(&mut output, frame::STREAM, |out| stream(1, 1, "main-loop", out)), Err(9));
 }

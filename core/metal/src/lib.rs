@@ -1,7 +1,7 @@
 //! # waffle-metal
 //!
 //! waffle on bare metal: spans and events of a firmware's main loop and of its interrupt
-//! handlers, each context into its own lock-free queue, drained by the application to a sink
+//! handlers, each context into its own lock-free queue, drained by the application to an output
 //! it chooses (semihosting, a UART, RTT) as the frames of a `trace.bin`, which `waffle-decode`
 //! reads like any other: `waffle-decode trace.bin -o run.pftrace`.
 //!
@@ -37,7 +37,7 @@
 //! }
 //! ```
 //!
-//! The same on a host, where each thread is a context (a test harness, say), with a sink into
+//! The same on a host, where each thread is a context (a test harness, say), with an output into
 //! memory:
 //!
 //! ```
@@ -77,16 +77,16 @@
 mod clock;
 mod crc;
 mod frames;
-mod sink;
+mod output;
 mod trace;
 
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 pub mod cortex_m;
 
 pub use clock::Extend32;
-pub use sink::Sink;
+pub use output::Output;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
-pub use sink::{SemihostingError, SemihostingFile};
+pub use output::{SemihostingError, SemihostingFile};
 pub use trace::{StartError, Trace};
 
 /// What a firmware's trace says about itself, and where its contexts and ticks come from.

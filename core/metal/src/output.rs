@@ -1,11 +1,11 @@
-//! Where the frames go: a [`Sink`] of bytes the application chooses.
+//! Where the frames go: an [`Output`] for bytes the application chooses.
 //!
-//! A closure over a byte slice is a sink: `|bytes: &[u8]| uart.write_all(bytes)`, a copy into
+//! A closure over a byte slice is an output: `|bytes: &[u8]| uart.write_all(bytes)`, a copy into
 //! an RTT up-channel, or into a buffer the application keeps. On Cortex-M targets,
 //! `SemihostingFile` writes to a file on the host of a debugger or of QEMU.
 
 /// A destination for the bytes of a `trace.bin`.
-pub trait Sink {
+pub trait Output {
     /// What a failed write reports.
     type Error;
 
@@ -13,8 +13,8 @@ pub trait Sink {
     fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
 }
 
-/// Any `FnMut(&[u8])` is a sink that cannot fail (a blocking UART write, say).
-impl<F: FnMut(&[u8])> Sink for F {
+/// Any `FnMut(&[u8])` is an output that cannot fail (a blocking UART write, say).
+impl<F: FnMut(&[u8])> Output for F {
     type Error = core::convert::Infallible;
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
@@ -61,7 +61,7 @@ mod semihosting {
         }
     }
 
-    impl super::Sink for SemihostingFile {
+    impl super::Output for SemihostingFile {
         type Error = SemihostingError;
 
         fn write(&mut self, mut bytes: &[u8]) -> Result<(), SemihostingError> {

@@ -10,7 +10,7 @@
 
 use crate::{
     frames::{self, HeaderFields},
-    masked, Config, Sink,
+    masked, Config, Output,
 };
 use core::{
     cell::UnsafeCell,
@@ -25,12 +25,12 @@ use waffle::{
     wire::{frame, Calibration},
 };
 
-/// One context's state and memory.
+/// One interrupt level's state and memory: its recording context and queue.
 ///
 /// Everything here is zero (or uninitialised) until `start`, so that a `Trace` static lands in
 /// `.bss`: a `BareContext` made in the static's initialiser has non-zero bytes, which would
 /// put the whole static, queues included, in `.data` and so in flash as well.
-struct Context<const QUEUE: usize, const STAGING: usize> {
+struct Level<const QUEUE: usize, const STAGING: usize> {
     local: UnsafeCell<MaybeUninit<BareContext>>,
     slot: UnsafeCell<MaybeUninit<StreamSlot>>,
     queue: UnsafeCell<[u8; QUEUE]>,
@@ -39,9 +39,9 @@ struct Context<const QUEUE: usize, const STAGING: usize> {
     described: AtomicU32,
 }
 
-impl<const QUEUE: usize, const STAGING: usize> Context<QUEUE, STAGING> {
+impl<const QUEUE: usize, const STAGING: usize> Level<QUEUE, STAGING> {
     const fn new() -> Self {
-        Context {
+        Level {
             local: UnsafeCell::new(MaybeUninit::uninit()),
             slot: UnsafeCell::new(MaybeUninit::uninit()),
             queue: UnsafeCell::new([0; QUEUE]),
@@ -66,7 +66,7 @@ const FINISHED: u8 = 3;
 /// static TRACE: waffle_metal::Trace<2, 1024, 256> = waffle_metal::Trace::new();
 /// ```
 pub struct Trace<const N: usize, const QUEUE: usize, const STAGING: usize> {
-    contexts: [Context<QUEUE, STAGING>; N],
+    levels: [Level<QUEUE, STAGING>; N],
     config: UnsafeCell<MaybeUninit<Config>>,
     hooks: UnsafeCell<MaybeUninit<Hooks>>,
     state: AtomicU8,
@@ -103,7 +103,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
     /// The memory of a trace that has not started.
     pub const fn new() -> Self {
         Trace {
-            contexts: [const { Context::new() }; N],
+            levels: [const { Level::new() }; N],
             config: UnsafeCell::new(MaybeUninit::uninit()),
             hooks: UnsafeCell::new(MaybeUninit::uninit()),
             state: AtomicU8::new(IDLE),
@@ -134,7 +134,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         {
             return Err(StartError::AlreadyStarted);
         }
-        for (i, c) in self.contexts.iter().enumerate() {
+        for (i, c) in self.levels.iter().enumerate() {
             let first_id = (config.salt & 0xf_ffff) << 44 | (i as u64 & 0xfff) << 32 | 1;
             let queue = NonNull::new(c.queue.get()).expect("a static's address is not null");
             let staging = NonNull::new(c.staging.get()).expect("a static's address is not null");
@@ -181,12 +181,12 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
 
     fn slot(&self, i: usize) -> &StreamSlot {
         // SAFETY: as for `config`: every slot was written before STARTED.
-        unsafe { (*self.contexts[i].slot.get()).assume_init_ref() }
+        unsafe { (*self.levels[i].slot.get()).assume_init_ref() }
     }
 
     fn context(&self, i: usize) -> &BareContext {
         // SAFETY: as for `config`: every context was written before STARTED.
-        unsafe { (*self.contexts[i].local.get()).assume_init_ref() }
+        unsafe { (*self.levels[i].local.get()).assume_init_ref() }
     }
 
     /// The started trace, if it is this type's.
@@ -221,23 +221,23 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         Some(slot)
     }
 
-    /// Writes what the queues hold as frames to `sink`: the first time, the file head,
+    /// Writes what the queues hold as frames to `output`: the first time, the file head,
     /// HEADER and the CALLSITES of every callsite in the firmware; then a STREAM frame for a
     /// context that began recording, and DATA frames of its chunks. Call it from the main
-    /// loop, as often as the sink keeps up with; interrupts keep recording meanwhile. Nothing
+    /// loop, as often as the output keeps up with; interrupts keep recording meanwhile. Nothing
     /// happens before [`start`](Self::start). Not re-entrant: one caller at a time.
-    pub fn drain<S: Sink>(&self, sink: &mut S) -> Result<(), S::Error> {
+    pub fn drain<S: Output>(&self, output: &mut S) -> Result<(), S::Error> {
         if !self.started() {
             return Ok(());
         }
-        self.drain_made(sink)
+        self.drain_made(output)
     }
 
     /// [`drain`](Self::drain) once the slots are made.
-    fn drain_made<S: Sink>(&self, sink: &mut S) -> Result<(), S::Error> {
+    fn drain_made<S: Output>(&self, output: &mut S) -> Result<(), S::Error> {
         let config = self.config();
         if !self.head_written.load(Ordering::Relaxed) {
-            frames::file_head(sink)?;
+            frames::file_head(output)?;
             let calibration = Calibration {
                 anchor_ticks: 0,
                 anchor_unix_ns: config.unix_ns_at_zero,
@@ -251,16 +251,16 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
                 salt: config.salt,
                 trace_id: config.trace_id,
             };
-            frames::frame(sink, frame::HEADER, |out| frames::header(&h, out))?;
-            frames::all_callsites(sink)?;
+            frames::frame(output, frame::HEADER, |out| frames::header(&h, out))?;
+            frames::all_callsites(output)?;
             self.head_written.store(true, Ordering::Relaxed);
         }
-        for (i, c) in self.contexts.iter().enumerate().take(config.contexts.len()) {
+        for (i, c) in self.levels.iter().enumerate().take(config.contexts.len()) {
             let slot = self.slot(i);
             let generation = slot.generation();
             if generation != 0 && c.described.load(Ordering::Relaxed) != generation {
                 let name = config.contexts[i];
-                frames::frame(sink, frame::STREAM, |out| frames::stream(i as u32, generation, name, out))?;
+                frames::frame(output, frame::STREAM, |out| frames::stream(i as u32, generation, name, out))?;
                 c.described.store(generation, Ordering::Relaxed);
             }
             // The queue hands over its committed bytes in at most two pieces (before and
@@ -268,7 +268,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             for _ in 0..2 {
                 let mut result = Ok(());
                 slot.drain_with(|chunks| {
-                    result = frames::frame(sink, frame::DATA, |out| frames::data(i as u32, chunks, out))
+                    result = frames::frame(output, frame::DATA, |out| frames::data(i as u32, chunks, out))
                 });
                 result?;
             }
@@ -279,7 +279,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
     /// Ends the trace: pushes what every context has staged (with interrupts masked, so that
     /// none records meanwhile), drains, and writes END with each context's dropped records.
     /// Recording stops; spans still open stay open in the file.
-    pub fn finish<S: Sink>(&self, sink: &mut S) -> Result<(), S::Error> {
+    pub fn finish<S: Output>(&self, output: &mut S) -> Result<(), S::Error> {
         if self.state.compare_exchange(STARTED, FINISHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return Ok(());
         }
@@ -291,13 +291,13 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
                 self.context(i).with(Local::flush);
             }
         });
-        self.drain_made(sink)?;
+        self.drain_made(output)?;
         let n = self.config().contexts.len();
         let mut drops = [(0u32, 0u64); N];
         for (i, d) in drops.iter_mut().enumerate().take(n) {
             *d = (i as u32, self.slot(i).dropped());
         }
-        frames::frame(sink, frame::END, |out| frames::end(&drops[..n], out))
+        frames::frame(output, frame::END, |out| frames::end(&drops[..n], out))
     }
 
     /// Records each context dropped so far because its queue was full, by context.

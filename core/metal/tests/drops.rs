@@ -12,7 +12,7 @@ static TRACE: Trace<1, 512, 64> = Trace::new();
 
 struct Bytes(Vec<u8>);
 
-impl waffle_metal::Sink for Bytes {
+impl waffle_metal::Output for Bytes {
     type Error = std::convert::Infallible;
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
@@ -30,21 +30,21 @@ fn a_full_queue_drops_and_counts_and_a_cut_stream_decodes_to_the_cut() {
     // pushed when staging is full, as on a microcontroller, not after every record.
     let config = Config::new("drops", &["main"], || 0, || 0, 1_000_000_000_000);
     TRACE.start(config).unwrap();
-    let mut sink = Bytes(Vec::new());
+    let mut output = Bytes(Vec::new());
     for i in 0..EVENTS {
         if i == 40 {
             waffle::flush();
-            TRACE.drain(&mut sink).unwrap(); // a first DATA frame, before the queue fills
+            TRACE.drain(&mut output).unwrap(); // a first DATA frame, before the queue fills
         }
         // Each event is 4 to 5 bytes: 400 of them are far more than 512 bytes of queue.
         let id = waffle::event!("tick", i);
         assert!(!id.is_null(), "an event takes its id even when its chunk is dropped later");
     }
-    TRACE.finish(&mut sink).unwrap();
+    TRACE.finish(&mut output).unwrap();
     let dropped = TRACE.dropped(0);
     assert!(dropped > 0, "the queue held at most 512 bytes");
 
-    let (process, warnings) = decode_reader(&sink.0[..], Path::new("drops.bin")).unwrap();
+    let (process, warnings) = decode_reader(&output.0[..], Path::new("drops.bin")).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(process.complete);
     assert_eq!(process.dropped, dropped, "END and the chunk heads say what the slot counted");
@@ -60,8 +60,8 @@ fn a_full_queue_drops_and_counts_and_a_cut_stream_decodes_to_the_cut() {
     // Cut inside the last DATA frame: the events before it decode, and a warning names the
     // offset where the damage starts; the file is not complete.
     let end_len = 9 + 1 + 1 + 2; // envelope, count, one stream and its drops (two bytes)
-    let cut = sink.0.len() - end_len - 10;
-    let (process, warnings) = decode_reader(&sink.0[..cut], Path::new("cut.bin")).unwrap();
+    let cut = output.0.len() - end_len - 10;
+    let (process, warnings) = decode_reader(&output.0[..cut], Path::new("cut.bin")).unwrap();
     assert!(!process.complete);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].message.contains("ends inside a frame"), "{warnings:?}");

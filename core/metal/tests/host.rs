@@ -21,10 +21,10 @@ fn context_of() -> usize {
     CONTEXT.with(Cell::get)
 }
 
-/// A sink into memory.
+/// A output into memory.
 struct Bytes(Vec<u8>);
 
-impl waffle_metal::Sink for Bytes {
+impl waffle_metal::Output for Bytes {
     type Error = std::convert::Infallible;
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
@@ -46,9 +46,9 @@ fn config() -> Config {
 
 #[test]
 fn contexts_record_into_their_own_queues_and_decode_to_the_exact_tree() {
-    let mut sink = Bytes(Vec::new());
-    TRACE.drain(&mut sink).unwrap();
-    assert!(sink.0.is_empty(), "nothing is written before start");
+    let mut output = Bytes(Vec::new());
+    TRACE.drain(&mut output).unwrap();
+    assert!(output.0.is_empty(), "nothing is written before start");
     TRACE.start(config()).unwrap();
     assert_eq!(TRACE.start(config()), Err(StartError::AlreadyStarted));
     static OTHER: Trace<1, 512, 64> = Trace::new();
@@ -79,20 +79,20 @@ fn contexts_record_into_their_own_queues_and_decode_to_the_exact_tree() {
         assert!(!s.id().is_null());
         if k == 1 {
             drop(s);
-            TRACE.drain(&mut sink).unwrap(); // midway: the head, then what is there so far
+            TRACE.drain(&mut output).unwrap(); // midway: the head, then what is there so far
         }
     }
     let open = waffle::span!("still-open");
-    TRACE.finish(&mut sink).unwrap();
+    TRACE.finish(&mut output).unwrap();
     assert_eq!(open.id(), open.id());
     drop(open);
-    TRACE.drain(&mut sink).unwrap();
-    TRACE.finish(&mut sink).unwrap();
-    let after = sink.0.len();
+    TRACE.drain(&mut output).unwrap();
+    TRACE.finish(&mut output).unwrap();
+    let after = output.0.len();
     assert!(waffle::event!("after").is_null(), "recording stopped at finish");
-    TRACE.drain(&mut sink).unwrap();
-    assert_eq!(sink.0.len(), after, "nothing is written after finish");
-    let bytes = sink.0;
+    TRACE.drain(&mut output).unwrap();
+    assert_eq!(output.0.len(), after, "nothing is written after finish");
+    let bytes = output.0;
 
     let (process, warnings) = decode_reader(&bytes[..], Path::new("host.bin")).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");

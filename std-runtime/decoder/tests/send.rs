@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use waffle_export::send::{self, GiveUp, Options, Policy, Protocol, Target};
+use waffle_export::send::{self, Endpoint, GiveUp, Options, Policy, Protocol};
 use waffle_export::{export, otlp, Format};
 use waffle_read::model::Trace;
 
@@ -50,7 +50,7 @@ impl Server {
         Server { port, seen }
     }
 
-    fn target(&self, protocol: Protocol) -> Target {
+    fn target(&self, protocol: Protocol) -> Endpoint {
         format!("{}=http://127.0.0.1:{}", protocol.name(), self.port).parse().unwrap()
     }
 
@@ -201,7 +201,7 @@ fn dead_port() -> u16 {
 
 #[test]
 fn an_endpoint_that_is_down_is_a_clear_error() {
-    let target: Target = format!("otlp=http://127.0.0.1:{}", dead_port()).parse().unwrap();
+    let target: Endpoint = format!("otlp=http://127.0.0.1:{}", dead_port()).parse().unwrap();
     let started = Instant::now();
     let err = send::send(trace(), &target, &fast(4)).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -286,7 +286,7 @@ fn a_server_that_never_answers_times_out_and_is_retried() {
     });
     let mut options = fast(3);
     options.policy.timeout = Duration::from_millis(200);
-    let target: Target = format!("zipkin=http://127.0.0.1:{port}").parse().unwrap();
+    let target: Endpoint = format!("zipkin=http://127.0.0.1:{port}").parse().unwrap();
     let started = Instant::now();
     let err = send::send(trace(), &target, &options).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());

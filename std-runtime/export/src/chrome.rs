@@ -57,7 +57,7 @@ use serde_json::{json, Value as Json};
 
 use super::index::IdMap;
 use super::json_buf::JsonBuf;
-use super::spans::{Anchor, Context, LinkKind, OutSpan, Source, SpanWriter};
+use super::spans::{Anchor, LinkKind, OutSpan, Source, SpanWriter, TraceInfo};
 use crate::model::Trace;
 
 mod flows;
@@ -130,7 +130,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Opens the document and names every process and thread.
-    fn start(&mut self, ctx: &Context) -> io::Result<()> {
+    fn start(&mut self, ctx: &TraceInfo) -> io::Result<()> {
         self.started = true;
         self.origin = ctx.first_ns.iter().flatten().min().copied().unwrap_or(0);
         self.rows = Rows::new(ctx);
@@ -225,14 +225,14 @@ impl<'a> Writer<'a> {
 impl SpanWriter for Writer<'_> {
     const LOGS: usize = LOGS;
 
-    fn begin_process(&mut self, ctx: &Context, _process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         if !self.started {
             self.start(ctx)?;
         }
         Ok(())
     }
 
-    fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, _ctx: &TraceInfo, s: &OutSpan<'_>) -> io::Result<()> {
         let pid = self.rows.pid(s.process);
         let thread_tid = self.rows.thread(s.process, s.thread);
         let mut args = self.args.of(s);

@@ -22,7 +22,7 @@
 //!   A span without a parent hangs under its first cause that is earlier than it (by time, then
 //!   id), the causes before that one coming after it: such a reference points back in time.
 //!   Failing that, under its first cause that is a root referencing nothing itself (a send that
-//!   a receive posted earlier waits for: `Context::quiet_roots`), where every path of first
+//!   a receive posted earlier waits for: `TraceInfo::quiet_roots`), where every path of first
 //!   references ends. Either way no loop can form. A span without a parent whose causes are all
 //!   later and have references of their own (two ranks' `MPI_Sendrecv` with each other) would
 //!   risk one: it has no references, and names the spans it follows from in the tag
@@ -46,7 +46,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::json_buf::JsonBuf;
 use super::spans::notation::{follows, own_links, service_name, us};
-use super::spans::{Context, Link, OutSpan, ProcessInfo, Source, SpanWriter};
+use super::spans::{Link, OutSpan, ProcessInfo, Source, SpanWriter, TraceInfo};
 use crate::decode::FieldValue;
 use crate::model::Trace;
 
@@ -117,7 +117,7 @@ impl Writer<'_> {
 }
 
 impl SpanWriter for Writer<'_> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         if self.first {
             self.open(ctx.trace_id);
             self.first = false;
@@ -126,7 +126,7 @@ impl SpanWriter for Writer<'_> {
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         self.text.raw(if self.any { b",\n" } else { b"\n" });
         self.any = true;
         span_text(ctx, span, &mut self.scratch, &mut self.text);
@@ -171,7 +171,7 @@ fn process_json(process: &ProcessInfo, trace_id: u128) -> Json {
 
 /// Writes `span` as one element of the trace's `spans`, its keys in the order serde_json's
 /// maps sort them.
-fn span_text(ctx: &Context, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
+fn span_text(ctx: &TraceInfo, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
     let (start_us, end_us) = (us(span.start_ns), us(span.end_ns));
     out.raw(b"{\"duration\":");
     out.u64(end_us - start_us);

@@ -51,7 +51,7 @@ use std::mem;
 use prost::Message;
 use serde_json::Value as Json;
 
-use super::spans::{Context, OutSpan, Source, SpanWriter};
+use super::spans::{OutSpan, Source, SpanWriter, TraceInfo};
 use crate::model::Trace;
 
 mod attributes;
@@ -218,14 +218,14 @@ pub(crate) struct SpanPieces {
 #[cfg(feature = "send")] // used by `follow` and `send` only
 impl SpanPieces {
     /// The resource of `ctx`'s process `process`, as it is now.
-    pub(crate) fn new(ctx: &Context, process: usize) -> SpanPieces {
+    pub(crate) fn new(ctx: &TraceInfo, process: usize) -> SpanPieces {
         let mut build = Builder::default();
         build.begin_process(ctx, process);
         SpanPieces { build }
     }
 
     /// `span` encoded as one `ScopeSpans.spans` entry (field 2).
-    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+    pub(crate) fn span(&self, ctx: &TraceInfo, span: &OutSpan<'_>) -> Vec<u8> {
         let mut out = Vec::new();
         prost::encoding::message::encode(2, &self.build.span(ctx, span), &mut out);
         out
@@ -242,14 +242,14 @@ impl SpanPieces {
 }
 
 impl SpanWriter for Protobuf<'_> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
         self.trace_id = ctx.trace_id.to_be_bytes();
         self.written = false;
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         // Room for a piece and a last span past it, asked for once: grown by doubling, the
         // buffer would take twice a piece when the span that ends a piece crosses a power of two.
         if self.spans.len() > PIECE_BYTES / 2 {
@@ -271,7 +271,7 @@ impl SpanWriter for Protobuf<'_> {
         Ok(())
     }
 
-    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+    fn end_process(&mut self, _ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         if !self.spans.is_empty() || !self.written {
             self.piece()?;
         }
@@ -315,7 +315,7 @@ impl<'a> JsonWriter<'a> {
 }
 
 impl SpanWriter for JsonWriter<'_> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
         self.text.raw(if self.any_process { b"," } else { b"{\"resourceSpans\":[" });
         self.any_process = true;
@@ -328,7 +328,7 @@ impl SpanWriter for JsonWriter<'_> {
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         self.text.raw(if self.any_span { b"," } else { b",\"spans\":[" });
         self.any_span = true;
         let parts = Parts::of(&mut self.spare, ctx, span);
@@ -337,7 +337,7 @@ impl SpanWriter for JsonWriter<'_> {
         self.text.flush_block(self.out)
     }
 
-    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+    fn end_process(&mut self, _ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         self.text.raw(if self.any_span { b"]}]}" } else { b"}]}" });
         Ok(())
     }
@@ -372,13 +372,13 @@ impl<F: FnMut(Batch) -> io::Result<()>> Batcher<F> {
 }
 
 impl<F: FnMut(Batch) -> io::Result<()>> SpanWriter for Batcher<F> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
         self.open = false;
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         let span = self.build.span(ctx, span);
         if !self.open {
             self.request.resource_spans.push(self.build.resource_spans(Vec::new()));

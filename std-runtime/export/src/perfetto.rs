@@ -70,12 +70,12 @@ use std::{
 use super::passes::{Pass, Source};
 use crate::{decode::stream::Header, model::Trace};
 
-#[doc(hidden)]
-pub mod encoding;
 mod groups;
 mod order;
 mod packet;
 mod plan;
+#[doc(hidden)]
+pub mod prost_comparison;
 mod proto;
 mod put;
 mod scan;

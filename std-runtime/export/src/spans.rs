@@ -57,7 +57,7 @@ use assemble::Assembler;
 pub(crate) use state::State;
 
 /// What the first pass learnt about the whole trace, for writers to look up.
-pub(crate) struct Context {
+pub(crate) struct TraceInfo {
     /// Processes, in input order.
     pub(crate) processes: Vec<ProcessInfo>,
     /// Per process, its earliest span begin or event, Unix ns.
@@ -71,7 +71,7 @@ pub(crate) struct Context {
 
 /// A finished span, as a format writes it.
 pub(crate) struct OutSpan<'a> {
-    /// Index of its process in [`Context::processes`].
+    /// Index of its process in [`TraceInfo::processes`].
     pub(crate) process: usize,
     /// Index of its thread in the process.
     pub(crate) thread: usize,
@@ -242,7 +242,7 @@ pub(crate) struct Place {
 /// detached span, which formats with rows may put on a row of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Anchor {
-    /// Index of its process in [`Context::processes`].
+    /// Index of its process in [`TraceInfo::processes`].
     pub(crate) process: u32,
     /// Index of its thread in the process.
     pub(crate) thread: u32,
@@ -277,15 +277,15 @@ pub(crate) trait SpanWriter {
     const FIELDS: bool = true;
 
     /// A process begins; `ctx` knows all of them already.
-    fn begin_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, _ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         Ok(())
     }
 
     /// A finished span (or an event shown as one).
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()>;
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()>;
 
     /// A process's last span has been handed over.
-    fn end_process(&mut self, _ctx: &Context, _process: usize) -> io::Result<()> {
+    fn end_process(&mut self, _ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         Ok(())
     }
 }
@@ -295,7 +295,7 @@ struct NoWrite;
 
 impl SpanWriter for NoWrite {
     const FIELDS: bool = false;
-    fn span(&mut self, _ctx: &Context, _span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, _ctx: &TraceInfo, _span: &OutSpan<'_>) -> io::Result<()> {
         Ok(())
     }
 }
@@ -303,13 +303,13 @@ impl SpanWriter for NoWrite {
 impl<W: SpanWriter> SpanWriter for &mut W {
     const LOGS: usize = W::LOGS;
     const FIELDS: bool = W::FIELDS;
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         (**self).begin_process(ctx, process)
     }
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         (**self).span(ctx, span)
     }
-    fn end_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn end_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         (**self).end_process(ctx, process)
     }
 }

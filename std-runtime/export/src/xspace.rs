@@ -52,7 +52,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::spans::{Context, LinkKind, OutSpan, Source, SpanWriter};
+use super::spans::{LinkKind, OutSpan, Source, SpanWriter, TraceInfo};
 use crate::{decode::FieldValue, model::Trace};
 
 mod device;

@@ -40,7 +40,7 @@ use serde_json::Value as Json;
 use super::json_buf::{push_hex, push_u64, JsonBuf};
 use super::spans::{
     notation::{correlation, hex_list, message_from, own_links, service_name, us},
-    Context, Log, OutSpan, Source, SpanWriter,
+    Log, OutSpan, Source, SpanWriter, TraceInfo,
 };
 use crate::{decode::FieldValue, model::Trace};
 
@@ -90,12 +90,12 @@ impl FileWriter<'_> {
 }
 
 impl SpanWriter for FileWriter<'_> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.spans.begin_process(ctx, process);
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         self.text.raw(if self.first { b"[\n" } else { b",\n" });
         self.first = false;
         self.spans.text(ctx, span, &mut self.scratch, &mut self.text);
@@ -114,12 +114,12 @@ struct Each<F> {
 
 #[cfg(feature = "send")] // used by `follow` and `send` only
 impl<F: FnMut(Json) -> io::Result<()>> SpanWriter for Each<F> {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.spans.begin_process(ctx, process);
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, span: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         self.text.bytes.clear();
         self.spans.text(ctx, span, &mut self.scratch, &mut self.text);
         (self.each)(serde_json::from_slice(&self.text.bytes)?)
@@ -134,14 +134,14 @@ pub(crate) struct SpanJson(Spans);
 #[cfg(feature = "send")] // used by `follow` and `send` only
 impl SpanJson {
     /// The service and tags of `ctx`'s process `process`, as it is now.
-    pub(crate) fn new(ctx: &Context, process: usize) -> SpanJson {
+    pub(crate) fn new(ctx: &TraceInfo, process: usize) -> SpanJson {
         let mut spans = Spans::default();
         spans.begin_process(ctx, process);
         SpanJson(spans)
     }
 
     /// `span` as one element of the JSON array `POST /api/v2/spans` takes.
-    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+    pub(crate) fn span(&self, ctx: &TraceInfo, span: &OutSpan<'_>) -> Vec<u8> {
         let mut text = JsonBuf::default();
         self.0.text(ctx, span, &mut Scratch::default(), &mut text);
         text.bytes
@@ -182,7 +182,7 @@ impl Scratch {
 }
 
 impl Spans {
-    fn begin_process(&mut self, ctx: &Context, process: usize) {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) {
         let p = &ctx.processes[process];
         self.trace_id = ctx.trace_id;
         self.service = service_name(p).to_lowercase();
@@ -200,7 +200,7 @@ impl Spans {
 
     /// Writes `span` as one element of the array, its keys (and its tags') in the order
     /// serde_json's maps sort them; of tags with the same key, the last added is kept.
-    fn text(&self, ctx: &Context, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
+    fn text(&self, ctx: &TraceInfo, span: &OutSpan<'_>, scratch: &mut Scratch, out: &mut JsonBuf) {
         scratch.tag_text.clear();
         scratch.tags.clear();
         for (key, value) in &self.tags {

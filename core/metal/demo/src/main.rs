@@ -54,7 +54,7 @@ fn main() -> ! {
     let mut p = cortex_m::Peripherals::take().unwrap();
     board::start_timer();
     #[cfg(feature = "trace")]
-    let mut sink = trace::start();
+    let mut output = trace::start();
 
     let queue: &'static mut Queue<Sample, QUEUE> =
         cortex_m::singleton!(: Queue<Sample, QUEUE> = Queue::new()).unwrap();
@@ -68,14 +68,14 @@ fn main() -> ! {
         done += filter_pending(&mut consumer, &mut fir);
         #[cfg(feature = "trace")]
         if done % 16 == 0 {
-            trace::drain(&mut sink);
+            trace::drain(&mut output);
         }
         cortex_m::asm::wfi();
     }
     p.SYST.disable_interrupt();
     p.SYST.disable_counter();
     #[cfg(feature = "trace")]
-    trace::finish(&mut sink);
+    trace::finish(&mut output);
     let ok = OVERRUNS.load(Ordering::Relaxed) == 0;
     debug::exit(if ok { EXIT_SUCCESS } else { EXIT_FAILURE });
     loop {

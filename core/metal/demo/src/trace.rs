@@ -31,11 +31,11 @@ pub fn start() -> SemihostingFile {
 }
 
 /// Writes what the queues hold.
-pub fn drain(sink: &mut SemihostingFile) {
-    TRACE.drain(sink).unwrap();
+pub fn drain(output: &mut SemihostingFile) {
+    TRACE.drain(output).unwrap();
 }
 
 /// Ends the trace.
-pub fn finish(sink: &mut SemihostingFile) {
-    TRACE.finish(sink).unwrap();
+pub fn finish(output: &mut SemihostingFile) {
+    TRACE.finish(output).unwrap();
 }

@@ -44,7 +44,7 @@ mod progress;
 mod why;
 use progress::Progress;
 use waffle_export::{
-    send::{self, Options, Policy, Target},
+    send::{self, Endpoint, Options, Policy},
     Files, Format,
 };
 use waffle_read::decode::ProcessStats;
@@ -99,8 +99,8 @@ struct Cli {
     /// Send the spans to a running backend: zipkin=URL (Zipkin v2 JSON to URL/api/v2/spans) or
     /// otlp=URL (OTLP/HTTP protobuf to URL/v1/traces). May be given several times, with or
     /// without -o.
-    #[arg(long, value_name = "KIND=URL", value_parser = |s: &str| s.parse::<Target>())]
-    send: Vec<Target>,
+    #[arg(long, value_name = "KIND=URL", value_parser = |s: &str| s.parse::<Endpoint>())]
+    send: Vec<Endpoint>,
 
     /// The most spans one --send request carries.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]

@@ -24,7 +24,7 @@
 use crate::{
     index::IdMap,
     process::{Assigned, OsIds},
-    spans::{Anchor, Context, OutSpan},
+    spans::{Anchor, OutSpan, TraceInfo},
 };
 
 /// Where a flow binds: a row and a time (Unix ns).
@@ -89,7 +89,7 @@ pub(super) struct Rows {
 
 impl Rows {
     /// The rows of every process and thread of the trace.
-    pub(super) fn new(ctx: &Context) -> Rows {
+    pub(super) fn new(ctx: &TraceInfo) -> Rows {
         let (ids, Assigned { pids, tids }) = OsIds::assign(&ctx.processes);
         let threads: Vec<Vec<Row>> =
             tids.into_iter().map(|t| t.into_iter().map(|tid| Row { tid, latest: None }).collect()).collect();

@@ -2,7 +2,7 @@
 //!
 //! The collector appends whole frames every drain interval, but a read can land between two
 //! `write` calls of one frame, and the file may not exist yet when `--follow` starts.
-//! [`TailReader`] is an [`io::Read`] over such a file that hands on only whole frames: it
+//! [`GrowingFile`] is an [`io::Read`] over such a file that hands on only whole frames: it
 //! follows the envelopes (`[kind][len u32 LE][payload][crc]`) as bytes arrive, keeps a partial
 //! frame at the end until the rest is written, and says end of file only once the END frame
 //! has been handed on (a clean stop), or when the file has not grown for the idle timeout (a
@@ -32,7 +32,7 @@ pub(crate) const POLL: Duration = Duration::from_millis(20);
 const READ_BYTES: usize = 256 << 10;
 
 /// Reads a growing trace file whole frame by whole frame; see the module docs.
-pub(crate) struct TailReader {
+pub(crate) struct GrowingFile {
     file: File,
     /// Bytes read and not yet handed on; `buf[..whole]` are whole frames (and the file head).
     buf: Vec<u8>,
@@ -52,13 +52,13 @@ pub(crate) struct TailReader {
     pub(crate) offset: u64,
 }
 
-impl TailReader {
+impl GrowingFile {
     /// Opens `path`, waiting up to `wait` for it to appear (`None`: as long as it takes).
     pub(crate) fn open(
         path: &Path,
         wait: Option<Duration>,
         idle: Option<Duration>,
-    ) -> Result<TailReader, Error> {
+    ) -> Result<GrowingFile, Error> {
         let started = Instant::now();
         let file = loop {
             match File::open(path) {
@@ -74,7 +74,7 @@ impl TailReader {
                 Err(e) => return Err(Error::io(path, e)),
             }
         };
-        Ok(TailReader {
+        Ok(GrowingFile {
             file,
             buf: Vec::new(),
             pos: 0,
@@ -146,7 +146,7 @@ impl TailReader {
     }
 }
 
-impl Read for TailReader {
+impl Read for GrowingFile {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.pos < self.whole {
@@ -195,7 +195,7 @@ mod tests {
         let cut = FILE_HEAD_LEN + 30 + 9 + 20; // inside the DATA frame
         let mut f = File::create(&path).unwrap();
         f.write_all(&bytes[..cut]).unwrap();
-        let mut r = TailReader::open(&path, Some(Duration::ZERO), None).unwrap();
+        let mut r = GrowingFile::open(&path, Some(Duration::ZERO), None).unwrap();
         let mut got = vec![0u8; FILE_HEAD_LEN + 39];
         r.read_exact(&mut got).unwrap();
         assert_eq!(got, bytes[..FILE_HEAD_LEN + 39]);
@@ -216,7 +216,7 @@ mod tests {
     fn a_missing_file_is_waited_for_then_refused() {
         let path = std::env::temp_dir().join(format!("waffle-tail-missing-{}.bin", std::process::id()));
         let started = Instant::now();
-        let Err(e) = TailReader::open(&path, Some(Duration::from_millis(150)), None) else { panic!() };
+        let Err(e) = GrowingFile::open(&path, Some(Duration::from_millis(150)), None) else { panic!() };
         assert!(started.elapsed() >= Duration::from_millis(150));
         assert!(e.to_string().contains("no such file after waiting 0.1 s (--wait)"), "{e}");
     }
@@ -226,7 +226,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("waffle-tail-idle-{}.bin", std::process::id()));
         let bytes = frames(&[(frame::HEADER, 30), (frame::DATA, 100)]);
         std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
-        let mut r = TailReader::open(&path, None, Some(Duration::from_millis(100))).unwrap();
+        let mut r = GrowingFile::open(&path, None, Some(Duration::from_millis(100))).unwrap();
         let mut got = Vec::new();
         r.read_to_end(&mut got).unwrap();
         assert_eq!(got, bytes[..bytes.len() - 10]);

@@ -21,7 +21,7 @@ use std::{
 use waffle_wire::{envelope::FrameHead, frame, FRAME_HEAD_LEN};
 
 use super::{queue, sink, FileSummary, Options, Summary};
-use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Target};
+use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Endpoint};
 
 /// Bytes the hand-off holds before it drops records.
 const HANDOFF_BYTES: usize = 64 << 20;
@@ -119,7 +119,7 @@ pub fn live(target: &str) -> Result<Live, String> {
 }
 
 /// A [`Live`] sending to `target` as `options` say.
-pub fn live_with(target: Target, options: Options) -> Result<Live, String> {
+pub fn live_with(target: Endpoint, options: Options) -> Result<Live, String> {
     let inner = Inner { chunks: VecDeque::new(), bytes: 0, closed: false, lost_frames: 0 };
     let handoff = Arc::new(Handoff { inner: Mutex::new(inner), wake: Condvar::new() });
     let report = LiveReport::default();
@@ -139,7 +139,7 @@ impl Live {
 }
 
 /// The decoding thread: the hand-off decoded into the queue, sent, summed up.
-fn run(handoff: Arc<Handoff>, target: Target, options: &Options, report: &LiveReport) {
+fn run(handoff: Arc<Handoff>, target: Endpoint, options: &Options, report: &LiveReport) {
     let say = |line: String| eprintln!("waffle: live export: {line}");
     let queue = queue::Queue::new(options.buffer_spans, options.batch_spans);
     let protocol = target.protocol;

@@ -47,14 +47,14 @@ use std::{
 use crate::{
     decode::run,
     reader::{FrameReader, Warning},
-    send::{poster::Poster, Policy, Protocol, Target},
+    send::{poster::Poster, Endpoint, Policy, Protocol},
 };
 
 mod chrome_out;
+mod growing;
 mod live;
 mod queue;
 mod sink;
-mod tail;
 
 pub use live::{live, live_with, Live, LiveReport};
 
@@ -238,7 +238,7 @@ impl fmt::Display for Summary {
 /// in its [`FileSummary::error`].
 pub fn follow_files<P: AsRef<Path>>(
     paths: &[P],
-    target: &Target,
+    target: &Endpoint,
     options: &Options,
     say: &(dyn Fn(String) + Sync),
 ) -> Summary {
@@ -251,7 +251,7 @@ pub fn follow_files<P: AsRef<Path>>(
 /// An output that cannot be created, or written, is the error.
 pub fn follow_to<P: AsRef<Path>>(
     paths: &[P],
-    target: Option<&Target>,
+    target: Option<&Endpoint>,
     output: Option<&Path>,
     options: &Options,
     say: &(dyn Fn(String) + Sync),
@@ -299,7 +299,7 @@ fn follow_one(
 ) -> FileSummary {
     let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
     let mut sink = sink::Follower::new(queue, protocol, out);
-    let result = tail::TailReader::open(path, options.wait, options.idle)
+    let result = growing::GrowingFile::open(path, options.wait, options.idle)
         .and_then(|input| FrameReader::new(input, path))
         .and_then(|reader| run::decode(reader, path, &mut sink));
     match result {

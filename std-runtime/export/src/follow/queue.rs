@@ -22,7 +22,7 @@ use crate::{
     send::{poster::Poster, Protocol},
     {
         otlp::SpanPieces,
-        spans::{Context, OutSpan},
+        spans::{OutSpan, TraceInfo},
         zipkin::SpanJson,
     },
 };
@@ -36,7 +36,7 @@ pub(crate) enum Encoder {
 
 impl Encoder {
     /// The encoder for `protocol` of `ctx`'s process `process`, as it is now.
-    pub(crate) fn new(protocol: Protocol, ctx: &Context, process: usize) -> Encoder {
+    pub(crate) fn new(protocol: Protocol, ctx: &TraceInfo, process: usize) -> Encoder {
         match protocol {
             Protocol::Otlp => Encoder::Otlp(SpanPieces::new(ctx, process)),
             Protocol::Zipkin => Encoder::Zipkin(SpanJson::new(ctx, process)),
@@ -44,7 +44,7 @@ impl Encoder {
     }
 
     /// One span, encoded.
-    pub(crate) fn span(&self, ctx: &Context, span: &OutSpan<'_>) -> Vec<u8> {
+    pub(crate) fn span(&self, ctx: &TraceInfo, span: &OutSpan<'_>) -> Vec<u8> {
         match self {
             Encoder::Otlp(e) => e.span(ctx, span),
             Encoder::Zipkin(e) => e.span(ctx, span),

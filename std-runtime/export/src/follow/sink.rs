@@ -18,7 +18,7 @@ use crate::{
     },
     model::Callsite,
     send::Protocol,
-    spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo, LOGS},
+    spans::{Link, LinkKind, Log, OutSpan, ProcessInfo, TraceInfo, LOGS},
 };
 
 /// Ids for spans whose begin was lost, counting up as the file exports do.
@@ -55,7 +55,7 @@ pub(crate) struct Follower {
     /// The Chrome output and this file's process in it.
     out: Option<(Arc<ChromeOut>, usize)>,
     protocol: Protocol,
-    ctx: Context,
+    ctx: TraceInfo,
     encoder: Option<Arc<Encoder>>,
     cal: Option<Converter>,
     slots: Vec<Option<Open>>,
@@ -118,7 +118,7 @@ impl Follower {
             queue,
             out: out.map(|o| (o, 0)),
             protocol,
-            ctx: Context { processes: Vec::new(), first_ns: vec![None], trace_id: 0, targets: 0 },
+            ctx: TraceInfo { processes: Vec::new(), first_ns: vec![None], trace_id: 0, targets: 0 },
             encoder: None,
             cal: None,
             slots: Vec::new(),

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     model::Value,
-    spans::{Context, Link, LinkKind, Log, OutSpan, ProcessInfo},
+    spans::{Link, LinkKind, Log, OutSpan, ProcessInfo, TraceInfo},
 };
 
 /// Builds the messages: a process's resource, and its spans one at a time.
@@ -19,7 +19,7 @@ pub(super) struct Builder {
 }
 
 impl Builder {
-    pub(super) fn begin_process(&mut self, ctx: &Context, process: usize) {
+    pub(super) fn begin_process(&mut self, ctx: &TraceInfo, process: usize) {
         self.trace_id = ctx.trace_id.to_be_bytes().to_vec();
         let (attributes, dropped_attributes_count) = resource_attributes(&ctx.processes[process], ctx).done();
         self.resource = proto::Resource { attributes, dropped_attributes_count };
@@ -35,7 +35,7 @@ impl Builder {
         }
     }
 
-    pub(super) fn span(&self, ctx: &Context, s: &OutSpan<'_>) -> Span {
+    pub(super) fn span(&self, ctx: &TraceInfo, s: &OutSpan<'_>) -> Span {
         let mut attrs = Attributes::default();
         attrs.fields(s.fields());
         thread_attributes(&mut attrs, &ctx.processes[s.process], s.thread);
@@ -114,7 +114,7 @@ impl Builder {
 }
 
 /// A span event.
-fn event(ctx: &Context, s: &OutSpan<'_>, l: &Log) -> proto::Event {
+fn event(ctx: &TraceInfo, s: &OutSpan<'_>, l: &Log) -> proto::Event {
     let mut attrs = Attributes::default();
     attrs.fields(l.fields());
     attrs.id("waffle.id", l.id);
@@ -135,7 +135,7 @@ fn event(ctx: &Context, s: &OutSpan<'_>, l: &Log) -> proto::Event {
     }
 }
 
-fn resource_attributes(process: &ProcessInfo, ctx: &Context) -> Attributes {
+fn resource_attributes(process: &ProcessInfo, ctx: &TraceInfo) -> Attributes {
     let h = &process.header;
     let mut attrs = Attributes::default();
     let name = if h.name.is_empty() { "unknown_service" } else { &h.name };

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::{
     decode::FieldValue,
     json_buf::{push_hex, push_u64},
-    spans::{Context, Link, LinkKind, Log, OutSpan},
+    spans::{Link, LinkKind, Log, OutSpan, TraceInfo},
 };
 
 mod json;
@@ -86,7 +86,7 @@ fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
 
 impl<'a> Parts<'a> {
     /// The parts of `s`, in `spare`'s buffers.
-    pub(super) fn of(spare: &mut Spare, ctx: &'a Context, s: &'a OutSpan<'a>) -> Parts<'a> {
+    pub(super) fn of(spare: &mut Spare, ctx: &'a TraceInfo, s: &'a OutSpan<'a>) -> Parts<'a> {
         let mut p = Parts {
             name: if s.callsite.name.is_empty() { "(unnamed)" } else { &s.callsite.name },
             attrs: recycle(std::mem::take(&mut spare.attrs)),

@@ -58,17 +58,17 @@ impl Protocol {
 /// `http://proxy/zipkin/api/v2/spans` (OTLP's rule for a base endpoint). `https://` needs
 /// waffle-std's `https` feature.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
+pub struct Endpoint {
     /// The protocol.
     pub protocol: Protocol,
     /// The URL posted to, path included.
     pub url: String,
 }
 
-impl FromStr for Target {
+impl FromStr for Endpoint {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<Target, String> {
+    fn from_str(s: &str) -> Result<Endpoint, String> {
         let (name, base) = s.split_once('=').ok_or_else(|| {
             format!("`{s}`: expected KIND=URL, such as zipkin=http://127.0.0.1:9411 or otlp=http://127.0.0.1:4318")
         })?;
@@ -97,18 +97,18 @@ impl FromStr for Target {
         let path = if rest.ends_with(protocol.path()) { "" } else { protocol.path() };
         let url = format!("{scheme}{rest}{path}");
         http::check_url(&url)?;
-        Ok(Target { protocol, url })
+        Ok(Endpoint { protocol, url })
     }
 }
 
-impl Target {
+impl Endpoint {
     /// The format to scan files for before sending them here ([`send_files`]).
     pub fn format(&self) -> Format {
         self.protocol.format()
     }
 }
 
-impl fmt::Display for Target {
+impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} endpoint {}", self.protocol.name(), self.url)
     }
@@ -129,10 +129,10 @@ mod tests {
             ("otlp=HTTP://[::1]:4318/v1/traces/", "http://[::1]:4318/v1/traces"),
             ("otlp=http://user:secret@[::1]/", "http://user:secret@[::1]/v1/traces"),
         ] {
-            let t: Target = given.parse().unwrap_or_else(|e| panic!("{given}: {e}"));
+            let t: Endpoint = given.parse().unwrap_or_else(|e| panic!("{given}: {e}"));
             assert_eq!(t.url, url, "{given}");
         }
-        let t: Target = "otlp=http://h:4318".parse().unwrap();
+        let t: Endpoint = "otlp=http://h:4318".parse().unwrap();
         assert_eq!(
             (t.protocol, t.to_string()),
             (Protocol::Otlp, "otlp endpoint http://h:4318/v1/traces".into())
@@ -150,10 +150,10 @@ mod tests {
             ("otlp=http://[::1]:99999", "bad port"),
             ("otlp=http://h:1:2", "not a URL"),
         ] {
-            let err = bad.parse::<Target>().unwrap_err();
+            let err = bad.parse::<Endpoint>().unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
         }
-        let https = "otlp=https://collector:4318".parse::<Target>();
+        let https = "otlp=https://collector:4318".parse::<Endpoint>();
         if cfg!(feature = "https") {
             assert_eq!(https.unwrap().url, "https://collector:4318/v1/traces");
         } else {

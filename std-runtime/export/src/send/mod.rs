@@ -17,9 +17,9 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use waffle_export::send::{self, Options, Target};
+//! use waffle_export::send::{self, Options, Endpoint};
 //! let decoded = waffle_read::decode::decode_files(&["rank0.bin", "rank1.bin"])?;
-//! let target: Target = "otlp=http://127.0.0.1:4318".parse()?;
+//! let target: Endpoint = "otlp=http://127.0.0.1:4318".parse()?;
 //! let report = send::send(&decoded.trace, &target, &Options::default())?;
 //! eprintln!("{} spans in {} requests, {} retries", report.spans, report.requests, report.retries);
 //! # Ok(()) }
@@ -32,14 +32,14 @@ use crate::model::Trace;
 use crate::{otlp, spans::Source, zipkin, Files};
 
 mod answer;
+mod endpoint;
 mod http;
 pub(crate) mod poster;
 mod retry;
 mod sender;
-mod target;
 
+pub use endpoint::{Endpoint, Protocol};
 pub use retry::{parse_retry_after, GiveUp, Policy};
-pub use target::{Protocol, Target};
 
 use retry::secs;
 use sender::Sender;
@@ -80,7 +80,7 @@ pub struct Report {
 #[derive(Clone, Debug)]
 pub struct SendError {
     /// Where to.
-    pub target: Target,
+    pub target: Endpoint,
     /// The last failure: the connection's error, or the status and the server's message.
     pub error: String,
     /// Why no further attempt was made; `None` when the failure is not worth another
@@ -115,21 +115,21 @@ impl std::error::Error for SendError {}
 
 /// Sends every span of `trace` to `target`, in batches, and says what it did (or, boxed, why
 /// it stopped).
-pub fn send(trace: &Trace, target: &Target, options: &Options) -> Result<Report, Box<SendError>> {
+pub fn send(trace: &Trace, target: &Endpoint, options: &Options) -> Result<Report, Box<SendError>> {
     run(target, options, |protocol, max, each| match protocol {
         Protocol::Zipkin => zipkin::for_each_span(Source::Trace(trace), each.zipkin(max)),
         Protocol::Otlp => otlp::for_each_batch(Source::Trace(trace), max, |b| each.post(&b.body, b.spans)),
     })
 }
 
-/// Sends the spans of the files `files` has scanned (for [`Target::format`]) to `target`,
+/// Sends the spans of the files `files` has scanned (for [`Endpoint::format`]) to `target`,
 /// streaming: no more than a batch is held. `progress` is told the bytes read.
 ///
 /// # Panics
 /// If `files` was scanned for another format than the target's.
 pub fn send_files(
     files: Files,
-    target: &Target,
+    target: &Endpoint,
     options: &Options,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Report, Box<SendError>> {
@@ -147,7 +147,7 @@ pub fn send_files(
 
 /// Runs `walk`, which hands batches to the sender as it makes them.
 fn run(
-    target: &Target,
+    target: &Endpoint,
     options: &Options,
     walk: impl FnOnce(Protocol, usize, &mut Sender<'_>) -> std::io::Result<()>,
 ) -> Result<Report, Box<SendError>> {
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn error_messages() {
-        let target: Target = "zipkin=http://127.0.0.1:1".parse().unwrap();
+        let target: Endpoint = "zipkin=http://127.0.0.1:1".parse().unwrap();
         let sent = Report { spans: 6, requests: 2, ..Report::default() };
         let down = SendError {
             target: target.clone(),

@@ -4,12 +4,12 @@
 
 use std::time::Instant;
 
-use super::{http, sender::Sender, Policy, Report, SendError, Target};
+use super::{http, sender::Sender, Endpoint, Policy, Report, SendError};
 
 /// Posts batches to one backend, one after the other.
 pub(crate) struct Poster {
     client: Option<http::Client>,
-    target: Target,
+    target: Endpoint,
     policy: Policy,
     /// What every request so far did.
     pub(crate) report: Report,
@@ -18,7 +18,7 @@ pub(crate) struct Poster {
 
 impl Poster {
     /// A poster to `target`, trying each request as `policy` says.
-    pub(crate) fn new(target: Target, policy: Policy) -> Poster {
+    pub(crate) fn new(target: Endpoint, policy: Policy) -> Poster {
         Poster {
             client: Some(http::Client::new()),
             target,
@@ -29,7 +29,7 @@ impl Poster {
     }
 
     /// Where to.
-    pub(crate) fn target(&self) -> &Target {
+    pub(crate) fn target(&self) -> &Endpoint {
         &self.target
     }
 

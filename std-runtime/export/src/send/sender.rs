@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use super::{
     answer::{self, Verdict},
-    http, parse_retry_after, GiveUp, Policy, Report, SendError, Target,
+    http, parse_retry_after, Endpoint, GiveUp, Policy, Report, SendError,
 };
 
 /// One send in progress.
 pub(super) struct Sender<'a> {
     pub(super) client: http::Client,
-    pub(super) target: &'a Target,
+    pub(super) target: &'a Endpoint,
     pub(super) policy: &'a Policy,
     pub(super) report: Report,
     pub(super) started: Instant,

@@ -4,7 +4,7 @@
 
 use waffle_wire::Calibration;
 
-use super::{groups::Groups, ids::Ids, Context, Place, ProcessInfo};
+use super::{groups::Groups, ids::Ids, Place, ProcessInfo, TraceInfo};
 use crate::{
     index::{IdMap, Keys},
     passes,
@@ -22,7 +22,7 @@ pub(super) struct Target {
 
 /// What the passes share: after the first, the plan of the second.
 pub(crate) struct State {
-    pub(super) ctx: Context,
+    pub(super) ctx: TraceInfo,
     /// The calibration of the next file (its last CLOCK frame's).
     pub(super) next_calibration: Option<Calibration>,
     pub(super) logs: usize,
@@ -40,7 +40,7 @@ pub(crate) struct State {
 impl State {
     pub(super) fn new(logs: usize) -> State {
         State {
-            ctx: Context { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0, targets: 0 },
+            ctx: TraceInfo { processes: Vec::new(), first_ns: Vec::new(), trace_id: 0, targets: 0 },
             next_calibration: None,
             logs,
             ids: Ids::default(),
@@ -110,7 +110,7 @@ impl passes::Plan for State {
         &self.ctx.processes
     }
 
-    /// The second pass takes processes from the first pass's [`Context`], not from the
+    /// The second pass takes processes from the first pass's [`TraceInfo`], not from the
     /// headers it reads again.
     fn processes_mut(&mut self) -> &mut [ProcessInfo] {
         &mut self.ctx.processes
@@ -118,7 +118,7 @@ impl passes::Plan for State {
 }
 
 /// The trace id of the first process that has one; else one derived from the processes.
-fn trace_id(ctx: &Context) -> u128 {
+fn trace_id(ctx: &TraceInfo) -> u128 {
     if let Some(id) = ctx.processes.iter().map(|p| p.header.trace_id).find(|&id| id != 0) {
         return id;
     }

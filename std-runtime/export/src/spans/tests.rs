@@ -66,7 +66,7 @@ struct Got {
 struct Collect(Vec<Got>);
 
 impl SpanWriter for Collect {
-    fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, _ctx: &TraceInfo, s: &OutSpan<'_>) -> io::Result<()> {
         self.0.push(Got {
             id: s.id,
             name: s.callsite.name.to_string(),

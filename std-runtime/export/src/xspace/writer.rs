@@ -49,7 +49,7 @@ impl<'o> Writer<'o> {
     }
 
     /// Lays out every space and line, once the first pass has found them all.
-    fn start(&mut self, ctx: &Context) {
+    fn start(&mut self, ctx: &TraceInfo) {
         self.started = true;
         self.origin = ctx.first_ns.iter().flatten().min().copied().unwrap_or(0);
         for (p, process) in ctx.processes.iter().enumerate() {
@@ -122,14 +122,14 @@ impl<'o> Writer<'o> {
 impl SpanWriter for Writer<'_> {
     const LOGS: usize = LOGS;
 
-    fn begin_process(&mut self, ctx: &Context, _process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         if !self.started {
             self.start(ctx);
         }
         Ok(())
     }
 
-    fn span(&mut self, _ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, _ctx: &TraceInfo, s: &OutSpan<'_>) -> io::Result<()> {
         let at = &mut self.at[s.process];
         let (space_index, first_line, threads, steps) = (at.space, at.first_line, at.threads, &mut at.steps);
         let space = &mut self.spaces[space_index];

@@ -12,7 +12,7 @@ use crate::{
     {
         json_buf::JsonBuf,
         otlp::{builder::Builder, json},
-        spans::{write_trace, Context, OutSpan, SpanWriter},
+        spans::{write_trace, OutSpan, SpanWriter, TraceInfo},
     },
 };
 use waffle_read::fixtures::{self, thread};
@@ -28,12 +28,12 @@ struct Both {
 }
 
 impl SpanWriter for Both {
-    fn begin_process(&mut self, ctx: &Context, process: usize) -> io::Result<()> {
+    fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         self.build.begin_process(ctx, process);
         Ok(())
     }
 
-    fn span(&mut self, ctx: &Context, s: &OutSpan<'_>) -> io::Result<()> {
+    fn span(&mut self, ctx: &TraceInfo, s: &OutSpan<'_>) -> io::Result<()> {
         let message = self.build.span(ctx, s);
         let ids = (s.id, s.parent.or(s.unresolved_parent));
         let parts = Parts::of(&mut self.spare, ctx, s);

@@ -7,11 +7,11 @@ use super::{Assembler, Open, Parent};
 use crate::{
     correlation::{role, Role},
     model::Callsite,
-    spans::{groups::Membership, Context, Log, OutSpan, Place, SpanWriter},
+    spans::{groups::Membership, Log, OutSpan, Place, SpanWriter, TraceInfo},
 };
 
 /// Hands `span` to `writer`, unless it has failed before: its first error is kept.
-fn emit<W: SpanWriter>(writer: &mut W, error: &mut Option<io::Error>, ctx: &Context, span: &OutSpan<'_>) {
+fn emit<W: SpanWriter>(writer: &mut W, error: &mut Option<io::Error>, ctx: &TraceInfo, span: &OutSpan<'_>) {
     if error.is_none() {
         if let Err(e) = writer.span(ctx, span) {
             *error = Some(e);

@@ -164,7 +164,7 @@ pub const MAX_VARINT_LEN: usize = 10;
 
 /// Bytes of the header at the start of every data chunk after its length, at most: six varints
 /// (owner generation, base timestamp, first id, open-span depth, dropped before, records).
-pub const MAX_CHUNK_HEAD_LEN: usize = 6 * MAX_VARINT_LEN;
+pub(crate) const MAX_CHUNK_HEAD_LEN: usize = 6 * MAX_VARINT_LEN;
 
 /// Longest string field value written; longer values are cut at a character boundary.
 pub const MAX_STR_LEN: usize = 1024;

@@ -7,7 +7,7 @@
 //! exporters and `diff` read them. `docs/wire-format.md` ("Reserved fields") gives the rules.
 
 /// The tensor fingerprint's fields, in the order they lead its event's schema. An event is a
-/// tensor when its schema holds [`TENSOR_HASH`]; fields a user adds come after these.
+/// tensor when its schema holds [`HASH`](tensor::HASH); fields a user adds come after these.
 pub mod tensor {
     /// `str`: the tensor's name as the program gave it (`"blk0/attn_norm"`). The event's own
     /// callsite name is the same when it was known at compile time, else `"tensor"`.

@@ -2,7 +2,7 @@
 //! for chrome://tracing, Perfetto UI's JSON import and other trace viewers, written from
 //! `trace.bin` files or a [`Trace`] as spans end. The rules every format shares (ids, which
 //! item a link resolves to, correlation groups, the order spans come in) are in
-//! [`super::spans`]; every event is an item of its own here, none is a log of its span.
+//! `spans`; every event is an item of its own here, none is a log of its span.
 //!
 //! The mapping:
 //! - each process is a pid, its own unless another input already used it (or it is 0): then a
@@ -42,7 +42,7 @@
 //!   is a zero-length `X` slice instead of an instant, so that the flow has a slice to bind to,
 //!   with `waffle.event` (true) to tell it from a span of no length.
 //!
-//! Memory: files stream through [`super::spans`], and the writer keeps, besides a few numbers
+//! Memory: files stream through `spans`, and the writer keeps, besides a few numbers
 //! per process and thread, what the children of spans still open tell about them, where each
 //! item that another item names binds, and the arrows waiting for a cause still open: it grows
 //! with open spans and cross-references, never with records.

@@ -1,7 +1,7 @@
 //! Jaeger exporter: `trace.bin` files or a [`Trace`] as the JSON that Jaeger's query API
 //! returns from `/api/traces` and its UI opens from a file: `{"data": [trace]}`.
 //!
-//! The mapping (the shared rules for ids, events, causes and order are in [`super::spans`]):
+//! The mapping (the shared rules for ids, events, causes and order are in `spans`):
 //! - one decode is one Jaeger trace, `traceID` 32 hex digits; `spanID`s are 16 hex digits,
 //!   `startTime` and `duration` whole µs, floored as Zipkin's are;
 //! - one Jaeger process per waffle process (per file, per rank): `p1`, `p2`, ... in file order,

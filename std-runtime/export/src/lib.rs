@@ -2,8 +2,8 @@
 //!
 //! The second layer of waffle's reader: `trace.bin` files, or a decoded trace, written in the
 //! formats other tools read — Perfetto, Jaeger, Zipkin, OTLP (JSON and protobuf), Chrome and
-//! XSpace — and, with the `send` feature, posted to collectors ([`send`]) or followed while
-//! they are written ([`follow`]).
+//! XSpace — and, with the `send` feature, posted to collectors (`send`) or followed while
+//! they are written (`follow`).
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,11 +5,11 @@
 //! gathered once (`parts`) and encoded from there as protobuf or JSON, so the two encodings
 //! cannot disagree; both are written by hand, in the bytes prost and the rendering of prost's
 //! messages (`proto`, `json`, still what batches for `send` are made of) give, which the tests
-//! check. Spans stream (see [`super::spans`] for the shared rules of ids, events, causes and
+//! check. Spans stream (see `spans` for the shared rules of ids, events, causes and
 //! order): nothing holds the whole request.
 //!
 //! The mapping:
-//! - one decode is one trace: every span carries the trace id of [`super::spans`]. A process
+//! - one decode is one trace: every span carries the trace id of `spans`. A process
 //!   that recorded another trace id keeps it in the resource attribute `waffle.trace_id`;
 //! - each process is a `ResourceSpans` with `service.name` (the process name),
 //!   `process.pid`, `host.name`, and `waffle.<key>` for each header label (`waffle.rank`), plus

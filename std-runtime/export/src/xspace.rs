@@ -1,7 +1,7 @@
 //! TensorBoard's profile format (`.xplane.pb`): an `XSpace` as the profile plugin (xprof) reads
 //! it, written from `trace.bin` files or a [`Trace`]. The rules every format shares (ids, which
 //! item a link resolves to, correlation groups, the order spans come in) are in
-//! [`super::spans`]; every event is an item of its own here, none is a log of its span.
+//! `spans`; every event is an item of its own here, none is a log of its span.
 //!
 //! The mapping:
 //! - the host's threads are one plane named `/host:CPU`, the name xprof looks for. An XSpace
@@ -69,9 +69,9 @@ use writer::Writer;
 /// How many events a span shows as logs: none, every event is an event of its own.
 pub(crate) const LOGS: usize = 0;
 /// The name xprof gives the host's plane.
-pub const HOST_PLANE: &str = "/host:CPU";
+pub(crate) const HOST_PLANE: &str = "/host:CPU";
 /// The field that makes a span a step marker, and gives its number.
-pub const STEP_FIELD: &str = waffle_wire::reserved::STEP;
+pub(crate) const STEP_FIELD: &str = waffle_wire::reserved::STEP;
 /// The largest message protobuf parsers take.
 const MAX_MESSAGE: usize = i32::MAX as usize;
 /// The stats by which xprof groups events into steps (tsl's `group_events.cc`, xprof's
@@ -95,7 +95,7 @@ pub const XPROF_STATS: [&str; 13] = [
     "flow",
 ];
 /// What a field named like one of [`XPROF_STATS`] is written with in front of its name.
-pub const FIELD_PREFIX: &str = "field.";
+pub(crate) const FIELD_PREFIX: &str = "field.";
 
 /// What the XSpace export is told besides the trace.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! Zipkin exporter: `trace.bin` files or a [`Trace`] as Zipkin v2 JSON, the list of spans that
 //! `POST /api/v2/spans` takes and Zipkin's UI opens from a file.
 //!
-//! The mapping (the shared rules for ids, events, causes and order are in [`super::spans`]):
+//! The mapping (the shared rules for ids, events, causes and order are in `spans`):
 //! - every span is a Zipkin span with `traceId` (32 lower-hex digits, the same for the whole
 //!   decode), `id` and `parentId` (16 lower-hex digits; `parentId` only when the parent is in
 //!   the trace), `name`, `timestamp` and `duration` in whole µs, floored (the duration is the

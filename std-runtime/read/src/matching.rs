@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use waffle_wire::Kind;
 
 /// The field that tells ranks apart inside one process.
-pub const RANK_FIELD: &str = "rank";
+pub(crate) const RANK_FIELD: &str = "rank";
 
 /// A span's own `rank` field: an integer, a string, or none (floats and booleans are not
 /// ranks, and count as none).
@@ -58,7 +58,7 @@ impl RankField {
     }
 
     /// The rank in a model value.
-    pub fn of_value(value: Option<&Value>) -> RankField {
+    pub(crate) fn of_value(value: Option<&Value>) -> RankField {
         RankField::of(value.map(FieldValue::from))
     }
 

@@ -67,7 +67,7 @@ impl FrameReader<BufReader<File>> {
 impl<R: Read + Seek> FrameReader<BufReader<R>> {
     /// Goes on at `offset`, which must be where a frame begins (one that [`offset`](Self::offset)
     /// gave on an earlier read of the same file): the frames before it are not read.
-    pub fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+    pub(crate) fn seek_to(&mut self, offset: u64) -> io::Result<()> {
         self.input.seek(io::SeekFrom::Start(offset))?;
         self.offset = offset;
         self.done = false;
@@ -78,7 +78,7 @@ impl<R: Read + Seek> FrameReader<BufReader<R>> {
     /// [`read_frame`](Self::read_frame) walks them, but only the heads of other frames are read
     /// and their payloads are seeked over, so finding the last CLOCK frame of a large file
     /// costs a few bytes per frame. Damage ends the walk silently (reading the file reports it).
-    pub fn next_of_kind(&mut self, kind: u8, payload: &mut Vec<u8>) -> Option<u64> {
+    pub(crate) fn next_of_kind(&mut self, kind: u8, payload: &mut Vec<u8>) -> Option<u64> {
         while !self.done {
             let offset = self.offset;
             let Ok(Some((k, len, head))) = self.head() else {
@@ -301,7 +301,7 @@ impl<'a> Cursor<'a> {
 
     /// A varint that must fit in `u32`.
     #[inline]
-    pub fn varint_u32(&mut self) -> Result<u32, String> {
+    pub(crate) fn varint_u32(&mut self) -> Result<u32, String> {
         let at = self.pos;
         let v = self.varint()?;
         u32::try_from(v).map_err(|_| out_of_range(v, at))
@@ -358,7 +358,7 @@ impl<'a> Cursor<'a> {
 
     /// The bytes of a length-prefixed string, as they are (not checked as UTF-8).
     #[inline]
-    pub fn str_bytes(&mut self) -> Result<&'a [u8], String> {
+    pub(crate) fn str_bytes(&mut self) -> Result<&'a [u8], String> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| format!("string length {n} is out of range"))?;
         self.bytes(n)

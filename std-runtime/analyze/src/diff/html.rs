@@ -7,7 +7,7 @@
 use super::Diff;
 
 /// The most kernels the chart shows (the largest changes of total time, either way).
-pub const CHART_KERNELS: usize = 12;
+pub(crate) const CHART_KERNELS: usize = 12;
 
 /// The most rows of the kernel table.
 const TABLE_ROWS: usize = 500;

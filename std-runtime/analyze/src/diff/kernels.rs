@@ -90,12 +90,12 @@ impl KernelRow {
     }
 
     /// Mean time per occurrence in the base run, ns (0 without occurrences).
-    pub fn base_mean_ns(&self) -> f64 {
+    pub(crate) fn base_mean_ns(&self) -> f64 {
         mean(self.base_ns, self.base_count)
     }
 
     /// Mean time per occurrence in the new run, ns (0 without occurrences).
-    pub fn new_mean_ns(&self) -> f64 {
+    pub(crate) fn new_mean_ns(&self) -> f64 {
         mean(self.new_ns, self.new_count)
     }
 

@@ -60,7 +60,7 @@ impl Explanation {
     }
 
     /// Why the root causes are what they are, in one sentence.
-    pub fn conclusion(&self) -> String {
+    pub(crate) fn conclusion(&self) -> String {
         match (self.root_causes.len(), self.links_followed) {
             (0, 0) if self.unknown_ids.is_empty() => "no causal link (caused_by) can be reached from the \
                  symptom, so no root cause can be named; the chain shows only where it happened."

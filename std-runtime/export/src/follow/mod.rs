@@ -128,7 +128,7 @@ impl Latency {
     }
 
     /// The time under which a fraction `q` (0 to 1) of spans were sent, rounded up to the ms.
-    pub fn quantile(&self, q: f64) -> Duration {
+    pub(crate) fn quantile(&self, q: f64) -> Duration {
         let want = (self.count() as f64 * q.clamp(0.0, 1.0)).ceil().max(1.0) as u64;
         let mut seen = 0;
         for (ms, &n) in self.counts.iter().enumerate() {

@@ -22,7 +22,7 @@ pub struct ResourceSpans {
 
 /// `opentelemetry.proto.resource.v1.Resource`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Resource {
+pub(crate) struct Resource {
     #[prost(message, repeated, tag = "1")]
     pub attributes: Vec<KeyValue>,
     #[prost(uint32, tag = "2")]
@@ -31,7 +31,7 @@ pub struct Resource {
 
 /// `opentelemetry.proto.trace.v1.ScopeSpans`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct ScopeSpans {
+pub(crate) struct ScopeSpans {
     #[prost(message, optional, tag = "1")]
     pub scope: Option<InstrumentationScope>,
     #[prost(message, repeated, tag = "2")]
@@ -40,7 +40,7 @@ pub struct ScopeSpans {
 
 /// `opentelemetry.proto.common.v1.InstrumentationScope`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InstrumentationScope {
+pub(crate) struct InstrumentationScope {
     #[prost(string, tag = "1")]
     pub name: String,
 }
@@ -101,7 +101,7 @@ pub struct Link {
 
 /// `opentelemetry.proto.common.v1.KeyValue`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct KeyValue {
+pub(crate) struct KeyValue {
     #[prost(string, tag = "1")]
     pub key: String,
     #[prost(message, optional, tag = "2")]
@@ -110,7 +110,7 @@ pub struct KeyValue {
 
 /// `opentelemetry.proto.common.v1.AnyValue`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct AnyValue {
+pub(crate) struct AnyValue {
     #[prost(oneof = "Value", tags = "1, 2, 3, 4")]
     pub value: Option<Value>,
 }

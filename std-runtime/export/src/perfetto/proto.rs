@@ -125,7 +125,7 @@ pub struct TrackEvent {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InternedData {
+pub(crate) struct InternedData {
     #[prost(message, repeated, tag = "2")]
     pub event_names: Vec<InternedString>,
     #[prost(message, repeated, tag = "3")]
@@ -134,7 +134,7 @@ pub struct InternedData {
 
 /// `EventName` and `DebugAnnotationName`, which share their shape.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct InternedString {
+pub(crate) struct InternedString {
     #[prost(uint64, optional, tag = "1")]
     pub iid: Option<u64>,
     #[prost(string, optional, tag = "2")]
@@ -142,7 +142,7 @@ pub struct InternedString {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct DebugAnnotation {
+pub(crate) struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
     #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 5, 6")]
@@ -151,7 +151,7 @@ pub struct DebugAnnotation {
 
 /// `DebugAnnotation`'s one-of `value`, the scalar cases (`bool_value`, `uint_value`, ...).
 #[derive(Clone, PartialEq, prost::Oneof)]
-pub enum AnnotationValue {
+pub(crate) enum AnnotationValue {
     #[prost(bool, tag = "2")]
     Bool(bool),
     #[prost(uint64, tag = "3")]

@@ -17,30 +17,30 @@ pub(super) const TRACE_PACKET_KEY: u8 = 1 << 3 | 2;
 /// Field keys (`number << 3 | wire type`; varint 0, 64-bit 1, length-delimited 2).
 pub(super) mod key {
     /// `TracePacket`.
-    pub const TIMESTAMP: u8 = 8 << 3;
-    pub const SEQUENCE_ID: u8 = 10 << 3;
-    pub const TRACK_EVENT: u8 = 11 << 3 | 2;
-    pub const INTERNED_DATA: u8 = 12 << 3 | 2;
-    pub const SEQUENCE_FLAGS: u8 = 13 << 3;
+    pub(crate) const TIMESTAMP: u8 = 8 << 3;
+    pub(crate) const SEQUENCE_ID: u8 = 10 << 3;
+    pub(crate) const TRACK_EVENT: u8 = 11 << 3 | 2;
+    pub(crate) const INTERNED_DATA: u8 = 12 << 3 | 2;
+    pub(crate) const SEQUENCE_FLAGS: u8 = 13 << 3;
     /// `TrackEvent`; fields 47 and 48 take two-byte keys.
-    pub const DEBUG_ANNOTATIONS: u8 = 4 << 3 | 2;
+    pub(crate) const DEBUG_ANNOTATIONS: u8 = 4 << 3 | 2;
     pub const TYPE: u8 = 9 << 3;
-    pub const NAME_IID: u8 = 10 << 3;
-    pub const TRACK_UUID: u8 = 11 << 3;
-    pub const FLOW_IDS: [u8; 2] = [0xf9, 0x02]; // 47 << 3 | 1
-    pub const TERMINATING_FLOW_IDS: [u8; 2] = [0x81, 0x03]; // 48 << 3 | 1
+    pub(crate) const NAME_IID: u8 = 10 << 3;
+    pub(crate) const TRACK_UUID: u8 = 11 << 3;
+    pub(crate) const FLOW_IDS: [u8; 2] = [0xf9, 0x02]; // 47 << 3 | 1
+    pub(crate) const TERMINATING_FLOW_IDS: [u8; 2] = [0x81, 0x03]; // 48 << 3 | 1
     /// `InternedData`: tables of `{iid = 1, name = 2}`.
-    pub const EVENT_NAMES: u8 = 2 << 3 | 2;
-    pub const ANNOTATION_NAMES: u8 = 3 << 3 | 2;
-    pub const IID: u8 = 1 << 3;
+    pub(crate) const EVENT_NAMES: u8 = 2 << 3 | 2;
+    pub(crate) const ANNOTATION_NAMES: u8 = 3 << 3 | 2;
+    pub(crate) const IID: u8 = 1 << 3;
     pub const NAME: u8 = 2 << 3 | 2;
     /// `DebugAnnotation`.
-    pub const ANNOTATION_NAME_IID: u8 = 1 << 3;
-    pub const BOOL_VALUE: u8 = 2 << 3;
-    pub const UINT_VALUE: u8 = 3 << 3;
-    pub const INT_VALUE: u8 = 4 << 3;
-    pub const DOUBLE_VALUE: u8 = 5 << 3 | 1;
-    pub const STRING_VALUE: u8 = 6 << 3 | 2;
+    pub(crate) const ANNOTATION_NAME_IID: u8 = 1 << 3;
+    pub(crate) const BOOL_VALUE: u8 = 2 << 3;
+    pub(crate) const UINT_VALUE: u8 = 3 << 3;
+    pub(crate) const INT_VALUE: u8 = 4 << 3;
+    pub(crate) const DOUBLE_VALUE: u8 = 5 << 3 | 1;
+    pub(crate) const STRING_VALUE: u8 = 6 << 3 | 2;
 }
 
 /// Appends `v` as a varint to a vector (for the cold parts: interned names).

@@ -95,7 +95,7 @@ impl Policy {
     /// The timeout of an attempt starting `elapsed` into the request: [`Policy::timeout`], cut
     /// to what is left of the budget (but never under 100 ms, so that a last attempt can be
     /// made at all).
-    pub fn attempt_timeout(&self, elapsed: Duration) -> Duration {
+    pub(crate) fn attempt_timeout(&self, elapsed: Duration) -> Duration {
         let left = self.budget.saturating_sub(elapsed);
         self.timeout.min(left).max(Duration::from_millis(100))
     }

@@ -83,7 +83,7 @@ pub struct FileEnd {
     pub complete: bool,
 }
 
-/// Receives a file's records from [`decode`].
+/// Receives a file's records from [`decode`](super::run::decode).
 ///
 /// Threads are numbered from 0 in the order their streams appear (a stream slot's successive
 /// owners are different threads). Records of one thread come in the thread's order; those of

@@ -5,8 +5,11 @@
 //! was recorded through panics, signals and `exit`. Reading the file is another crate's work,
 //! `waffle-decode`; the two share only the format, `waffle::wire`.
 //!
-//! ```no_run
+//! ```
 //! fn main() -> Result<(), waffle_std::Error> {
+//! #   let dir = std::env::temp_dir().join(format!("waffle-std-doc-{}", std::process::id()));
+//! #   std::fs::create_dir_all(&dir).unwrap();
+//! #   std::env::set_current_dir(&dir).unwrap();
 //!     let _session = waffle_std::start("trace.bin")?; // flushes and closes on drop
 //!     std::thread::scope(|s| {
 //!         for t in 0..4u64 {

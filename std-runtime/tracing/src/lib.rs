@@ -3,10 +3,13 @@
 //! Records code instrumented with [`tracing`](https://docs.rs/tracing) through waffle, without
 //! touching its instrumentation: one line of setup adds a layer to the subscriber.
 //!
-//! ```no_run
+//! ```
 //! use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt};
 //!
 //! fn main() -> Result<(), waffle_std::Error> {
+//! #   let dir = std::env::temp_dir().join(format!("waffle-tracing-doc-{}", std::process::id()));
+//! #   std::fs::create_dir_all(&dir).unwrap();
+//! #   std::env::set_current_dir(&dir).unwrap();
 //!     tracing_subscriber::registry().with(waffle_tracing::layer()).init();
 //!     let _session = waffle_std::start("trace.bin")?; // or run with WAFFLE_OUTPUT=trace.bin
 //!     let _step = tracing::info_span!("step", n = 3u64).entered();

@@ -83,13 +83,13 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 /// Writes the spans of `source` (files scanned with [`LOGS`]) to `out` as Chrome trace-event
 /// JSON.
 pub(crate) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer::new(out);
+    let mut w = ChromeWriter::new(out);
     crate::spans::write_spans(source, &mut w)?;
     w.finish()
 }
 
 /// The document, written as spans come.
-struct Writer<'a> {
+struct ChromeWriter<'a> {
     out: &'a mut dyn Write,
     /// The text not yet handed to `out`.
     text: JsonBuf,
@@ -112,9 +112,9 @@ struct Writer<'a> {
     flow_ids: u64,
 }
 
-impl<'a> Writer<'a> {
+impl<'a> ChromeWriter<'a> {
     fn new(out: &'a mut dyn Write) -> Self {
-        Writer {
+        ChromeWriter {
             out,
             text: JsonBuf::default(),
             args: Args::default(),
@@ -222,7 +222,7 @@ impl<'a> Writer<'a> {
     }
 }
 
-impl SpanWriter for Writer<'_> {
+impl SpanWriter for ChromeWriter<'_> {
     const LOGS: usize = LOGS;
 
     fn begin_process(&mut self, ctx: &TraceInfo, _process: usize) -> io::Result<()> {

@@ -60,7 +60,7 @@ pub fn write(trace: &Trace, out: &mut dyn Write) -> io::Result<()> {
 
 /// Writes the spans of `source` to `out` as Jaeger JSON.
 pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer {
+    let mut w = JaegerWriter {
         out,
         text: JsonBuf::default(),
         first: true,
@@ -72,7 +72,7 @@ pub(super) fn write_from(source: Source<'_>, out: &mut dyn Write) -> io::Result<
     w.close()
 }
 
-struct Writer<'a> {
+struct JaegerWriter<'a> {
     out: &'a mut dyn Write,
     /// The text not yet handed to `out`.
     text: JsonBuf,
@@ -95,7 +95,7 @@ struct Scratch {
     logs: Vec<usize>,
 }
 
-impl Writer<'_> {
+impl JaegerWriter<'_> {
     fn close(mut self) -> io::Result<()> {
         if self.first {
             // No span: the trace is still written, so that the file says what it read.
@@ -116,7 +116,7 @@ impl Writer<'_> {
     }
 }
 
-impl SpanWriter for Writer<'_> {
+impl SpanWriter for JaegerWriter<'_> {
     fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         if self.first {
             self.open(ctx.trace_id);

@@ -57,7 +57,7 @@
 //!
 //! One writer serves files and models, in the two passes every streaming format makes
 //! (`passes`): the first ([`Scan`], see `plan`) learns what refers to what, the second
-//! ([`Writer`](writer::Writer)) writes packets as records arrive. From files
+//! ([`PacketWriter`](writer::PacketWriter)) writes packets as records arrive. From files
 //! ([`Files`](super::Files)) both passes stream (`decode::stream`): memory grows with open
 //! spans and cross-references, never with records. A model ([`write()`]) is played back as
 //! records (`replay`).
@@ -87,7 +87,7 @@ mod writer;
 pub(crate) use plan::Plan;
 use proto::TracePacket;
 pub(crate) use scan::Scan;
-use writer::Writer;
+use writer::PacketWriter;
 
 /// The sequence-scoped clock a sequence's timestamps are on (64 to 127 are the sequence's own).
 const SEQUENCE_CLOCK: u32 = 64;
@@ -129,13 +129,13 @@ pub(super) fn write_from(source: Source<'_, Plan>, out: &mut dyn Write, threads:
             let large = std::mem::take(&mut plan.large);
             let plan = Arc::new(plan);
             files.write_apart(parts, threads, out, progress, |i, part, records, out| {
-                let mut writer = Writer::from(out, plan.clone(), vec![part], large.clone(), i);
+                let mut writer = PacketWriter::from(out, plan.clone(), vec![part], large.clone(), i);
                 writer.read(records).map_err(io::Error::other)?;
                 writer.written()?;
                 writer.finish()
             })
         }
-        source => source.run(Scan::new, |plan| Writer::new(out, plan)),
+        source => source.run(Scan::new, |plan| PacketWriter::new(out, plan)),
     }
 }
 

@@ -64,7 +64,7 @@ mod writer;
 use proto::{StatValue, XEvent, XStat};
 use space::{Line, Placed, Space};
 use ties::{EventAt, Ties};
-use writer::Writer;
+use writer::SpaceWriter;
 
 /// How many events a span shows as logs: none, every event is an event of its own.
 pub(crate) const LOGS: usize = 0;
@@ -111,7 +111,7 @@ pub fn write(trace: &Trace, options: &Options, out: &mut dyn Write) -> io::Resul
 
 /// Writes the spans of `source` (files scanned with [`LOGS`]) to `out` as one XSpace.
 pub(crate) fn write_from(source: Source<'_>, options: &Options, out: &mut dyn Write) -> io::Result<()> {
-    let mut w = Writer::new(options, false);
+    let mut w = SpaceWriter::new(options, false);
     crate::spans::write_spans(source, &mut w)?;
     w.finish()?;
     let mut space = w.spaces.pop().unwrap_or_default();
@@ -127,7 +127,7 @@ pub(crate) fn write_dir_from(
     dir: &Path,
     run: Option<&str>,
 ) -> io::Result<Vec<PathBuf>> {
-    let mut w = Writer::new(options, true);
+    let mut w = SpaceWriter::new(options, true);
     crate::spans::write_spans(source, &mut w)?;
     w.finish()?;
     let run = run.map_or_else(|| run_name(w.origin), str::to_owned);

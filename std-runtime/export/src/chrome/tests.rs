@@ -249,7 +249,7 @@ fn nothing_is_held_per_record() {
             })
             .collect();
         let mut out = Vec::new();
-        let mut w = Writer::new(&mut out);
+        let mut w = ChromeWriter::new(&mut out);
         crate::spans::write_trace(&trace(threads), &mut w).unwrap();
         let held = (w.rows.open_parents() + w.enclosed.len(), w.flows.held());
         w.finish().unwrap();

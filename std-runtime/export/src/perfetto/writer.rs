@@ -60,7 +60,7 @@ use steps::Steps;
 const BLOCK: usize = 1 << 20;
 
 /// The [`Sink`] that writes the `.pftrace`.
-pub(super) struct Writer<'o> {
+pub(super) struct PacketWriter<'o> {
     out: &'o mut dyn Write,
     error: Option<io::Error>,
     plan: Arc<Plan>,
@@ -91,12 +91,12 @@ pub(super) struct Writer<'o> {
     steps: Steps,
 }
 
-impl<'o> Writer<'o> {
+impl<'o> PacketWriter<'o> {
     /// A writer of every process of `plan`, from the first.
     pub(super) fn new(out: &'o mut dyn Write, mut plan: Plan) -> Self {
         let parts = std::mem::take(&mut plan.parts);
         let large = std::mem::take(&mut plan.large);
-        Writer::from(out, Arc::new(plan), parts, large, 0)
+        PacketWriter::from(out, Arc::new(plan), parts, large, 0)
     }
 
     /// A writer of the processes from `first` on, whose parts of the plan are `parts`.
@@ -107,7 +107,7 @@ impl<'o> Writer<'o> {
         large: IdMap<GroupKey, Group>,
         first: usize,
     ) -> Self {
-        Writer {
+        PacketWriter {
             out,
             error: None,
             met: vec![Met::default(); plan.targets.len()],
@@ -279,7 +279,7 @@ fn seek<T>(items: &[T], from: usize, before: impl Fn(&T) -> bool) -> usize {
 }
 
 /// The second pass: one writer over every file, so sequence ids and track uuids run on.
-impl Pass for Writer<'_> {
+impl Pass for PacketWriter<'_> {
     fn read(&mut self, records: &mut Records<'_>) -> Result<Vec<Warning>, Error> {
         self.next_calibration = records.calibration();
         records.decode(self)

@@ -4,7 +4,7 @@
 use super::*;
 
 /// The writer: each process's threads on its space's plane.
-pub(super) struct Writer<'o> {
+pub(super) struct SpaceWriter<'o> {
     options: &'o Options,
     /// One space per host, or one for everything.
     by_host: bool,
@@ -29,9 +29,9 @@ pub(super) struct At {
     steps: i64,
 }
 
-impl<'o> Writer<'o> {
+impl<'o> SpaceWriter<'o> {
     pub(super) fn new(options: &'o Options, by_host: bool) -> Self {
-        Writer {
+        SpaceWriter {
             options,
             by_host,
             spaces: Vec::new(),
@@ -119,7 +119,7 @@ impl<'o> Writer<'o> {
     }
 }
 
-impl SpanWriter for Writer<'_> {
+impl SpanWriter for SpaceWriter<'_> {
     const LOGS: usize = LOGS;
 
     fn begin_process(&mut self, ctx: &TraceInfo, _process: usize) -> io::Result<()> {

@@ -3,7 +3,7 @@
 //! effects of directed ones, matching by order) and the
 //! annotations that spell them out. Rare, so out of the writer's line.
 
-use super::Writer;
+use super::PacketWriter;
 use crate::{
     decode::{stream::Item, FieldValue},
     perfetto::{order::OrderSite, plan::Met, put::Tag, sequence::Special},
@@ -19,7 +19,7 @@ pub(super) struct Causal {
     text: Vec<u8>,
 }
 
-impl Writer<'_> {
+impl PacketWriter<'_> {
     /// Ends the packet of `r` begun by the caller: its causal annotations, then the rest of
     /// its event with its flows (gathered in `self.causal`).
     #[cold]
@@ -37,7 +37,7 @@ impl Writer<'_> {
         matched: Option<OrderSite>,
     ) {
         let detached = track.is_some();
-        let Writer { plan, seqs, ev, causal, met, touched, found, keys, large, .. } = self;
+        let PacketWriter { plan, seqs, ev, causal, met, touched, found, keys, large, .. } = self;
         let seq = &mut seqs[t];
         let (out, into) = (&mut causal.out, &mut causal.into);
         out.clear();

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Sink for Writer<'_> {
+impl Sink for PacketWriter<'_> {
     /// The span's own track if detached, `STEP` and its track for a step, else 0 (the thread's).
     type Span = u64;
 

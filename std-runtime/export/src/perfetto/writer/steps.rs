@@ -7,7 +7,7 @@
 //! the causal rules, and its end comes in stream order); only its two packets name the steps
 //! track. The writer's span value says so: [`STEP`] and the track's uuid.
 
-use super::Writer;
+use super::PacketWriter;
 use crate::{
     decode::stream::{Item, Sink},
     perfetto::proto,
@@ -51,7 +51,7 @@ impl Steps {
     }
 }
 
-impl Writer<'_> {
+impl PacketWriter<'_> {
     /// Writes the begin of step span `r` of sequence `t` on the thread's steps track (described
     /// on first use); returns the span value its end is written with.
     #[cold]

@@ -158,7 +158,7 @@ def inline_modules(text, mod):
         inner = text[m.end(): i]
         out += inline_modules(inner, mod + (m.group(1),))
         text = text[: m.start()] + text[i + 1:]
-    return [(text, mod)] + out[:0] + out
+    return [(text, mod)] + out
 
 
 def references(text, mod, mods=()):
@@ -177,29 +177,6 @@ def part_references(text, mod, mods):
         a = absolute(p, mod, mods)
         if a is not None:
             resolved.append((a, p))
-    return resolved
-
-
-def unused_old(out, mod):
-    resolved = []
-    for p in out:
-        segs = [s.strip() for s in p.split("::") if s.strip()]
-        if not segs:
-            continue
-        if segs[0] == "crate":
-            base, rest = (), segs[1:]
-        elif segs[0] in ("super", "self"):
-            base = mod
-            i = 0
-            while i < len(segs) and segs[i] in ("super", "self"):
-                if segs[i] == "super":
-                    base = base[:-1]
-                i += 1
-            rest = segs[i:]
-        else:
-            continue
-        rest = [s for s in rest if s != "*"]
-        resolved.append((base + tuple(rest), p))
     return resolved
 
 

@@ -3,27 +3,12 @@
 
 use super::tests::{self, span};
 use super::*;
-use crate::model::{Callsite, Event, Process, Span, Thread, Value};
+use crate::model::{Event, Process, Span, Thread, Value};
 use prost::Message;
 use proto::{AnnotationValue, TrackDescriptor, TrackEvent};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use waffle_read::fixtures::{self, callsite, thread};
 use waffle_wire::Kind;
-
-/// A callsite whose records are correlated under `key`.
-fn correlated(name: &str, kind: Kind, key: &str) -> Arc<Callsite> {
-    let (module, file, correlate) = ("m".into(), "m.rs".into(), key.to_owned().into());
-    Arc::new(Callsite {
-        name: name.to_owned().into(),
-        module,
-        file,
-        line: 1,
-        kind,
-        fields: vec![],
-        correlate,
-    })
-}
 
 fn process(name: &str, threads: Vec<Thread>) -> Process {
     fixtures::process(7, name, threads)
@@ -38,7 +23,7 @@ fn process(name: &str, threads: Vec<Thread>) -> Process {
 ///   [450, 460], made inside `task`'s context while `later` is open;
 /// - process b, worker: `handle` [320, 330], made in `effect`'s context, and `inner` in it.
 fn causal() -> Trace {
-    let step = correlated("step", Kind::Span, "step");
+    let step = fixtures::keyed("step", Kind::Span, "step");
     let plain = |name| callsite(name, Kind::Span, &[]);
     let event = |id, parent, links: Vec<u64>, name, ts_ns| Event {
         id,
@@ -53,11 +38,11 @@ fn causal() -> Trace {
     first.correlation = Some(1);
     let a = process("a", vec![thread(1, vec![first], vec![event(2, Some(1), vec![], "cause", 150)])]);
 
-    let mut effect = span(101, None, &correlated("effect", Kind::Span, "step"), vec![], [300, 400]);
+    let mut effect = span(101, None, &fixtures::keyed("effect", Kind::Span, "step"), vec![], [300, 400]);
     (effect.links, effect.correlation) = (vec![2, 999, 2], Some(1));
     let mut task = span(102, Some(101), &plain("task"), vec![], [300, 500]);
     task.detached = true;
-    let mut later = span(104, None, &correlated("later", Kind::Span, "step"), vec![], [420, 480]);
+    let mut later = span(104, None, &fixtures::keyed("later", Kind::Span, "step"), vec![], [420, 480]);
     later.correlation = Some(1);
     let poll = span(105, Some(102), &plain("poll"), vec![], [450, 460]);
     let main = thread(1, vec![effect, task, later, poll], vec![event(103, Some(101), vec![1], "ack", 350)]);
@@ -196,7 +181,7 @@ fn spans_matched_by_order_are_joined_across_ranks() {
     assert!(matched_chains(&Trace { processes: vec![process("a", threads)] }).is_empty());
 
     // A correlation key wins: those spans are joined by their key only.
-    let keyed = correlated("op", Kind::Span, "op");
+    let keyed = fixtures::keyed("op", Kind::Span, "op");
     let mut a = span(1, None, &keyed, vec![], [100, 140]);
     let mut b = span(11, None, &keyed, vec![], [110, 150]);
     (a.correlation, b.correlation) = (Some(1), Some(1));

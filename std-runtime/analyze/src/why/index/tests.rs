@@ -88,6 +88,14 @@ fn record(path: &Path, rank: u64, steps: u64) {
             let _f = waffle::span!("flaky");
         }
         waffle::event!("tick", i, x = 0.5);
+        // A chunk ends here every few steps, in a DATA frame of its own (the collector drains
+        // every millisecond): its last item is then held for late links across a frame
+        // boundary, which the checkpoint tests need. Left to time-bounded flushes and drains,
+        // how many chunks end there depends on the machine's load.
+        if i % 4 == 1 {
+            waffle::flush();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
     // Ranks as threads: matched by their `rank` field within the file and across files.
     std::thread::scope(|s| {

@@ -53,7 +53,7 @@ pub(crate) mod notation;
 mod state;
 
 pub(crate) use super::process::ProcessInfo;
-use assemble::Assembler;
+pub(crate) use assemble::Assembler;
 pub(crate) use state::State;
 
 /// What the first pass learnt about the whole trace, for writers to look up.
@@ -148,8 +148,8 @@ pub(crate) struct Log {
 }
 
 impl Log {
-    /// An event shown on a span of its own thread, as a one-pass writer (`follow`) makes it:
-    /// nothing is known of what names it.
+    /// An event shown on a span of its own thread, nothing known yet of what names it (the
+    /// assembler's pool fills in the rest).
     pub(crate) fn on_own_thread(
         id: u64,
         thread: usize,
@@ -276,10 +276,18 @@ pub(crate) trait SpanWriter {
     /// Whether the writer reads field values (the first pass does not).
     const FIELDS: bool = true;
 
-    /// A process begins; `ctx` knows all of them already.
+    /// Whether the writer takes the spans of one pass over a file that may still be written
+    /// ([`OnePass`]), not of the two passes over finished files.
+    const ONE_PASS: bool = false;
+
+    /// A process begins; `ctx` knows all of them already (in one pass: all so far).
     fn begin_process(&mut self, _ctx: &TraceInfo, _process: usize) -> io::Result<()> {
         Ok(())
     }
+
+    /// (In one pass only.) Thread `thread` of `process` appears, or its OS id and name are
+    /// read: they are in `ctx` now.
+    fn thread(&mut self, _ctx: &TraceInfo, _process: usize, _thread: usize, _named: bool) {}
 
     /// A finished span (or an event shown as one).
     fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()>;
@@ -303,14 +311,46 @@ impl SpanWriter for NoWrite {
 impl<W: SpanWriter> SpanWriter for &mut W {
     const LOGS: usize = W::LOGS;
     const FIELDS: bool = W::FIELDS;
+    const ONE_PASS: bool = W::ONE_PASS;
     fn begin_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         (**self).begin_process(ctx, process)
+    }
+    fn thread(&mut self, ctx: &TraceInfo, process: usize, thread: usize, named: bool) {
+        (**self).thread(ctx, process, thread, named);
     }
     fn span(&mut self, ctx: &TraceInfo, span: &OutSpan<'_>) -> io::Result<()> {
         (**self).span(ctx, span)
     }
     fn end_process(&mut self, ctx: &TraceInfo, process: usize) -> io::Result<()> {
         (**self).end_process(ctx, process)
+    }
+}
+
+/// The assembly of one file in one pass, each span handed to the writer as soon as it ends:
+/// what `follow` sends while the file is still written. Nothing is known ahead, so nothing is
+/// resolved ahead: the rules above hold but for these.
+/// - A parent or cause not open in the file when it is named is written as the id recorded,
+///   and taken as resolved (it is sent under that id, before or after). A cause that is an
+///   event shown on a span links to the event's own id, not to the span showing it.
+/// - Ids are the recorded ones, repeats included (a stand-in still gets a fresh id).
+/// - Correlation groups are not turned into links; items still carry their value.
+/// - Times use the header's clock calibration until a CLOCK frame refines it.
+pub(crate) struct OnePass(State);
+
+impl OnePass {
+    pub(crate) fn new() -> OnePass {
+        OnePass(State::one_pass(LOGS))
+    }
+
+    /// The record sink of the pass, handing spans to `writer`.
+    pub(crate) fn assembler<W: SpanWriter>(&mut self, writer: W) -> Assembler<'_, W> {
+        assert!(W::ONE_PASS && W::LOGS == self.0.logs, "a two-pass writer, or another LOGS");
+        Assembler::new(&mut self.0, writer)
+    }
+
+    /// The file's process as read so far, once its header is.
+    pub(crate) fn process(&self) -> Option<&ProcessInfo> {
+        self.0.ctx.processes.first()
     }
 }
 

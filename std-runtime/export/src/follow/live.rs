@@ -21,7 +21,7 @@ use std::{
 use waffle_wire::{envelope::FrameHead, frame, FRAME_HEAD_LEN};
 
 use super::{queue, sink, FileSummary, Options, Summary};
-use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Endpoint};
+use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Endpoint, spans::OnePass};
 
 /// Bytes the hand-off holds before it drops records.
 const HANDOFF_BYTES: usize = 64 << 20;
@@ -147,15 +147,17 @@ fn run(handoff: Arc<Handoff>, target: Endpoint, options: &Options, report: &Live
     let path = Path::new("(live)");
     let (mut summary, file) = thread::scope(|s| {
         let sender = s.spawn(|| queue::send(&queue, poster, options, &say));
-        let mut sink = sink::Follower::new(Some(queue.clone()), protocol, None);
+        let mut pass = OnePass::new();
+        let mut writer = sink::LiveWriter::new(Some(queue.clone()), protocol, None);
         let input = HandoffReader { handoff: handoff.clone(), chunk: Vec::new(), pos: 0 };
-        let result = FrameReader::new(input, path).and_then(|r| run::decode(r, path, &mut sink));
+        let result = FrameReader::new(input, path)
+            .and_then(|r| run::decode(r, path, &mut pass.assembler(&mut writer)));
         let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
         match result {
             Ok(warnings) => file.warnings = warnings,
             Err(e) => file.error = Some(e.to_string()),
         }
-        super::record(&mut file, &sink);
+        super::record(&mut file, &pass, &writer);
         queue.close();
         (sender.join().expect("the sender thread panicked"), file)
     });

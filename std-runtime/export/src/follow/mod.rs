@@ -12,12 +12,13 @@
 //! read; when all are, the rest is sent (within [`Options::stop_wait`] if the backend is down)
 //! and the [`Summary`] says what was sent, dropped and how late.
 //!
-//! What differs from exporting the finished files (`waffle-decode FILES --send otlp=URL`):
-//! - one pass, so nothing is resolved ahead: a span's parent and causes are sent as the ids
+//! Spans are assembled as the file export assembles them (`spans`: which events are logs of
+//! which span, stand-ins, fresh ids), in one pass ([`OnePass`](crate::spans::OnePass)). What
+//! differs from exporting the finished files (`waffle-decode FILES --send otlp=URL`):
+//! - nothing is resolved ahead: a parent or cause not open when it is named is sent as the id
 //!   recorded. A cause that is an event links to the event's own id (the file export links to
 //!   the span showing it), correlation groups are not turned into links (each span still
-//!   carries `waffle.correlate`), a parent on another thread does not make an event a log of
-//!   it, and matching by order does not apply;
+//!   carries `waffle.correlate`), and matching by order does not apply;
 //! - ids are the recorded ones: a file given twice repeats them (the file export gives repeats
 //!   fresh ids); a span whose begin was lost gets a fresh id, as in the file export;
 //! - times use the header's clock calibration until a CLOCK frame refines it (the file export
@@ -48,6 +49,7 @@ use crate::{
     decode::run,
     reader::{FrameReader, Warning},
     send::{poster::Poster, Endpoint, Policy, Protocol},
+    spans::OnePass,
 };
 
 mod chrome_out;
@@ -298,25 +300,25 @@ fn follow_one(
     options: &Options,
 ) -> FileSummary {
     let mut file = FileSummary { source: path.to_owned(), ..FileSummary::default() };
-    let mut sink = sink::Follower::new(queue, protocol, out);
+    let mut pass = OnePass::new();
+    let mut writer = sink::LiveWriter::new(queue, protocol, out);
     let result = growing::GrowingFile::open(path, options.wait, options.idle)
         .and_then(|input| FrameReader::new(input, path))
-        .and_then(|reader| run::decode(reader, path, &mut sink));
+        .and_then(|reader| run::decode(reader, path, &mut pass.assembler(&mut writer)));
     match result {
         Ok(warnings) => file.warnings = warnings,
         Err(e) => file.error = Some(e.to_string()),
     }
-    record(&mut file, &sink);
+    record(&mut file, &pass, &writer);
     file
 }
 
 /// What the pass over a file learnt.
-fn record(file: &mut FileSummary, sink: &sink::Follower) {
-    (file.spans, file.events) = (sink.spans, sink.events);
-    if let Some(end) = &sink.end {
-        file.complete = end.complete;
+fn record(file: &mut FileSummary, pass: &OnePass, writer: &sink::LiveWriter) {
+    if let Some(p) = pass.process() {
+        (file.spans, file.events, file.dropped_records) = (p.spans, p.events, p.dropped);
+        file.complete = writer.ended && p.complete;
     }
-    file.dropped_records = sink.dropped_records();
 }
 
 #[cfg(test)]

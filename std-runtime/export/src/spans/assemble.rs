@@ -80,7 +80,7 @@ struct ThreadState {
 }
 
 /// One pass over one file.
-pub(super) struct Assembler<'s, W> {
+pub(crate) struct Assembler<'s, W> {
     st: &'s mut State,
     writer: W,
     error: Option<io::Error>,
@@ -116,8 +116,13 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
     }
 
     /// The first error the writer returned.
-    pub(super) fn result(self) -> io::Result<()> {
+    pub(crate) fn result(self) -> io::Result<()> {
         self.error.map_or(Ok(()), Err)
+    }
+
+    /// Whether this pass learns the processes: the first of two passes, or the only one.
+    fn learns(&self) -> bool {
+        !self.st.sealed || W::ONE_PASS
     }
 
     fn info(&mut self) -> &mut ProcessInfo {
@@ -136,10 +141,12 @@ impl<'s, W: SpanWriter> Assembler<'s, W> {
 
     /// The id an item is written under, and whether it is a first-pass fresh count.
     fn id_of(&mut self, thread: usize, raw: u64) -> (u64, bool, bool) {
-        let owns = raw != 0 && {
-            let run = self.st.ids.place(&mut self.threads[thread].run, raw);
-            self.st.ids.owns(run, raw)
-        };
+        // One pass knows no runs: every item holds its id.
+        let owns = raw != 0
+            && (W::ONE_PASS || {
+                let run = self.st.ids.place(&mut self.threads[thread].run, raw);
+                self.st.ids.owns(run, raw)
+            });
         if owns {
             (raw, false, true)
         } else {

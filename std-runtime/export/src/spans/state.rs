@@ -6,6 +6,7 @@ use waffle_wire::Calibration;
 
 use super::{groups::Groups, ids::Ids, Place, ProcessInfo, TraceInfo};
 use crate::{
+    decode::stream::Header,
     index::{IdMap, Keys},
     passes,
 };
@@ -49,6 +50,30 @@ impl State {
             groups: Groups::default(),
             sealed: false,
             processes_seen: 0,
+        }
+    }
+
+    /// The state of [`OnePass`](super::OnePass): sealed from the start, with no plan.
+    pub(super) fn one_pass(logs: usize) -> State {
+        let mut st = State::new(logs);
+        st.ids.seal();
+        st.sealed = true;
+        st
+    }
+
+    /// (One pass.) The process whose header was just read, as it is known while its file is
+    /// still written: complete, as far as anyone knows yet, and the trace id of its own.
+    pub(super) fn live_process(&mut self, source: &str, header: &Header) {
+        let mut info = ProcessInfo::new(source, header);
+        info.complete = true;
+        self.ctx.processes.push(info);
+        self.ctx.first_ns.push(None);
+        if self.ctx.trace_id == 0 {
+            self.ctx.trace_id = if header.trace_id != 0 {
+                header.trace_id
+            } else {
+                (u128::from(header.pid) << 64 | u128::from(header.calibration.anchor_unix_ns)).max(1)
+            };
         }
     }
 

@@ -229,3 +229,86 @@ fn a_span_detached_under_its_child_is_anchored_off_the_row() {
     let anchor = child.parent_anchor.expect("the parent left the thread's row");
     assert_eq!((anchor.detached, anchor.ts_ns), (Some(0x1), T0));
 }
+
+/// [`Collect`], as a one-pass writer.
+#[derive(Default)]
+struct Live(Collect);
+
+impl SpanWriter for Live {
+    const ONE_PASS: bool = true;
+    fn span(&mut self, ctx: &TraceInfo, s: &OutSpan<'_>) -> io::Result<()> {
+        self.0.span(ctx, s)
+    }
+}
+
+/// A file where a stand-in (id 0) holds a child and an event that links ahead, to a span read
+/// after it.
+fn ahead<S: Sink<Span = usize>>(sink: &mut S) {
+    use crate::decode::{
+        stream::{FileEnd, Header},
+        Fields,
+    };
+    let ns = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 };
+    let header = Header { pid: 1, name: "p".into(), calibration: ns, ..Header::default() };
+    let fields = Fields::new();
+    let (s0, s5, s7, e6) =
+        (cs("s0", Kind::Span), cs("s5", Kind::Span), cs("s7", Kind::Span), cs("e6", Kind::Event));
+    let item = |id, callsite, ticks, links| stream::Item {
+        id,
+        parent: None,
+        held: false,
+        callsite,
+        callsite_index: 1,
+        fields: &fields,
+        ticks,
+        depth: 0,
+        links,
+        correlation: None,
+    };
+    sink.process("x.bin", &header);
+    sink.thread(0, 0);
+    let stand_in = sink.span_begin(0, &item(0, &s0, T0, &[]));
+    let child = sink.span_begin(0, &item(0x5, &s5, T0 + 10, &[]));
+    sink.span_end(0, child, T0 + 20, true);
+    sink.event(0, &item(0x6, &e6, T0 + 30, &[0x7]));
+    sink.span_end(0, stand_in, T0 + 100, true);
+    let later = sink.span_begin(0, &item(0x7, &s7, T0 + 200, &[]));
+    sink.span_end(0, later, T0 + 300, true);
+    sink.finish(&FileEnd { dropped: 0, complete: true });
+}
+
+#[test]
+fn one_pass_assembles_as_the_two_where_nothing_needs_looking_ahead() {
+    // An event of another thread within the span is a log of it; the one after is its own.
+    let mut pass = OnePass::new();
+    let mut live = Live::default();
+    interleaved(&mut pass.assembler(&mut live));
+    let got = live.0 .0;
+    assert_eq!(named(&got, "s1").logs, [0x11], "{got:#?}");
+    let late = got.iter().find(|g| g.id == 0x12).expect("the late event");
+    assert!(late.event && late.parent == Some(0x1));
+    assert_eq!(pass.process().map(|p| (p.spans, p.events, p.complete)), Some((1, 2, true)));
+
+    // Both ways, the stand-in gets the first fresh id and holds its child and its event; the
+    // event's link ahead resolves in two passes by the plan, in one by the id recorded.
+    let mut state = state::State::new(LOGS);
+    ahead(&mut Assembler::new(&mut state, NoWrite));
+    state.seal();
+    let mut two = Collect::default();
+    ahead(&mut Assembler::new(&mut state, &mut two));
+    let mut pass = OnePass::new();
+    let mut one = Live::default();
+    ahead(&mut pass.assembler(&mut one));
+    let shape = |got: &[Got]| -> Vec<(u64, String, Option<u64>, Vec<u64>, Vec<(u64, bool)>)> {
+        let links = |g: &Got| g.links.iter().map(|l| (l.span, l.resolved)).collect();
+        got.iter().map(|g| (g.id, g.name.clone(), g.parent, g.logs.clone(), links(g))).collect()
+    };
+    let fresh = 0xffff_ffff_0000_0001;
+    let want = vec![
+        (0x5, "s5".to_owned(), Some(fresh), vec![], vec![]),
+        (fresh, "s0".to_owned(), None, vec![0x6], vec![(0x7, true)]),
+        (0x7, "s7".to_owned(), None, vec![], vec![]),
+    ];
+    assert_eq!(shape(&two.0), want);
+    assert_eq!(shape(&one.0 .0), want);
+}

@@ -30,6 +30,8 @@ impl<W: SpanWriter> Assembler<'_, W> {
                 }
                 None => match self.place(id) {
                     Some(p) => (Some(p.span), None, Some(p.anchor)),
+                    // One pass sends the parent under the id recorded, before or after.
+                    None if W::ONE_PASS => (Some(id), None, None),
                     None => (None, Some(id), None),
                 },
             },
@@ -65,7 +67,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
         member: Option<&Membership>,
     ) {
         for (k, &cause) in causes.iter().enumerate() {
-            if cause == 0 || causes[..k].contains(&cause) {
+            if cause == 0 || causes[..k].contains(&cause) || (W::ONE_PASS && cause == shown_by) {
                 continue;
             }
             let target = self.st.named(cause);
@@ -83,7 +85,7 @@ impl<W: SpanWriter> Assembler<'_, W> {
                 },
                 None => Link {
                     span: cause,
-                    resolved: false,
+                    resolved: W::ONE_PASS,
                     target_event: None,
                     anchor: None,
                     from_event,

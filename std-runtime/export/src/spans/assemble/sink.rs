@@ -1,6 +1,8 @@
 //! The assembler as the decoder's record sink: each record begins, ends or annotates a span
 //! in an open slot, and a span that ends goes to the writer (`finish.rs`).
 
+use waffle_wire::Calibration;
+
 use super::{Assembler, Last, Parent, ThreadState};
 use crate::{
     decode::stream::{FileEnd, Header, Item, Sink},
@@ -11,42 +13,54 @@ use crate::{
 impl<W: SpanWriter> Sink for Assembler<'_, W> {
     type Span = usize;
     const FIELDS: bool = W::FIELDS;
+    const EAGER_TAILS: bool = W::ONE_PASS;
 
     fn process(&mut self, source: &str, header: &Header) {
         self.cal = Some(self.st.next_calibration.take().unwrap_or(header.calibration).converter());
         self.st.keys.next_process();
         self.process = self.st.processes_seen;
         self.st.processes_seen += 1;
-        if !self.st.sealed {
+        if W::ONE_PASS {
+            self.st.live_process(source, header);
+        } else if !self.st.sealed {
             self.st.ctx.processes.push(ProcessInfo::new(source, header));
             self.st.ctx.first_ns.push(None);
-        } else if let Err(e) = self.writer.begin_process(&self.st.ctx, self.process) {
-            self.error = Some(e);
+        }
+        if self.st.sealed {
+            if let Err(e) = self.writer.begin_process(&self.st.ctx, self.process) {
+                self.error = Some(e);
+            }
         }
     }
 
-    fn thread(&mut self, _thread: usize, _stream: u32) {
+    fn thread(&mut self, thread: usize, _stream: u32) {
         self.threads.push(ThreadState { stack: Vec::new(), run: Run::default(), last: Last::None });
-        if !self.st.sealed {
+        if self.learns() {
             self.info().thread();
+        }
+        if W::ONE_PASS {
+            self.writer.thread(&self.st.ctx, self.process, thread, false);
         }
     }
 
     fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
-        if !self.st.sealed {
+        if self.learns() {
             self.info().thread_named(thread, tid, name);
+        }
+        if W::ONE_PASS {
+            self.writer.thread(&self.st.ctx, self.process, thread, true);
         }
     }
 
     fn device_track(&mut self, thread: usize, _track: &Track) {
-        if !self.st.sealed {
+        if self.learns() {
             self.info().device_track(thread);
         }
     }
 
     fn span_begin(&mut self, thread: usize, r: &Item<'_>) -> usize {
         let start_ns = self.ns(r.ticks);
-        if !self.st.sealed {
+        if self.learns() {
             self.info().spans += 1;
             self.first_seen(start_ns);
         }
@@ -84,7 +98,7 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
 
     fn event(&mut self, thread: usize, r: &Item<'_>) {
         let ts_ns = self.ns(r.ticks);
-        if !self.st.sealed {
+        if self.learns() {
             self.info().events += 1;
             self.first_seen(ts_ns);
         }
@@ -214,8 +228,16 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
     }
 
     fn dropped(&mut self, thread: usize, records: u64) {
-        if !self.st.sealed {
+        if self.learns() {
             self.info().dropped(thread, records);
+        }
+    }
+
+    /// The two passes apply a file's last calibration to all of it (`Records::calibration`);
+    /// one pass applies each from where it is read.
+    fn calibration(&mut self, calibration: Calibration) {
+        if W::ONE_PASS {
+            self.cal = Some(calibration.converter());
         }
     }
 
@@ -224,9 +246,10 @@ impl<W: SpanWriter> Sink for Assembler<'_, W> {
             self.st.ids.close(&mut t.run);
         }
         self.threads.clear();
-        if !self.st.sealed {
+        if self.learns() {
             self.info().finish(end);
-        } else if self.error.is_none() {
+        }
+        if self.st.sealed && self.error.is_none() {
             if let Err(e) = self.writer.end_process(&self.st.ctx, self.process) {
                 self.error = Some(e);
             }

@@ -31,8 +31,8 @@
 //!
 //! ## Features
 //! - `std` (default): thread-local buffers and the platform clock. Without it the recording
-//!   contexts are [`local::BareContext`]s that a bare-metal runtime (`waffle-metal`) defines
-//!   per interrupt level, one main context until it does, and [`clock::set_clock`] supplies
+//!   streams are [`local::BareStream`]s that a bare-metal runtime (`waffle-metal`) defines
+//!   per interrupt level, one main stream until it does, and [`clock::set_clock`] supplies
 //!   timestamps.
 //! - `compile-out`: every span and event compiles to nothing that runs.
 //! - `frames`: the frame grammar of `trace.bin` in [`wire`] (typed HEADER, CALLSITES, STREAM,

@@ -1,6 +1,6 @@
 //! What runs on the user's thread: staging records and handing chunks to the queue.
 //!
-//! Each thread (or, without `std`, each [`BareContext`]: the main loop, an interrupt level) has
+//! Each thread (or, without `std`, each [`BareStream`]: the main loop, an interrupt level) has
 //! a [`Local`]: the slot it owns,
 //! a staging area inside that slot, and the few numbers needed to write deltas. A record is
 //! encoded straight into the staging area; when the area is full, or the oldest staged record
@@ -40,17 +40,17 @@ pub fn set_flush_ticks(ticks: u64) {
     FLUSH_TICKS.store(ticks, core::sync::atomic::Ordering::Relaxed);
 }
 
-/// Where a context without a slot publishes its fill: nobody reads it.
+/// Where a stream without a slot publishes its fill: nobody reads it.
 static NO_FILL: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
-/// An empty staging area, for contexts without a slot.
+/// An empty staging area, for streams without a slot.
 const fn no_staging() -> &'static mut [u8] {
     // SAFETY: a zero-length slice over a dangling, aligned, non-null pointer is valid and
     // aliases nothing.
     unsafe { core::slice::from_raw_parts_mut(core::ptr::NonNull::dangling().as_ptr(), 0) }
 }
 
-/// One recording context's state.
+/// One recording stream's state.
 pub struct Local {
     slot: Option<&'static StreamSlot>,
     staging: &'static mut [u8],
@@ -81,12 +81,12 @@ pub struct Local {
     epoch: u32,
     /// Set while acquiring a slot, so that a record made meanwhile is not taken re-entrantly.
     busy: bool,
-    /// Head sampling's per-context state (`local/sample.rs`).
+    /// Head sampling's per-stream state (`local/sample.rs`).
     sampling: sample::State,
 }
 
 impl Local {
-    /// A context that has recorded nothing yet.
+    /// A stream that has recorded nothing yet.
     pub const EMPTY: Local = Local {
         slot: None,
         staging: no_staging(),
@@ -108,7 +108,7 @@ impl Local {
         sampling: sample::State::EMPTY,
     };
 
-    /// Makes sure this context has a slot of the current session; `false` if it has none.
+    /// Makes sure this stream has a slot of the current session; `false` if it has none.
     #[inline(always)]
     fn ready(&mut self, state: u32) -> bool {
         if self.epoch == state && self.slot.is_some() {
@@ -132,7 +132,7 @@ impl Local {
         self.write_record(record_tag, callsite, fields)
     }
 
-    /// [`Local::record`] in a context that is ready.
+    /// [`Local::record`] in a stream that is ready.
     #[inline(always)]
     fn write_record<F: Fn(&mut Writer<'_>)>(&mut self, record_tag: u8, callsite: u32, fields: &F) -> u64 {
         // Sampling: a root while roots are decided, or inside a dropped root (cold).
@@ -176,8 +176,8 @@ impl Local {
         (id, prev)
     }
 
-    /// The innermost open span or entered context of this context (0: none); in a joined
-    /// session, of the thread's context in the copy of waffle that runs it.
+    /// The innermost open span or entered context of this stream (0: none); in a joined
+    /// session, of the thread's stream in the copy of waffle that runs it.
     #[inline(always)]
     pub fn current(&self) -> u64 {
         if self.slot.is_none() {
@@ -194,7 +194,7 @@ impl Local {
         self.end_with(state, prev, false);
     }
 
-    /// [`Local::end`] at the timestamp of this context's last record, without reading the
+    /// [`Local::end`] at the timestamp of this stream's last record, without reading the
     /// clock: for a span whose last record (an event marking its outcome, say) was written
     /// just before it ends.
     #[inline(always)]
@@ -244,7 +244,7 @@ impl Local {
         self.records += 1;
         // One plain store (x86: `mov`): the record's bytes are visible to whoever acquires it.
         // Only with `std`, whose collector copies what blocked threads staged; a bare-metal
-        // context drains its own queue and would pay a barrier per record (`dmb` on Arm).
+        // stream drains its own queue and would pay a barrier per record (`dmb` on Arm).
         #[cfg(feature = "std")]
         self.fill.store(crate::queue::staged::pack(pos, self.records), core::sync::atomic::Ordering::Release);
     }
@@ -297,7 +297,7 @@ pub mod sample;
 
 mod tls;
 
-pub use tls::{set_context_selector, with_local, BareContext};
+pub use tls::{set_stream_selector, with_local, BareStream};
 #[cfg(feature = "std")]
 pub use tls::{thread_handle, with_local_at, ThreadLocal};
 

@@ -10,7 +10,7 @@
 //! Python extension module, each with its own statics). One of them runs the session; the
 //! others *join* it ([`join`]): their records are handed, through the [`Forward`] their runtime
 //! installs, to the copy that runs it, so that one file holds them all, nested in one another
-//! on each thread. Only records that find their context without a slot reach a forwarder:
+//! on each thread. Only records that find their stream without a slot reach a forwarder:
 //! the hot path of the copy that records is unchanged.
 
 use crate::{encode::Writer, ids::TraceId, queue::StreamSlot};
@@ -18,7 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 /// What a runtime provides to the producer side.
 pub struct Hooks {
-    /// Gives the calling thread (or context) a slot it owns exclusively, already claimed with
+    /// Gives the calling thread (or stream) a slot it owns exclusively, already claimed with
     /// [`StreamSlot::try_claim`] and empty of earlier owners' chunks, or `None` to record
     /// nothing for now.
     pub acquire: fn() -> Option<&'static StreamSlot>,
@@ -41,7 +41,7 @@ pub type ForwardRecord = fn(record_tag: u8, callsite: u32, fields: &dyn Fn(&mut 
 
 /// Where the records of a copy of waffle go while it records into a session that another copy
 /// in the process runs (see the module docs). Each function acts on the calling thread's
-/// context in that other copy, as the method of [`Local`](crate::local::Local) of the same
+/// stream in that other copy, as the method of [`Local`](crate::local::Local) of the same
 /// name does here; callsite ids are this copy's (the forwarder translates them).
 pub struct Forward {
     /// A span begin ([`tag::SPAN_BEGIN`](crate::wire::tag::SPAN_BEGIN)) or an event with its

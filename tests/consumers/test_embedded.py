@@ -51,7 +51,7 @@ def test_the_exact_tree(trace):
     processes = [t for t in tracks.values() if t.descriptor.HasField("process")]
     assert [p.descriptor.process.process_name for p in processes] == ["filter-demo"]
     threads = {t.descriptor.thread.thread_name: t for t in tracks.values() if t.descriptor.HasField("thread")}
-    assert sorted(threads) == ["SysTick", "main"], "one track per context"
+    assert sorted(threads) == ["SysTick", "main"], "one track per stream"
     tick, main = threads["SysTick"], threads["main"]
 
     # SysTick: the samples, in order, with the signal's values, and nothing else.

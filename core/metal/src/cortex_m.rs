@@ -1,19 +1,19 @@
-//! The Cortex-M pieces: which context the running code is in, the cycle counter as a clock,
+//! The Cortex-M pieces: which stream the running code records into, the cycle counter as a clock,
 //! and masking interrupts. Only on bare-metal ARM targets.
 
 use crate::clock::Extend32;
 use cortex_m::peripheral::{DCB, DWT};
 
 /// The running exception's number from the IPSR register: 0 in thread mode (the main loop),
-/// 15 in SysTick, 16 + n in external interrupt n. A `Config::context_of` maps it to a context,
+/// 15 in SysTick, 16 + n in external interrupt n. A `Config::stream_of` maps it to a stream,
 /// one per priority level:
 ///
 /// ```ignore
-/// fn context_of() -> usize {
+/// fn stream_of() -> usize {
 ///     match waffle_metal::cortex_m::exception_number() {
 ///         0 => 0,  // main loop
 ///         15 => 1, // SysTick
-///         _ => 2,  // every other exception: one more context, or one past the last to record nothing
+///         _ => 2,  // every other exception: one more stream, or one past the last to record nothing
 ///     }
 /// }
 /// ```

@@ -152,8 +152,8 @@ pub(crate) fn callsites(first: usize, sites: &[Callsite], out: &mut dyn Out) {
     }
 }
 
-/// A STREAM payload: a context's stream and its owner generation, with the context's number
-/// as its thread id and its name as the thread's.
+/// A STREAM payload: a stream's number and owner generation, with the same number as its
+/// thread id and its name as the thread's.
 pub(crate) fn stream(index: u32, generation: u32, name: &str, out: &mut dyn Out) {
     out.varint(u64::from(index));
     out.varint(u64::from(generation));

@@ -1,12 +1,13 @@
-//! [`Trace`]: the memory of every recording context, the hooks that hand each context its
+//! [`Trace`]: the memory of every recording stream, the hooks that hand each stream its
 //! queue, and the drain that turns the queues into frames.
 //!
-//! A context is code that can preempt the others: the main loop, and each interrupt priority
-//! level (exceptions of one level never preempt each other). Each has a [`BareContext`] (its
-//! staging state in `waffle`) and a [`StreamSlot`] over two arrays of this struct: a bbqueue
-//! SPSC queue of `QUEUE` bytes, whose producer is that context and whose consumer is whoever
-//! calls [`Trace::drain`], and a staging area of `STAGING` bytes where records gather into a
-//! chunk. No locks: a record of an interrupt never waits for the main loop.
+//! A stream is the records of code that can preempt the others: the main loop's, and each
+//! interrupt priority level's (exceptions of one level never preempt each other). Each has a
+//! [`BareStream`] (its staging state in `waffle`) and a [`StreamSlot`] over two arrays of this
+//! struct: a bbqueue SPSC queue of `QUEUE` bytes, whose producer is the code recording that
+//! stream and whose consumer is whoever calls [`Trace::drain`], and a staging area of
+//! `STAGING` bytes where records gather into a chunk. No locks: a record of an interrupt never
+//! waits for the main loop.
 
 use crate::{
     frames::{self, HeaderFields},
@@ -19,19 +20,19 @@ use core::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering},
 };
 use waffle::{
-    local::{set_context_selector, BareContext, Local},
+    local::{set_stream_selector, BareStream, Local},
     queue::StreamSlot,
     runtime::{self, Hooks},
     wire::{frame, Calibration},
 };
 
-/// One interrupt level's state and memory: its recording context and queue.
+/// One interrupt level's state and memory: its recording stream and queue.
 ///
 /// Everything here is zero (or uninitialised) until `start`, so that a `Trace` static lands in
-/// `.bss`: a `BareContext` made in the static's initialiser has non-zero bytes, which would
+/// `.bss`: a `BareStream` made in the static's initialiser has non-zero bytes, which would
 /// put the whole static, queues included, in `.data` and so in flash as well.
 struct Level<const QUEUE: usize, const STAGING: usize> {
-    local: UnsafeCell<MaybeUninit<BareContext>>,
+    local: UnsafeCell<MaybeUninit<BareStream>>,
     slot: UnsafeCell<MaybeUninit<StreamSlot>>,
     queue: UnsafeCell<[u8; QUEUE]>,
     staging: UnsafeCell<[u8; STAGING]>,
@@ -57,7 +58,7 @@ const STARTING: u8 = 1;
 const STARTED: u8 = 2;
 const FINISHED: u8 = 3;
 
-/// The recording memory of a firmware: `N` contexts, each with a queue of `QUEUE` bytes and
+/// The recording memory of a firmware: `N` streams, each with a queue of `QUEUE` bytes and
 /// a staging area of `STAGING` bytes (one chunk at most; a few hundred bytes suit a
 /// microcontroller). Make it a `static` (it lands in `.bss`); its size is about
 /// `N * (QUEUE + STAGING + 200)` bytes.
@@ -78,23 +79,23 @@ pub struct Trace<const N: usize, const QUEUE: usize, const STAGING: usize> {
 // SAFETY: the slots are made once in `start` before `state` becomes STARTED (a release) and
 // reached only after reading STARTED (an acquire), and are `Sync` themselves; the queue and
 // staging arrays are reached only through their slot; `config` and `hooks` are written once,
-// before STARTED, and only read after; the `BareContext`s guard their own state.
+// before STARTED, and only read after; the `BareStream`s guard their own state.
 unsafe impl<const N: usize, const QUEUE: usize, const STAGING: usize> Sync for Trace<N, QUEUE, STAGING> {}
 
 /// The trace whose hooks are installed, as `*const Trace<N, QUEUE, STAGING>` of the started
 /// one's parameters (only one trace is started per program).
 static ACTIVE: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 
-/// What code outside every configured context records into: nothing.
-static OUTSIDE: BareContext = BareContext::refusing();
+/// What code outside every configured stream records into: nothing.
+static OUTSIDE: BareStream = BareStream::refusing();
 
 /// Why [`Trace::start`] refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StartError {
     /// This trace, or another, was started already.
     AlreadyStarted,
-    /// `Config::contexts` names more contexts than the trace has memory for, or none.
-    Contexts,
+    /// `Config::streams` names more streams than the trace has memory for, or none.
+    Streams,
     /// `Config::ticks_per_second` is 0.
     Clock,
 }
@@ -112,12 +113,12 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         }
     }
 
-    /// Starts recording: installs `config.clock` as waffle's clock, the context selector and
-    /// the hooks that give each context its queue. Call it once, before the interrupts that
+    /// Starts recording: installs `config.clock` as waffle's clock, the stream selector and
+    /// the hooks that give each stream its queue. Call it once, before the interrupts that
     /// record are enabled.
     pub fn start(&'static self, config: Config) -> Result<(), StartError> {
-        if config.contexts.is_empty() || config.contexts.len() > N {
-            return Err(StartError::Contexts);
+        if config.streams.is_empty() || config.streams.len() > N {
+            return Err(StartError::Streams);
         }
         if config.ticks_per_second == 0 {
             return Err(StartError::Clock);
@@ -138,14 +139,14 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             let first_id = (config.salt & 0xf_ffff) << 44 | (i as u64 & 0xfff) << 32 | 1;
             let queue = NonNull::new(c.queue.get()).expect("a static's address is not null");
             let staging = NonNull::new(c.staging.get()).expect("a static's address is not null");
-            // SAFETY: the two arrays are this context's own, disjoint, live as long as the
+            // SAFETY: the two arrays are this stream's own, disjoint, live as long as the
             // `'static` trace, and are reached by nothing but this slot from here on.
             let slot = unsafe { StreamSlot::new(queue, staging, i as u32, first_id) };
             // SAFETY: STARTING is ours alone (the exchange above), and nothing reads the slot
-            // or the context before STARTED.
+            // or the stream before STARTED.
             unsafe {
                 (*c.slot.get()).write(slot);
-                (*c.local.get()).write(BareContext::new());
+                (*c.local.get()).write(BareStream::new());
             }
         }
         waffle::clock::set_clock(config.clock);
@@ -157,7 +158,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             (*self.config.get()).write(config);
             (*self.hooks.get()).write(Hooks { acquire: Self::acquire, release: |_| {} })
         };
-        set_context_selector(Self::select);
+        set_stream_selector(Self::select);
         self.state.store(STARTED, Ordering::Release);
         self.epoch.store(runtime::install(hooks), Ordering::Release);
         Ok(())
@@ -184,8 +185,8 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         unsafe { (*self.levels[i].slot.get()).assume_init_ref() }
     }
 
-    fn context(&self, i: usize) -> &BareContext {
-        // SAFETY: as for `config`: every context was written before STARTED.
+    fn stream(&self, i: usize) -> &BareStream {
+        // SAFETY: as for `config`: every stream was written before STARTED.
         unsafe { (*self.levels[i].local.get()).assume_init_ref() }
     }
 
@@ -198,22 +199,22 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         t.started().then_some(t)
     }
 
-    /// The selector: the context `config.context_of` names, or one that records nothing.
-    fn select() -> &'static BareContext {
+    /// The selector: the stream `config.stream_of` names, or one that records nothing.
+    fn select() -> &'static BareStream {
         match Self::active() {
-            Some(t) => match (t.config().context_of)() {
-                i if i < N => t.context(i),
+            Some(t) => match (t.config().stream_of)() {
+                i if i < N => t.stream(i),
                 _ => &OUTSIDE,
             },
             None => &OUTSIDE,
         }
     }
 
-    /// The hook: the calling context's slot, claimed (each context has one for good).
+    /// The hook: the calling stream's slot, claimed (each stream has one for good).
     fn acquire() -> Option<&'static StreamSlot> {
         let t = Self::active()?;
-        let i = (t.config().context_of)();
-        if i >= t.config().contexts.len() {
+        let i = (t.config().stream_of)();
+        if i >= t.config().streams.len() {
             return None;
         }
         let slot = t.slot(i);
@@ -223,7 +224,7 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
 
     /// Writes what the queues hold as frames to `output`: the first time, the file head,
     /// HEADER and the CALLSITES of every callsite in the firmware; then a STREAM frame for a
-    /// context that began recording, and DATA frames of its chunks. Call it from the main
+    /// stream that began recording, and DATA frames of its chunks. Call it from the main
     /// loop, as often as the output keeps up with; interrupts keep recording meanwhile. Nothing
     /// happens before [`start`](Self::start). Not re-entrant: one caller at a time.
     pub fn drain<S: Output>(&self, output: &mut S) -> Result<(), S::Error> {
@@ -255,11 +256,11 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
             frames::all_callsites(output)?;
             self.head_written.store(true, Ordering::Relaxed);
         }
-        for (i, c) in self.levels.iter().enumerate().take(config.contexts.len()) {
+        for (i, c) in self.levels.iter().enumerate().take(config.streams.len()) {
             let slot = self.slot(i);
             let generation = slot.generation();
             if generation != 0 && c.described.load(Ordering::Relaxed) != generation {
-                let name = config.contexts[i];
+                let name = config.streams[i];
                 frames::frame(output, frame::STREAM, |out| frames::stream(i as u32, generation, name, out))?;
                 c.described.store(generation, Ordering::Relaxed);
             }
@@ -276,8 +277,8 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         Ok(())
     }
 
-    /// Ends the trace: pushes what every context has staged (with interrupts masked, so that
-    /// none records meanwhile), drains, and writes END with each context's dropped records.
+    /// Ends the trace: pushes what every stream has staged (with interrupts masked, so that
+    /// none records meanwhile), drains, and writes END with each stream's dropped records.
     /// Recording stops; spans still open stay open in the file.
     pub fn finish<S: Output>(&self, output: &mut S) -> Result<(), S::Error> {
         if self.state.compare_exchange(STARTED, FINISHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
@@ -285,14 +286,14 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         }
         runtime::uninstall(self.epoch.load(Ordering::Acquire));
         masked(|| {
-            // With std (a host), the calling thread's own context; on bare metal each one.
+            // With std (a host), the calling thread's own stream; on bare metal each one.
             waffle::flush();
             for i in 0..N {
-                self.context(i).with(Local::flush);
+                self.stream(i).with(Local::flush);
             }
         });
         self.drain_made(output)?;
-        let n = self.config().contexts.len();
+        let n = self.config().streams.len();
         let mut drops = [(0u32, 0u64); N];
         for (i, d) in drops.iter_mut().enumerate().take(n) {
             *d = (i as u32, self.slot(i).dropped());
@@ -300,12 +301,12 @@ impl<const N: usize, const QUEUE: usize, const STAGING: usize> Trace<N, QUEUE, S
         frames::frame(output, frame::END, |out| frames::end(&drops[..n], out))
     }
 
-    /// Records each context dropped so far because its queue was full, by context.
-    pub fn dropped(&self, context: usize) -> u64 {
-        if !self.made() || context >= self.config().contexts.len() {
+    /// Records each stream dropped so far because its queue was full, by stream.
+    pub fn dropped(&self, stream: usize) -> u64 {
+        if !self.made() || stream >= self.config().streams.len() {
             return 0;
         }
-        self.slot(context).dropped()
+        self.slot(stream).dropped()
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use waffle_metal::{Config, Trace};
 use waffle_read::decode::decode_reader;
 
-/// One context with a queue of 512 bytes and chunks of at most 64.
+/// One stream with a queue of 512 bytes and chunks of at most 64.
 static TRACE: Trace<1, 512, 64> = Trace::new();
 
 struct Bytes(Vec<u8>);

@@ -1,4 +1,4 @@
-//! The whole transport on the host, where each thread stands for a context: a "main loop"
+//! The whole transport on the host, where each thread records a stream: a "main loop"
 //! thread and an "interrupt" thread record into their own queues, the trace is drained midway
 //! and finished into bytes, and `waffle-decode` reads those bytes to the exact tree (the
 //! firmware under QEMU is checked by `scripts/embedded-demo.sh`).
@@ -9,16 +9,16 @@ use waffle_metal::{Config, StartError, Trace};
 use waffle_read::decode::decode_reader;
 use waffle_read::model::{Thread, Value};
 
-/// Three contexts of memory, two configured: the third shows that a context past the
+/// Three streams of memory, two configured: the third shows that a stream past the
 /// configured ones records nothing.
 static TRACE: Trace<3, 4096, 256> = Trace::new();
 
 thread_local! {
-    static CONTEXT: Cell<usize> = const { Cell::new(0) };
+    static STREAM: Cell<usize> = const { Cell::new(0) };
 }
 
-fn context_of() -> usize {
-    CONTEXT.with(Cell::get)
+fn stream_of() -> usize {
+    STREAM.with(Cell::get)
 }
 
 /// A output into memory.
@@ -38,37 +38,37 @@ fn no_clock() -> u64 {
 }
 
 fn config() -> Config {
-    let mut c = Config::new("host-firmware", &["main", "tick"], context_of, no_clock, 1_000_000_000);
+    let mut c = Config::new("host-firmware", &["main", "tick"], stream_of, no_clock, 1_000_000_000);
     c.host = "mps2-an386";
     c.salt = 0x5;
     c
 }
 
 #[test]
-fn contexts_record_into_their_own_queues_and_decode_to_the_exact_tree() {
+fn streams_record_into_their_own_queues_and_decode_to_the_exact_tree() {
     let mut output = Bytes(Vec::new());
     TRACE.drain(&mut output).unwrap();
     assert!(output.0.is_empty(), "nothing is written before start");
     TRACE.start(config()).unwrap();
     assert_eq!(TRACE.start(config()), Err(StartError::AlreadyStarted));
     static OTHER: Trace<1, 512, 64> = Trace::new();
-    let one = Config { contexts: &["main"], ..config() };
+    let one = Config { streams: &["main"], ..config() };
     assert_eq!(OTHER.start(one), Err(StartError::AlreadyStarted), "one trace per program");
 
     let (tx, rx) = mpsc::channel::<(EventId, u32)>();
     let tick = std::thread::spawn(move || {
-        CONTEXT.with(|c| c.set(1));
+        STREAM.with(|c| c.set(1));
         for i in 0..4u32 {
             let id = waffle::event!("sample", value = i * 10);
             tx.send((id, i)).unwrap();
         }
     });
     let outside = std::thread::spawn(|| {
-        CONTEXT.with(|c| c.set(2));
+        STREAM.with(|c| c.set(2));
         waffle::event!("nowhere")
     });
     tick.join().unwrap();
-    assert!(outside.join().unwrap().is_null(), "a context past the configured ones records nothing");
+    assert!(outside.join().unwrap().is_null(), "a stream past the configured ones records nothing");
 
     let mut samples = Vec::new();
     for (k, (cause, i)) in rx.iter().enumerate() {
@@ -128,14 +128,14 @@ fn contexts_record_into_their_own_queues_and_decode_to_the_exact_tree() {
 }
 
 #[test]
-fn a_config_without_contexts_or_ticks_is_refused() {
+fn a_config_without_streams_or_ticks_is_refused() {
     static T: Trace<1, 512, 64> = Trace::new();
     let mut c = config();
-    c.contexts = &[];
-    assert_eq!(T.start(c), Err(StartError::Contexts));
-    c.contexts = &["a", "b"];
-    assert_eq!(T.start(c), Err(StartError::Contexts), "two names for one context of memory");
-    c.contexts = &["a"];
+    c.streams = &[];
+    assert_eq!(T.start(c), Err(StartError::Streams));
+    c.streams = &["a", "b"];
+    assert_eq!(T.start(c), Err(StartError::Streams), "two names for one stream of memory");
+    c.streams = &["a"];
     c.ticks_per_second = 0;
     assert_eq!(T.start(c), Err(StartError::Clock));
 }

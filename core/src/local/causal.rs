@@ -1,4 +1,4 @@
-//! The causal records of a recording context: links, correlation, entered contexts and
+//! The causal records of a recording stream: links, correlation, entered contexts and
 //! detached spans. All but `ASYNC_END` carry no timestamp: they describe the record before them
 //! (links, correlation) or change what later records are nested in (enter, exit, detach).
 
@@ -80,7 +80,7 @@ impl Local {
         }
     }
 
-    /// The id of the latest span or event of this context: what [`Local::link`] and
+    /// The id of the latest span or event of this stream: what [`Local::link`] and
     /// [`Local::correlate`] attach to (0 before the first).
     #[inline]
     pub fn latest(&self) -> u64 {
@@ -147,7 +147,7 @@ impl Local {
         self.timeless(state, tag::EXIT, -1, &|_| {});
     }
 
-    /// Takes the open span `span` off this context's stack so that it can end anywhere (see
+    /// Takes the open span `span` off this stream's stack so that it can end anywhere (see
     /// [`Local::async_end`]); makes `prev` current again.
     pub fn detach(&mut self, state: u32, span: u64, prev: u64) {
         let state = if state == 0 { self.epoch } else { state };
@@ -161,7 +161,7 @@ impl Local {
         self.timeless(state, tag::DETACH, -1, &|w| w.bytes(&span.to_le_bytes()));
     }
 
-    /// Ends a detached span, from whichever context runs this.
+    /// Ends a detached span, from whichever stream runs this.
     pub fn async_end(&mut self, state: u32, span: u64) {
         if crate::ids::is_sampled_out(span) {
             return;

@@ -1,4 +1,4 @@
-//! A recording context's slot and chunks: taking a slot of the current session, starting a
+//! A recording stream's slot and chunks: taking a slot of the current session, starting a
 //! chunk and publishing its head for the collector's snapshots, pushing a chunk to the queue,
 //! and giving the slot back. Everything here runs once per chunk or per session, off the
 //! per-record path.
@@ -25,8 +25,8 @@ impl Local {
         let slot = (hooks.acquire)();
         self.busy = false;
         let Some(slot) = slot else { return false };
-        // SAFETY: `acquire` hands out slots already claimed for this context, and this
-        // context gives the reference up in `detach` before it unclaims the slot.
+        // SAFETY: `acquire` hands out slots already claimed for this stream, and this
+        // stream gives the reference up in `detach` before it unclaims the slot.
         self.staging = unsafe { slot.staging() };
         self.fill = slot.fill_word();
         self.slot = Some(slot);

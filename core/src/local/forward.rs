@@ -1,6 +1,6 @@
-//! The cold paths of a context that has no slot: while this copy of waffle records into a
+//! The cold paths of a stream that has no slot: while this copy of waffle records into a
 //! session another copy runs ([`runtime::join`]), each record is handed to that copy through the
-//! installed [`Forward`](runtime::Forward). A context only gets here after its `ready` check
+//! installed [`Forward`](runtime::Forward). A stream only gets here after its `ready` check
 //! failed, so a copy that records itself pays nothing for this.
 
 use crate::{encode::Writer, runtime};

@@ -1,10 +1,10 @@
 //! Head sampling: keeping a fraction of the roots of a run, each with everything it encloses.
 //!
-//! A *root* is a span begun, or an event recorded, while its recording context has no open
+//! A *root* is a span begun, or an event recorded, while its recording stream has no open
 //! span and no entered context. With sampling on ([`set_sample_rate`]), each root is kept or
 //! dropped when it starts, and everything recorded inside a dropped root span (child spans,
 //! events, links, correlation values, its end, what a detached span of it does on other
-//! threads) is dropped with it, by a per-context count of open dropped spans and entered
+//! threads) is dropped with it, by a per-stream count of open dropped spans and entered
 //! dropped contexts. Spans and events that are not roots are never decided: they follow their
 //! root. So a root is kept or dropped whole.
 //!
@@ -13,19 +13,20 @@
 //! 2. a root that names causes (`caused_by`, from `span!`/`event!`/`#[instrument]`): kept if
 //!    one of its causes was kept, dropped if every one was dropped;
 //! 3. otherwise a hash of the session seed, the stream's index and owner generation, and the
-//!    context's count of roots so far, compared with `rate * 2^32`: the n-th root of the same stream index in two
-//!    processes sharing a seed (the recorder derives it from the trace id) is decided alike.
+//!    stream's count of roots so far, compared with `rate * 2^32`: the n-th root of the same
+//!    stream index in two processes sharing a seed (the recorder derives it from the trace
+//!    id) is decided alike.
 //!
 //! A dropped span or event takes no id from its stream (the file's ids stay consecutive and
 //! the format is unchanged): it gets a *sampled-out* id, non-null with its lower 32 bits zero,
-//! which no recorded id has (a stream's counter starts at 1). [`is_sampled_out`](crate::ids::is_sampled_out) recognises
-//! one; a link to one is never written, so every cause a recorded span or event names is
-//! recorded too; a [`Context`](crate::Context) holding one writes `traceparent` with the
-//! sampled flag clear, and entering it drops what is recorded inside.
+//! which no recorded id has (a stream's counter starts at 1). [`crate::ids::is_sampled_out`]
+//! recognises one; a link to one is never written, so every cause a recorded span or event
+//! names is recorded too; a [`Context`](crate::Context) holding one writes `traceparent` with
+//! the sampled flag clear, and entering it drops what is recorded inside.
 //!
-//! What a program that does not sample pays: each span begin and event compares its context's
-//! depth with a per-context word (`State::watch`, 0 then), each span end tests one count. A
-//! context reads whether sampling is on once per session, at its first record.
+//! What a program that does not sample pays: each span begin and event compares its stream's
+//! depth with a per-stream word (`State::watch`, 0 then), each span end tests one count. A
+//! stream reads whether sampling is on once per session, at its first record.
 
 use super::Local;
 use crate::{
@@ -90,14 +91,14 @@ pub const fn keeps_root(seed: u32, stream: u32, owner: u32, n: u64, threshold: u
     ((mix(mix(key) ^ n) >> 32) as u32) < threshold
 }
 
-/// A recording context's sampling state (a session's start resets it).
+/// A recording stream's sampling state (a session's start resets it).
 pub(crate) struct State {
-    /// The hot path's one test: a record whose context's depth (open spans and entered
+    /// The hot path's one test: a record whose stream's depth (open spans and entered
     /// contexts) is below this is decided here. 0 while sampling is off and nothing dropped
     /// is open (never below), 1 while it is on (roots, at depth 0), `u64::MAX` inside a
     /// dropped root (everything).
     pub(super) watch: u64,
-    /// Whether sampling was on when the session's first record of this context was made.
+    /// Whether sampling was on when the session's first record of this stream was made.
     on: bool,
     /// Dropped spans open and dropped contexts entered: while non-zero, nothing is written.
     pub(super) suppressed: u64,
@@ -114,7 +115,7 @@ impl State {
     pub(crate) const EMPTY: State =
         State { watch: 0, on: false, suppressed: 0, latest_dropped: false, hint: Hint::None, roots: 0 };
 
-    /// The state a context starts a session with: sampling as it is set now.
+    /// The state a stream starts a session with: sampling as it is set now.
     pub(super) fn start() -> State {
         let on = on();
         State { watch: u64::from(on), on, ..State::EMPTY }
@@ -130,7 +131,7 @@ impl Local {
     /// Decides a record below [`State::watch`]: a root while sampling is on, or anything
     /// inside a dropped root. `None` to record it, `Some(id)` if it is dropped, with the
     /// sampled-out id to hand back (nothing is written, no id is taken; a dropped span begin
-    /// opens a dropped span). The context is ready (it has its slot for this session).
+    /// opens a dropped span). The stream is ready (it has its slot for this session).
     #[cold]
     #[inline(never)]
     pub(super) fn sample(&mut self, record_tag: u8) -> Option<u64> {
@@ -189,8 +190,8 @@ impl Local {
         false
     }
 
-    /// Called where a context is entered (the context ready): if `span` is sampled out, or
-    /// this context is inside a dropped root, opens a dropped region and returns `true`
+    /// Called where a context is entered (the stream ready): if `span` is sampled out, or
+    /// this stream is inside a dropped root, opens a dropped region and returns `true`
     /// (nothing is to be written).
     pub(super) fn enter_dropped(&mut self, span: u64) -> bool {
         if is_sampled_out(span) || self.sampling.suppressed != 0 {
@@ -201,7 +202,7 @@ impl Local {
         false
     }
 
-    /// Whether the latest span or event of this context was dropped by sampling (links and
+    /// Whether the latest span or event of this stream was dropped by sampling (links and
     /// correlation values made for it are then dropped too).
     #[inline(always)]
     pub fn latest_dropped(&self) -> bool {

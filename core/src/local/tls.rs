@@ -1,7 +1,7 @@
-//! Where a recording context's [`Local`](super::Local) lives: a thread-local per thread with
+//! Where a recording stream's [`Local`](super::Local) lives: a thread-local per thread with
 //! `std` (reached by `with_local`, or by a handle cached by C code); without it, the
-//! [`BareContext`] a runtime's selector names (the main loop, an interrupt level), or the one
-//! main context until a runtime installs a selector.
+//! [`BareStream`] a runtime's selector names (the main loop, an interrupt level), or the one
+//! main stream until a runtime installs a selector.
 //! The re-entrancy guard that keeps a record made inside another (user code run while encoding,
 //! an interrupt) from interleaving with it is here too.
 
@@ -119,26 +119,26 @@ mod imp {
     use super::bare::select;
     use crate::local::Local;
 
-    /// Runs `f` on the context the installed selector names (the one main context until a
-    /// runtime installs one); `None` if that context is busy (an interrupt that preempted a
-    /// record of its own context, or a context that never records).
+    /// Runs `f` on the stream the installed selector names (the one main stream until a
+    /// runtime installs one); `None` if that stream is busy (an interrupt that preempted a
+    /// record of its own stream, or a stream that never records).
     #[inline(always)]
     pub fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
         select().with(f)
     }
 }
 
-/// Recording contexts without threads: one [`Local`] per context a bare-metal runtime defines
+/// Recording streams without threads: one [`Local`] per stream a bare-metal runtime defines
 /// (the main loop, each interrupt priority level), and the selector that says which one the
 /// running code is in.
 ///
-/// Two records of one context never interleave as long as a context is never preempted by
-/// code that records into the same context: on a Cortex-M, one context per priority level
+/// Two records of one stream never interleave as long as a stream is never preempted by
+/// code that records into the same stream: on a Cortex-M, one stream per priority level
 /// holds this, since an exception never preempts one of its own priority. The `taken` flag
 /// still catches a mistake in the mapping: the inner record is skipped, never interleaved.
 ///
 /// The types are compiled with `std` too, so that a bare-metal runtime builds (and its tests
-/// run) on a host whose build has `std` on; there each thread keeps its own context and the
+/// run) on a host whose build has `std` on; there each thread keeps its own stream and the
 /// selector is not consulted.
 mod bare {
     use crate::local::Local;
@@ -147,29 +147,29 @@ mod bare {
         sync::atomic::{AtomicBool, AtomicUsize, Ordering},
     };
 
-    /// One recording context on bare metal: its [`Local`] and whether a record is using it.
-    pub struct BareContext {
+    /// One recording stream on bare metal: its [`Local`] and whether a record is using it.
+    pub struct BareStream {
         taken: AtomicBool,
         local: UnsafeCell<Local>,
     }
 
     // SAFETY: `local` is only reached through `with`, which holds `taken` exclusively.
-    unsafe impl Sync for BareContext {}
+    unsafe impl Sync for BareStream {}
 
-    impl BareContext {
-        /// A context that has recorded nothing yet.
-        pub const fn new() -> BareContext {
-            BareContext { taken: AtomicBool::new(false), local: UnsafeCell::new(Local::EMPTY) }
+    impl BareStream {
+        /// A stream that has recorded nothing yet.
+        pub const fn new() -> BareStream {
+            BareStream { taken: AtomicBool::new(false), local: UnsafeCell::new(Local::EMPTY) }
         }
 
-        /// A context that never records: what a selector names for code that has no context.
-        pub const fn refusing() -> BareContext {
-            BareContext { taken: AtomicBool::new(true), local: UnsafeCell::new(Local::EMPTY) }
+        /// A stream that never records: what a selector names for code that has no stream.
+        pub const fn refusing() -> BareStream {
+            BareStream { taken: AtomicBool::new(true), local: UnsafeCell::new(Local::EMPTY) }
         }
 
-        /// Runs `f` on this context's state; `None` if a record is using it already.
+        /// Runs `f` on this stream's state; `None` if a record is using it already.
         ///
-        /// A runtime calls it from another context to flush this one's staged records (with
+        /// A runtime calls it from another stream's code to flush this one's staged records (with
         /// interrupts masked, so that the owner's records are not skipped meanwhile).
         #[inline(always)]
         pub fn with<R>(&self, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
@@ -184,46 +184,46 @@ mod bare {
         }
     }
 
-    impl Default for BareContext {
-        fn default() -> BareContext {
-            BareContext::new()
+    impl Default for BareStream {
+        fn default() -> BareStream {
+            BareStream::new()
         }
     }
 
-    /// The context of code the runtime's selector has not been asked about: everything,
-    /// until [`set_context_selector`] is called.
+    /// The stream of code the runtime's selector has not been asked about: everything,
+    /// until [`set_stream_selector`] is called.
     #[cfg_attr(feature = "std", allow(dead_code))]
-    static MAIN: BareContext = BareContext::new();
+    static MAIN: BareStream = BareStream::new();
 
-    /// The selector as a `fn() -> &'static BareContext` cast to `usize` (0: none).
+    /// The selector as a `fn() -> &'static BareStream` cast to `usize` (0: none).
     static SELECTOR: AtomicUsize = AtomicUsize::new(0);
 
-    /// Installs the function that names the context the running code records into, such as
-    /// one context per Cortex-M priority level read from the IPSR register. It runs on every
+    /// Installs the function that names the stream the running code records into, such as
+    /// one stream per Cortex-M priority level read from the IPSR register. It runs on every
     /// record, so it should be a few instructions. Without `std` only; with `std` each thread
-    /// is its own context and this changes nothing.
-    pub fn set_context_selector(selector: fn() -> &'static BareContext) {
+    /// is its own stream and this changes nothing.
+    pub fn set_stream_selector(selector: fn() -> &'static BareStream) {
         SELECTOR.store(selector as usize, Ordering::Release);
     }
 
-    /// The context of the running code.
+    /// The stream of the running code.
     #[cfg_attr(feature = "std", allow(dead_code))]
     #[inline(always)]
-    pub(super) fn select() -> &'static BareContext {
+    pub(super) fn select() -> &'static BareStream {
         match SELECTOR.load(Ordering::Acquire) {
             0 => &MAIN,
             raw => {
                 // SAFETY: the only non-zero value ever stored is a
-                // `fn() -> &'static BareContext` cast to usize by `set_context_selector`,
+                // `fn() -> &'static BareStream` cast to usize by `set_stream_selector`,
                 // and function pointers and usize have the same size.
-                let selector = unsafe { core::mem::transmute::<usize, fn() -> &'static BareContext>(raw) };
+                let selector = unsafe { core::mem::transmute::<usize, fn() -> &'static BareStream>(raw) };
                 selector()
             }
         }
     }
 }
 
-pub use bare::{set_context_selector, BareContext};
+pub use bare::{set_stream_selector, BareStream};
 pub use imp::with_local;
 #[cfg(feature = "std")]
 pub use imp::{thread_handle, with_local_at, ThreadLocal};

@@ -19,7 +19,7 @@
 //!   are told (`joined`) and from then on their records go to the owner through its
 //!   [`SessionApi`](abi::SessionApi): `waffle::runtime::join` installs a forwarder in their core,
 //!   which hands each record, encoded as the file format encodes field values, to the owner's
-//!   thread context of the calling thread. Records of all copies on one thread land in one
+//!   recording stream of the calling thread. Records of all copies on one thread land in one
 //!   stream, so they nest as they ran (an MPI call inside a Python span is its child). Callsites
 //!   are registered with the owner on their first use (`joined.rs`). The owner's own hot path is
 //!   unchanged; a joined copy pays a call across images per record.

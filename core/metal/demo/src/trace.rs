@@ -1,4 +1,4 @@
-//! The firmware's trace: two contexts (the main loop and SysTick), timer 0 as the clock, and
+//! The firmware's trace: two streams (the main loop and SysTick), timer 0 as the clock, and
 //! `trace.bin` on the host through semihosting.
 
 use waffle_metal::{cortex_m::exception_number, Config, Extend32, SemihostingFile, Trace};
@@ -12,8 +12,8 @@ fn clock() -> u64 {
     CLOCK.extend(crate::board::timer_ticks)
 }
 
-/// Thread mode is the main loop (0), SysTick (exception 15) is context 1; nothing else records.
-fn context_of() -> usize {
+/// Thread mode is the main loop (0), SysTick (exception 15) is stream 1; nothing else records.
+fn stream_of() -> usize {
     match exception_number() {
         0 => 0,
         15 => 1,
@@ -24,7 +24,7 @@ fn context_of() -> usize {
 /// Starts recording and opens `trace.bin` on the host.
 pub fn start() -> SemihostingFile {
     let mut config =
-        Config::new("filter-demo", &["main", "SysTick"], context_of, clock, crate::board::CPU_HZ as u64);
+        Config::new("filter-demo", &["main", "SysTick"], stream_of, clock, crate::board::CPU_HZ as u64);
     config.host = "qemu-mps2-an386";
     TRACE.start(config).unwrap();
     SemihostingFile::create("trace.bin\0").unwrap()

@@ -170,7 +170,7 @@ pub struct StopResult {
 }
 
 /// The session of the copy that owns it, called by the others. Record functions act on the
-/// calling thread's context in the owner.
+/// calling thread's recording stream in the owner.
 #[repr(C)]
 pub struct SessionApi {
     /// Registers a callsite; its id in the owner's file, `u32::MAX` if refused.

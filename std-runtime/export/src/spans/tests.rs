@@ -299,7 +299,8 @@ fn one_pass_assembles_as_the_two_where_nothing_needs_looking_ahead() {
     let mut pass = OnePass::new();
     let mut one = Live::default();
     ahead(&mut pass.assembler(&mut one));
-    let shape = |got: &[Got]| -> Vec<(u64, String, Option<u64>, Vec<u64>, Vec<(u64, bool)>)> {
+    type Shape = (u64, String, Option<u64>, Vec<u64>, Vec<(u64, bool)>);
+    let shape = |got: &[Got]| -> Vec<Shape> {
         let links = |g: &Got| g.links.iter().map(|l| (l.span, l.resolved)).collect();
         got.iter().map(|g| (g.id, g.name.clone(), g.parent, g.logs.clone(), links(g))).collect()
     };

@@ -50,12 +50,11 @@ mod assemble;
 mod groups;
 mod ids;
 pub(crate) mod notation;
-mod one_pass;
+pub(crate) mod one_pass;
 mod state;
 
 pub(crate) use super::process::ProcessInfo;
 pub(crate) use assemble::Assembler;
-pub(crate) use one_pass::OnePass;
 pub(crate) use state::State;
 
 /// What the first pass learnt about the whole trace, for writers to look up.
@@ -279,7 +278,7 @@ pub(crate) trait SpanWriter {
     const FIELDS: bool = true;
 
     /// Whether the writer takes the spans of one pass over a file that may still be written
-    /// ([`OnePass`]), not of the two passes over finished files.
+    /// (`OnePass`), not of the two passes over finished files.
     const ONE_PASS: bool = false;
 
     /// A process begins; `ctx` knows all of them already (in one pass: all so far).

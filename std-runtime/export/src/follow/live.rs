@@ -21,7 +21,9 @@ use std::{
 use waffle_wire::{envelope::FrameHead, frame, FRAME_HEAD_LEN};
 
 use super::{queue, sink, FileSummary, Options, Summary};
-use crate::{decode::run, reader::FrameReader, send::poster::Poster, send::Endpoint, spans::OnePass};
+use crate::{
+    decode::run, reader::FrameReader, send::poster::Poster, send::Endpoint, spans::one_pass::OnePass,
+};
 
 /// Bytes the hand-off holds before it drops records.
 const HANDOFF_BYTES: usize = 64 << 20;

@@ -13,8 +13,8 @@
 //! and the [`Summary`] says what was sent, dropped and how late.
 //!
 //! Spans are assembled as the file export assembles them (`spans`: which events are logs of
-//! which span, stand-ins, fresh ids), in one pass ([`OnePass`](crate::spans::OnePass)). What
-//! differs from exporting the finished files (`waffle-decode FILES --send otlp=URL`):
+//! which span, stand-ins, fresh ids), in one pass
+//! ([`OnePass`](crate::spans::one_pass::OnePass)). What differs from exporting the finished files (`waffle-decode FILES --send otlp=URL`):
 //! - nothing is resolved ahead: a parent or cause not open when it is named is sent as the id
 //!   recorded. A cause that is an event links to the event's own id (the file export links to
 //!   the span showing it), correlation groups are not turned into links (each span still
@@ -49,7 +49,7 @@ use crate::{
     decode::run,
     reader::{FrameReader, Warning},
     send::{poster::Poster, Endpoint, Policy, Protocol},
-    spans::OnePass,
+    spans::one_pass::OnePass,
 };
 
 mod chrome_out;

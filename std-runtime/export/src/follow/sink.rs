@@ -1,7 +1,7 @@
 //! Where `follow`'s spans go: the span assembly of the file export, run as one pass
-//! ([`OnePass`](crate::spans::OnePass)), hands each span the moment its end is read to a [`LiveWriter`], which encodes
-//! it (OTLP, or Zipkin JSON) and queues it, and (with `-o`) appends it, and each event it shows,
-//! to the Chrome JSON output.
+//! ([`OnePass`](crate::spans::one_pass::OnePass)), hands each span the moment its end is read
+//! to a [`LiveWriter`], which encodes it (OTLP, or Zipkin JSON) and queues it, and (with `-o`)
+//! appends it, and each event it shows, to the Chrome JSON output.
 
 use std::sync::Arc;
 

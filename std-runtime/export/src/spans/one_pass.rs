@@ -1,5 +1,7 @@
 //! `follow`'s span assembly: the two passes' [`Assembler`], run once over a file that may
-//! still be written.
+//! still be written. `follow` runs it, so it comes with the `send` feature.
+
+#![cfg(any(feature = "send", test))]
 
 use super::{state::State, Assembler, ProcessInfo, SpanWriter, LOGS};
 

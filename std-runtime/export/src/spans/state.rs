@@ -53,6 +53,7 @@ impl State {
         }
     }
 
+    #[cfg(any(feature = "send", test))]
     /// The state of [`OnePass`](super::OnePass): sealed from the start, with no plan.
     pub(super) fn one_pass(logs: usize) -> State {
         let mut st = State::new(logs);

@@ -6,7 +6,7 @@ use waffle_read::fixtures::{self, thread};
 
 use waffle_wire::Kind;
 
-use super::*;
+use super::{one_pass::OnePass, *};
 use crate::decode::stream::{self, Sink};
 use crate::model::{Event, Process, Span, Thread, Value};
 use waffle_wire::Calibration;

@@ -27,13 +27,26 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def strip(text):
-    """The code without comments and string literals (approximately: enough for paths)."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", " ", text)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    text = re.sub(r"'(?:\\.|[^'\\])'", "' '", text)
-    return text
+    """The code without comments and string literals (approximately: enough for paths), read
+    left to right, so that `//` inside a string (a URL) is no comment and a raw string ends at
+    its own number of `#`s."""
+    token = re.compile(
+        r'(?P<raw>\br(?P<hashes>#*)"(?:.|\n)*?"(?P=hashes))'
+        r'|(?P<str>"(?:\\.|[^"\\])*")'
+        r"|(?P<block>/\*.*?\*/)"
+        r"|(?P<line>//[^\n]*)"
+        r"|(?P<chr>'(?:\\.|[^'\\])')",
+        re.S,
+    )
+
+    def replace(m):
+        if m.group("raw") or m.group("str"):
+            return '""'
+        if m.group("chr"):
+            return "' '"
+        return " "
+
+    return token.sub(replace, text)
 
 
 def expand(tree):

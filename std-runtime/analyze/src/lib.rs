@@ -34,4 +34,10 @@ use waffle_read::{correlation, decode, matching, model, reader, Error};
 
 pub mod diff;
 pub mod hang;
+pub mod profile;
+mod timeline;
+mod units;
+pub mod waits;
 pub mod why;
+
+pub use timeline::RunError;

@@ -47,7 +47,9 @@ pub struct Config {
 impl Config {
     /// Records to `path` with default settings: 4 MiB queue and 16 KiB staging per thread,
     /// a drain every millisecond, and a `rank` label taken from the MPI launcher's environment
-    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`.
+    /// (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`) or `WAFFLE_RANK`, with
+    /// a `size` label, the number of ranks, beside it when the launcher says it
+    /// (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `SLURM_NTASKS`, or `WAFFLE_SIZE`).
     ///
     /// The trace id comes from the environment, in this order: the parent context of
     /// `WAFFLE_TRACEPARENT` (see [`Config::parent`]), then `WAFFLE_TRACE_ID` (see
@@ -56,7 +58,13 @@ impl Config {
     /// without any of these, a random id.
     pub fn new(path: impl AsRef<Path>) -> Config {
         let env = |name: &str| std::env::var(name).ok();
-        let labels = launcher::rank(env).map(|r| vec![("rank".to_owned(), r)]).unwrap_or_default();
+        // A rank's file says how many ranks the launch has, so that a reader can tell one is
+        // missing.
+        let labels = match (launcher::rank(env), launcher::size(env)) {
+            (Some(rank), Some(size)) => vec![("rank".to_owned(), rank), ("size".to_owned(), size)],
+            (Some(rank), None) => vec![("rank".to_owned(), rank)],
+            (None, _) => Vec::new(),
+        };
         let parent = env("WAFFLE_TRACEPARENT").and_then(|t| waffle::Context::from_traceparent(&t).ok());
         let trace_id =
             env("WAFFLE_TRACE_ID").and_then(|t| parse_trace_id(&t)).or_else(|| launcher::job_trace_id(env));

@@ -39,6 +39,10 @@
 pub const RANK_VARIABLES: [&str; 5] =
     ["WAFFLE_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"];
 
+/// The variables that give the number of ranks of the launch (`MPI_COMM_WORLD`'s size), in
+/// the order they are tried.
+pub const SIZE_VARIABLES: [&str; 4] = ["WAFFLE_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+
 /// One row of the table in the module docs: a launcher, the variables it must set, and those
 /// that refine its id when set.
 struct Launcher {
@@ -67,7 +71,7 @@ const LAUNCHERS: [Launcher; 3] = [
 pub fn variables() -> impl Iterator<Item = &'static str> {
     let own = ["WAFFLE_OUTPUT", "WAFFLE_TRACE_ID", "WAFFLE_TRACEPARENT"];
     let launchers = LAUNCHERS.iter().flat_map(|l| l.required.iter().chain(l.optional).copied());
-    own.into_iter().chain(RANK_VARIABLES).chain(launchers)
+    own.into_iter().chain(RANK_VARIABLES).chain(SIZE_VARIABLES).chain(launchers)
 }
 
 /// The value of `name`, if set and not empty.
@@ -78,6 +82,11 @@ fn get(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 /// The rank of this process, from the first of [`RANK_VARIABLES`] that is set.
 pub fn rank(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
     RANK_VARIABLES.iter().find_map(|v| get(&lookup, v))
+}
+
+/// The number of ranks of the launch, from the first of [`SIZE_VARIABLES`] that is set.
+pub fn size(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
+    SIZE_VARIABLES.iter().find_map(|v| get(&lookup, v))
 }
 
 /// The launch this process belongs to, as text naming the launcher and its variables' values
@@ -137,6 +146,13 @@ mod tests {
             Some("2"),
             "empty is unset"
         );
+    }
+
+    #[test]
+    fn size_comes_from_the_first_variable_set() {
+        assert_eq!(size(env(&[("OMPI_COMM_WORLD_RANK", "1")])), None);
+        assert_eq!(size(env(&[("SLURM_NTASKS", "8"), ("PMI_SIZE", "4")])).as_deref(), Some("4"));
+        assert_eq!(size(env(&[("OMPI_COMM_WORLD_SIZE", "2"), ("WAFFLE_SIZE", "")])).as_deref(), Some("2"));
     }
 
     /// What Open MPI 4.1's `mpirun -np 2 env` printed for rank 1 (its launch-wide part).

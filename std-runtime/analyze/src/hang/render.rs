@@ -2,6 +2,8 @@
 
 use super::{Hang, Message, ThreadState, Wait, WaitKind};
 use crate::model::Value;
+pub(super) use crate::units::duration;
+use crate::units::plural;
 use crate::why::render::value_json;
 use serde_json::{json, Map, Value as Json};
 use std::fmt::Write;
@@ -236,18 +238,4 @@ fn value_text(v: &Value) -> String {
         Value::Str(s) => format!("{s:?}"),
         v => v.to_string(),
     }
-}
-
-/// A duration for a reader: `2.000 s`, `15.250 ms`, `3.5 µs`, `800 ns`.
-pub(super) fn duration(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.3} ms", ns as f64 / 1e6),
-        _ => format!("{:.3} s", ns as f64 / 1e9),
-    }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -10,6 +10,8 @@
 //! waffle-decode why rank0.bin rank1.bin --event "Output buffer is NaN after AllReduce" [--json]
 //! waffle-decode why rank0.bin rank1.bin --first-nan
 //! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
+//! waffle-decode waits rank0.bin rank1.bin rank2.bin [--json]     # who waited, for what delay
+//! waffle-decode profile rank0.bin rank1.bin [--json | --html profile.html]
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
 //! waffle-decode --follow rank0.bin rank1.bin -o run.json       # Chrome JSON, grows as they run
 //! waffle-decode diff base.bin new.bin [--json] [--html diff.html]
@@ -40,6 +42,8 @@ mod diff;
 mod follow;
 #[path = "waffle-decode/progress.rs"]
 mod progress;
+#[path = "waffle-decode/slow.rs"]
+mod slow;
 #[path = "waffle-decode/why.rs"]
 mod why;
 use progress::Progress;
@@ -135,6 +139,13 @@ enum Command {
     /// Compare two runs: kernels aligned by step, name and occurrence (slower, missing, fused,
     /// split), the first tensor whose values differ, the first NaN or Inf of each run.
     Diff(diff::DiffArgs),
+    /// Why a run is slow: every wait state of its MPI calls (late sender, late receiver,
+    /// collectives, barriers, late broadcast roots) and the delays they come back to, across
+    /// ranks.
+    Waits(slow::WaitsArgs),
+    /// Where a run's time went: per rank and span name, count, total and self time; MPI time
+    /// per rank; the messages between each pair of ranks.
+    Profile(slow::ProfileArgs),
 }
 
 #[derive(Args, Debug)]
@@ -155,6 +166,8 @@ fn main() -> ExitCode {
         Some(Command::Why(args)) => why::why(args),
         Some(Command::Diff(args)) => diff::diff(args),
         Some(Command::Hang(args)) => hang(args),
+        Some(Command::Waits(args)) => slow::waits(args),
+        Some(Command::Profile(args)) => slow::profile(args),
         None if cli.follow.follow => follow::run(&cli),
         None => run(&cli),
     };

@@ -1,0 +1,215 @@
+//! `waffle-decode waits` on MPI runs where the answer is known: `programs/late.c` under
+//! `mpirun -np 3` with the library preloaded, one rank late by design (a span "injected_delay"
+//! of a known length, in a known iteration, at a known point), in each scenario:
+//! - a direct delay (a late sender);
+//! - a delay that propagates through a chain of ranks;
+//! - a late root in a broadcast;
+//! - a late receiver of a synchronous send.
+//!
+//! In each, at least 90 % of the measured wait time is charged to the injected delay, the
+//! kinds are the expected ones, and every nanosecond of waiting is charged once. A clean run
+//! (the chain, no delay) waits a small fraction of what one delay costs. And the original C
+//! example, its MPI calls recorded by the preloaded library, on 2 ranks.
+//!
+//! The scenarios run one after the other (a lock): three ranks spinning in MPI besides those of
+//! another test would measure the machine's load, not the program. A waiting rank yields its
+//! core (`mpi_yield_when_idle`), as on an oversubscribed node.
+//!
+//! Needs Open MPI; skipped without it, except under `CI=true` or `WAFFLE_REQUIRE_MPI`.
+
+mod support;
+
+use serde_json::Value as Json;
+use std::{path::Path, process::Command, sync::Mutex, time::Duration};
+use support::{
+    common::{
+        compile, decode,
+        mpi::{mpi_tool, mpirun_command, run_with_limit},
+        scratch, waffle_decode, which, Link, C_FLAGS,
+    },
+    preload, preloaded_run,
+};
+
+/// The injected delay, ms: far above what scheduling adds to a run of microsecond steps.
+const DELAY_MS: u64 = 400;
+const MS: u64 = 1_000_000;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// `waffle-decode waits --json` of `files`.
+fn waits(files: &[impl AsRef<Path>]) -> Json {
+    let out = Command::new(waffle_decode())
+        .arg("waits")
+        .args(files.iter().map(AsRef::as_ref))
+        .arg("--json")
+        .output()
+        .expect("run waffle-decode");
+    assert!(out.status.success(), "waits failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("waits --json is JSON")
+}
+
+fn int(v: &Json) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Runs `late SCENARIO DELAY_MS` on 3 ranks; its files, its report, and the id of its one
+/// "injected_delay" span (0 in the clean run), which must be in iteration 2.
+fn scenario(name: &str) -> Option<(Json, u64)> {
+    let mpicc = mpi_tool("mpicc")?;
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch(&format!("mpi-late-{name}"));
+    let exe = dir.join("late");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/late.c");
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    let out = dir.join("out");
+    let mut cmd = preloaded_run(&mpirun, &exe, &out);
+    cmd.env("OMPI_MCA_mpi_yield_when_idle", "1").arg(name).arg(DELAY_MS.to_string());
+    let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+    assert!(ok && stdout.trim() == "ok", "late {name} failed:\n{stdout}\n{stderr}");
+    let files: Vec<_> = (0..3).map(|r| out.join(format!("rank{r}.bin"))).collect();
+    let trace = decode(&files);
+    let delays: Vec<_> = trace
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter().flat_map(|t| &t.spans))
+        .filter(|s| s.name() == "injected_delay")
+        .collect();
+    let id = match delays.as_slice() {
+        [] => 0,
+        [one] => {
+            let iteration = one.fields().find(|(k, _)| *k == "iteration").map(|(_, v)| v.to_string());
+            assert_eq!(iteration.as_deref(), Some("2"), "the delay is in the iteration it was put in");
+            one.id
+        }
+        more => panic!("{} injected delays", more.len()),
+    };
+    let report = waits(&files);
+    let _ = std::fs::remove_dir_all(&dir);
+    Some((report, id))
+}
+
+/// The checks every scenario shares; the share of the waiting charged to the delay on `rank`.
+fn charged_to_delay(report: &Json, rank: i64, id: u64) -> f64 {
+    let total = int(&report["total_wait_ns"]);
+    let causes = report["root_causes"].as_array().unwrap();
+    let charged: u64 = causes.iter().map(|c| int(&c["caused_wait_ns"])).sum();
+    assert_eq!(charged, total, "every nanosecond of waiting is charged once: {report:#}");
+    let top = &causes[0];
+    assert_eq!(
+        (top["rank"].as_i64(), top["span"].as_str()),
+        (Some(rank), Some("injected_delay")),
+        "{report:#}"
+    );
+    assert_eq!(top["span_id"], format!("{id:016x}"), "the delay's own span");
+    let delay = int(&top["delay_ns"]);
+    assert!(delay <= (DELAY_MS + 50) * MS && delay >= DELAY_MS * MS / 2, "delay {delay} ns: {report:#}");
+    let share = int(&top["caused_wait_ns"]) as f64 / total as f64;
+    eprintln!("rank {rank}'s delay: {:.1} % of {total} ns of waiting", share * 100.0);
+    share
+}
+
+/// The waits of `kind` on `rank`, in ns.
+fn waited(report: &Json, rank: i64, kind: &str) -> u64 {
+    let waits = report["waits"].as_array().unwrap().iter();
+    waits.filter(|w| w["rank"].as_i64() == Some(rank) && w["kind"] == kind).map(|w| int(&w["wait_ns"])).sum()
+}
+
+#[test]
+fn a_late_sender_is_charged_to_its_delay() {
+    let Some((report, id)) = scenario("direct") else { return };
+    let share = charged_to_delay(&report, 1, id);
+    assert!(share >= 0.9, "{:.1} % charged to the delay: {report:#}", share * 100.0);
+    assert!(waited(&report, 0, "late_sender") >= DELAY_MS * MS * 8 / 10, "{report:#}");
+    // Rank 2, idle, waits at the barrier for the late pair.
+    assert!(waited(&report, 2, "wait_at_barrier") >= DELAY_MS * MS * 8 / 10, "{report:#}");
+}
+
+#[test]
+fn a_delay_propagating_through_a_chain_is_charged_to_its_origin() {
+    let Some((report, id)) = scenario("chain") else { return };
+    let share = charged_to_delay(&report, 2, id);
+    assert!(share >= 0.9, "{:.1} % charged to the delay: {report:#}", share * 100.0);
+    for rank in [0, 1] {
+        assert!(waited(&report, rank, "late_sender") >= DELAY_MS * MS * 8 / 10, "rank {rank}: {report:#}");
+    }
+    let top = &report["root_causes"][0];
+    assert!(
+        int(&top["propagated_ns"]) >= DELAY_MS * MS * 8 / 10,
+        "rank 0's wait came through rank 1: {top:#}"
+    );
+}
+
+#[test]
+fn a_late_broadcast_root_is_charged_to_its_delay() {
+    let Some((report, id)) = scenario("bcast") else { return };
+    let share = charged_to_delay(&report, 0, id);
+    assert!(share >= 0.9, "{:.1} % charged to the delay: {report:#}", share * 100.0);
+    for rank in [1, 2] {
+        assert!(
+            waited(&report, rank, "late_broadcast_root") >= DELAY_MS * MS * 8 / 10,
+            "rank {rank}: {report:#}"
+        );
+    }
+}
+
+#[test]
+fn a_late_receiver_of_a_synchronous_send_is_charged_to_its_delay() {
+    let Some((report, id)) = scenario("ssend") else { return };
+    let share = charged_to_delay(&report, 1, id);
+    assert!(share >= 0.9, "{:.1} % charged to the delay: {report:#}", share * 100.0);
+    assert!(waited(&report, 0, "late_receiver") >= DELAY_MS * MS * 8 / 10, "{report:#}");
+}
+
+#[test]
+fn a_clean_run_waits_little() {
+    let Some((report, id)) = scenario("clean") else { return };
+    assert_eq!(id, 0);
+    let total = int(&report["total_wait_ns"]);
+    let causes = report["root_causes"].as_array().unwrap();
+    assert_eq!(causes.iter().map(|c| int(&c["caused_wait_ns"])).sum::<u64>(), total);
+    assert!(causes.iter().all(|c| c["span"] != "injected_delay"));
+    // One delay makes the ranks wait about twice its length in all; the clean run, with 4
+    // iterations of microseconds, a small part of one.
+    eprintln!("the clean run waited {total} ns");
+    assert!(total < DELAY_MS * MS / 4, "a clean run waited {total} ns: {report:#}");
+}
+
+/// The original C example (`ffi/tests/original/mpi_allreduce.c`, unchanged) with its MPI calls
+/// recorded by the preloaded library, on 2 ranks: its one `MPI_Allreduce`, inside the program's
+/// own `MPI_Allreduce_op` span, is the only call that can wait, at an N×N collective.
+#[test]
+fn the_original_c_example_on_two_ranks() {
+    let Some(mpicc) = mpi_tool("mpicc") else { return };
+    let mpirun = which("mpirun").expect("mpirun next to mpicc");
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("mpi-waits-original");
+    let exe = dir.join("original");
+    let source = support::common::ffi_dir().join("tests/original/mpi_allreduce.c");
+    compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
+    let out = dir.join("out");
+    let mut cmd = mpirun_command(&mpirun, 2);
+    cmd.env("WAFFLE_OUTPUT", out.join("rank%r.bin"))
+        .args(["-x", "WAFFLE_OUTPUT", "-x"])
+        .arg(format!("LD_PRELOAD={}", preload().display()))
+        .arg(&exe);
+    let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
+    assert!(ok, "the original example failed:\n{stdout}\n{stderr}");
+    let files = [out.join("rank0.bin"), out.join("rank1.bin")];
+    let report = waits(&files);
+    let total = int(&report["total_wait_ns"]);
+    for w in report["waits"].as_array().unwrap() {
+        assert_eq!(
+            (w["call"].as_str(), w["kind"].as_str()),
+            (Some("MPI_Allreduce"), Some("wait_at_nxn")),
+            "{w:#}"
+        );
+        assert_eq!(w["site"], "MPI_Allreduce in MPI_Allreduce_op");
+    }
+    let ranks: Vec<i64> =
+        report["per_rank"].as_array().unwrap().iter().map(|r| r["rank"].as_i64().unwrap()).collect();
+    assert_eq!(ranks, [0, 1]);
+    let causes = report["root_causes"].as_array().unwrap();
+    assert_eq!(causes.iter().map(|c| int(&c["caused_wait_ns"])).sum::<u64>(), total);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,281 @@
+//! Each wait charged to what the rank it waited for was doing meanwhile, through the waits of
+//! that rank in turn (see the parent module), and the report made of the charges.
+
+use std::collections::HashMap;
+
+use super::{classify::Found, RankTotal, RootCause, SiteTotal, Wait, Waits};
+use crate::timeline::{is_mpi, Lane, Run};
+
+/// How many waits a charge is followed through before it stays where it is (clocks that
+/// disagree could make two waits each other's cause).
+const MAX_DEPTH: u32 = 64;
+
+/// What a lane is doing: its innermost open span, or nothing between two spans (the top-level
+/// spans on either side, if any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Doing {
+    Span(u32),
+    Gap(Option<u32>, Option<u32>),
+}
+
+/// A piece of a wait charged to what a lane was doing over `[a, b)`: its piece of activity,
+/// the wait it comes from, and whether it came through another wait.
+struct Charge {
+    lane: u32,
+    piece: u32,
+    a: u64,
+    b: u64,
+    origin: u32,
+    propagated: bool,
+}
+
+/// A lane's activity, as pieces `(begin, doing)`, each lasting until the next begins (the
+/// first begins at 0, the last lasts for ever).
+fn activity(lane: &Lane<'_>) -> Vec<(u64, Doing)> {
+    let spans = &lane.spans;
+    let mut out: Vec<(u64, Doing)> = vec![(0, Doing::Gap(None, (!spans.is_empty()).then_some(0)))];
+    let mut push = |t: u64, d: Doing| {
+        let last = out.last_mut().expect("a first piece");
+        let t = t.max(last.0);
+        if last.0 == t {
+            last.1 = d;
+        } else if last.1 != d {
+            out.push((t, d));
+        }
+    };
+    let mut stack: Vec<u32> = Vec::new();
+    let close =
+        |stack: &mut Vec<u32>, until: Option<u64>, next: Option<u32>, push: &mut dyn FnMut(u64, Doing)| {
+            while let Some(&top) = stack.last() {
+                let end = spans[top as usize].end_ns;
+                if until.is_some_and(|t| end > t) {
+                    break;
+                }
+                stack.pop();
+                let doing = stack.last().map_or(Doing::Gap(Some(top), next), |&p| Doing::Span(p));
+                push(end, doing);
+            }
+        };
+    for (k, s) in spans.iter().enumerate() {
+        close(&mut stack, Some(s.start_ns), Some(k as u32), &mut push);
+        push(s.start_ns, Doing::Span(k as u32));
+        stack.push(k as u32);
+    }
+    close(&mut stack, None, None, &mut push);
+    out
+}
+
+struct Blame<'r, 't> {
+    run: &'r Run<'t>,
+    found: &'r [Found],
+    pieces: Vec<Vec<(u64, Doing)>>,
+    /// Each lane's waits: `(begin, end, index in found)`, by begin, none overlapping.
+    waits: Vec<Vec<(u64, u64, u32)>>,
+}
+
+impl Blame<'_, '_> {
+    /// Charges `[s, e)` of wait `origin` to lane `lane`.
+    fn charge(&self, lane: u32, (s, e): (u64, u64), origin: u32, depth: u32, out: &mut Vec<Charge>) {
+        let waits = &self.waits[lane as usize];
+        let mut t = s;
+        while t < e {
+            let k = waits.partition_point(|w| w.0 <= t);
+            match k.checked_sub(1).map(|k| waits[k]).filter(|w| w.1 > t) {
+                Some((_, we, f)) => {
+                    let b = we.min(e);
+                    let cause = self.found[f as usize].cause;
+                    if depth < MAX_DEPTH && cause.lane != lane {
+                        self.charge(cause.lane, (t, b), origin, depth + 1, out);
+                    } else {
+                        self.work(lane, (t, b), origin, depth > 0, out);
+                    }
+                    t = b;
+                }
+                None => {
+                    let b = waits.get(k).map_or(e, |w| w.0.min(e));
+                    self.work(lane, (t, b), origin, depth > 0, out);
+                    t = b;
+                }
+            }
+        }
+    }
+
+    /// Charges `[a, b)`, where `lane` was not waiting, to what it was doing.
+    fn work(&self, lane: u32, (a, b): (u64, u64), origin: u32, propagated: bool, out: &mut Vec<Charge>) {
+        let pieces = &self.pieces[lane as usize];
+        let mut p = pieces.partition_point(|x| x.0 <= a) - 1;
+        let mut t = a;
+        while t < b {
+            let end = pieces.get(p + 1).map_or(u64::MAX, |x| x.0).min(b);
+            if end > t {
+                out.push(Charge { lane, piece: p as u32, a: t, b: end, origin, propagated });
+            }
+            t = end;
+            p += 1;
+        }
+    }
+
+    /// A piece of activity as the report names it.
+    fn name(&self, lane: u32, doing: Doing) -> String {
+        let spans = &self.run.lanes[lane as usize].spans;
+        let name =
+            |k: Option<u32>, none: &str| k.map_or(none.to_owned(), |k| spans[k as usize].name().to_owned());
+        match doing {
+            Doing::Span(k) => spans[k as usize].name().to_owned(),
+            Doing::Gap(before, after) => format!("gap {} → {}", name(before, "start"), name(after, "end")),
+        }
+    }
+}
+
+/// The call, and the program's innermost span around it.
+fn site(lane: &Lane<'_>, k: u32) -> String {
+    let call = lane.spans[k as usize].name();
+    let mut up = lane.parent[k as usize];
+    while let Some(p) = up {
+        let s = lane.spans[p as usize];
+        if !is_mpi(s) {
+            return format!("{call} in {}", s.name());
+        }
+        up = lane.parent[p as usize];
+    }
+    call.to_owned()
+}
+
+/// The report of the waits `found` of `run`.
+pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
+    let mut waits = vec![Vec::new(); run.lanes.len()];
+    for (k, f) in found.iter().enumerate() {
+        waits[f.at.lane as usize].push((f.start_ns, f.end_ns, k as u32));
+    }
+    let blame = Blame { run, found: &found, pieces: run.lanes.iter().map(activity).collect(), waits };
+    let mut charges = Vec::new();
+    for (k, f) in found.iter().enumerate() {
+        blame.charge(f.cause.lane, (f.start_ns, f.end_ns), k as u32, 0, &mut charges);
+    }
+    let (root_causes, main) = root_causes(&blame, &mut charges, found.len());
+    let mut out = Waits::default();
+    for (k, f) in found.iter().enumerate() {
+        let lane = &run.lanes[f.at.lane as usize];
+        let span = run.span(f.at);
+        out.waits.push(Wait {
+            rank: run.rank(f.at.lane),
+            thread: lane.thread,
+            call: span.name().to_owned(),
+            site: site(lane, f.at.span),
+            span_id: span.id,
+            kind: f.kind,
+            start_ns: f.start_ns,
+            wait_ns: f.end_ns - f.start_ns,
+            waited_for_rank: run.rank(f.cause.lane),
+            waited_for: f.cause.call.map_or("an event".to_owned(), |c| run.span(c).name().to_owned()),
+            root_cause: main[k],
+        });
+    }
+    out.total_wait_ns = out.waits.iter().map(|w| w.wait_ns).sum();
+    let mut ranks: Vec<i64> = run.ranks.clone();
+    ranks.sort_unstable();
+    for rank in ranks {
+        let mine = out.waits.iter().filter(|w| w.rank == rank);
+        let (waits, wait_ns) = mine.fold((0, 0), |(n, t), w| (n + 1, t + w.wait_ns));
+        out.per_rank.push(RankTotal { rank, waits, wait_ns });
+    }
+    let mut sites: HashMap<(i64, String, super::WaitKind), (usize, u64)> = HashMap::new();
+    for w in &out.waits {
+        let e = sites.entry((w.rank, w.site.clone(), w.kind)).or_default();
+        (e.0, e.1) = (e.0 + 1, e.1 + w.wait_ns);
+    }
+    out.per_site = sites
+        .into_iter()
+        .map(|((rank, site, kind), (waits, wait_ns))| SiteTotal { rank, site, kind, waits, wait_ns })
+        .collect();
+    out.per_site
+        .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.rank.cmp(&b.rank)).then(a.site.cmp(&b.site)));
+    out.root_causes = root_causes;
+    out
+}
+
+/// The root causes, the most waiting caused first, and each wait's main one.
+fn root_causes(
+    blame: &Blame<'_, '_>,
+    charges: &mut [Charge],
+    waits: usize,
+) -> (Vec<RootCause>, Vec<Option<usize>>) {
+    // A root cause is what a lane was doing, by name: each of its pieces adds to it.
+    let mut keys: HashMap<(u32, String), usize> = HashMap::new();
+    let mut causes: Vec<RootCause> = Vec::new();
+    let mut piece_key: HashMap<(u32, u32), usize> = HashMap::new();
+    charges.sort_unstable_by_key(|c| (c.lane, c.piece, c.a));
+    let mut best_piece: Vec<(u64, u32, u32)> = Vec::new();
+    let mut by_origin: HashMap<(u32, usize), u64> = HashMap::new();
+    let mut k = 0;
+    while k < charges.len() {
+        let (lane, piece) = (charges[k].lane, charges[k].piece);
+        let key = *piece_key.entry((lane, piece)).or_insert_with(|| {
+            let doing = blame.pieces[lane as usize][piece as usize].1;
+            let name = blame.name(lane, doing);
+            *keys.entry((lane, name.clone())).or_insert_with(|| {
+                let l = &blame.run.lanes[lane as usize];
+                causes.push(RootCause {
+                    rank: blame.run.rank(lane),
+                    thread: l.thread,
+                    span: name,
+                    delay_ns: 0,
+                    caused_wait_ns: 0,
+                    direct_ns: 0,
+                    propagated_ns: 0,
+                    span_id: 0,
+                    start_ns: 0,
+                });
+                best_piece.push((0, lane, piece));
+                causes.len() - 1
+            })
+        });
+        // The charges of one piece: their union is its delay.
+        let (mut union, mut reach, mut total) = (0, 0, 0);
+        while k < charges.len() && (charges[k].lane, charges[k].piece) == (lane, piece) {
+            let c = &charges[k];
+            let len = c.b - c.a;
+            total += len;
+            if c.propagated {
+                causes[key].propagated_ns += len;
+            } else {
+                causes[key].direct_ns += len;
+            }
+            *by_origin.entry((c.origin, key)).or_default() += len;
+            union += c.b.saturating_sub(c.a.max(reach));
+            reach = reach.max(c.b);
+            k += 1;
+        }
+        causes[key].delay_ns += union;
+        causes[key].caused_wait_ns += total;
+        if total > best_piece[key].0 {
+            best_piece[key] = (total, lane, piece);
+        }
+    }
+    for (key, &(_, lane, piece)) in best_piece.iter().enumerate() {
+        let (start, doing) = blame.pieces[lane as usize][piece as usize];
+        causes[key].start_ns = start;
+        if let Doing::Span(s) = doing {
+            causes[key].span_id = blame.run.lanes[lane as usize].spans[s as usize].id;
+        }
+    }
+    let mut order: Vec<usize> = (0..causes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&causes[a], &causes[b]);
+        y.caused_wait_ns.cmp(&x.caused_wait_ns).then(x.rank.cmp(&y.rank)).then(x.span.cmp(&y.span))
+    });
+    let mut place = vec![0; causes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        place[old] = new;
+    }
+    let mut main: Vec<Option<(u64, usize)>> = vec![None; waits];
+    for (&(origin, key), &len) in &by_origin {
+        let m = &mut main[origin as usize];
+        let better = m.is_none_or(|(l, k)| len > l || (len == l && place[key] < k));
+        if better {
+            *m = Some((len, place[key]));
+        }
+    }
+    let sorted = order.iter().map(|&k| causes[k].clone()).collect();
+    (sorted, main.into_iter().map(|m| m.map(|(_, k)| k)).collect())
+}

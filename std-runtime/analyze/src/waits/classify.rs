@@ -1,0 +1,159 @@
+//! Which calls waited, of what kind, for whom (see the parent module for the rules).
+
+use std::collections::HashMap;
+
+use super::WaitKind;
+use crate::timeline::{int, is_mpi, At, Run};
+
+/// Whom a wait waited for: a lane, until a time; the call it waited for, if a span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cause {
+    pub(super) lane: u32,
+    pub(super) at_ns: u64,
+    pub(super) call: Option<At>,
+}
+
+/// One wait state, found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Found {
+    pub(super) at: At,
+    pub(super) kind: WaitKind,
+    pub(super) start_ns: u64,
+    pub(super) end_ns: u64,
+    pub(super) cause: Cause,
+}
+
+/// Every wait state of the run, by lane and begin; on each lane none overlaps another.
+pub(super) fn classify(run: &Run<'_>) -> Vec<Found> {
+    let mut best: HashMap<At, Found> = HashMap::new();
+    let mut offer = |f: Found| {
+        if f.end_ns <= f.start_ns {
+            return;
+        }
+        let keep = best.get(&f.at).is_none_or(|b| f.end_ns - f.start_ns > b.end_ns - b.start_ns);
+        if keep {
+            best.insert(f.at, f);
+        }
+    };
+    for m in &run.messages {
+        let (recv, send, posted) = (run.span(m.received_in), run.span(m.send), run.span(m.posted));
+        if !recv.name().starts_with("MPI_Test") && send.start_ns > recv.start_ns {
+            offer(Found {
+                at: m.received_in,
+                kind: WaitKind::LateSender,
+                start_ns: recv.start_ns,
+                end_ns: send.start_ns.min(recv.end_ns),
+                cause: Cause { lane: m.send.lane, at_ns: send.start_ns, call: Some(m.send) },
+            });
+        }
+        if let Some(blocked) = m.send_blocked_in {
+            let b = run.span(blocked);
+            if posted.start_ns > b.start_ns && b.end_ns > posted.start_ns {
+                offer(Found {
+                    at: blocked,
+                    kind: WaitKind::LateReceiver,
+                    start_ns: b.start_ns,
+                    end_ns: posted.start_ns,
+                    cause: Cause { lane: m.posted.lane, at_ns: posted.start_ns, call: Some(m.posted) },
+                });
+            }
+        }
+    }
+    for group in &run.collectives {
+        collective(run, group, &mut offer);
+    }
+    linked(run, &mut offer);
+    let mut found: Vec<Found> = best.into_values().collect();
+    found.sort_unstable_by_key(|f| (f.at.lane, f.start_ns, f.end_ns));
+    // A span's own wait and a call's inside it can overlap: the call's is the more precise.
+    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
+    for f in found {
+        match kept.last_mut() {
+            Some(last) if last.at.lane == f.at.lane && f.start_ns < last.end_ns => {
+                if last.kind == WaitKind::Linked && f.kind != WaitKind::Linked {
+                    *last = f;
+                }
+            }
+            _ => kept.push(f),
+        }
+    }
+    kept
+}
+
+/// The waits of one collective operation.
+fn collective(run: &Run<'_>, group: &[At], offer: &mut impl FnMut(Found)) {
+    let name = run.span(group[0]).name();
+    let span = |at: &At| run.span(*at);
+    let root = || {
+        let root = int(span(&group[0]), "root")?;
+        group.iter().copied().find(|&m| run.rank(m.lane) == root)
+    };
+    let wait = |at: At, kind, until: At| {
+        let s = run.span(at);
+        let end_ns = run.span(until).start_ns.min(s.end_ns);
+        let cause = Cause { lane: until.lane, at_ns: run.span(until).start_ns, call: Some(until) };
+        Found { at, kind, start_ns: s.start_ns, end_ns, cause }
+    };
+    match name {
+        "MPI_Bcast" | "MPI_Scatter" | "MPI_Scatterv" => {
+            let Some(root) = root() else { return };
+            for &m in group.iter().filter(|&&m| m != root) {
+                offer(wait(m, WaitKind::LateRoot, root));
+            }
+        }
+        "MPI_Reduce" | "MPI_Gather" | "MPI_Gatherv" => {
+            let Some(root) = root() else { return };
+            let others = group.iter().copied().filter(|&m| m != root);
+            if let Some(last) = others.max_by_key(|m| span(m).start_ns) {
+                offer(wait(root, WaitKind::EarlyReduce, last));
+            }
+        }
+        _ => {
+            // The N×N collectives, and the others that synchronise their members (scans, the
+            // calls that make communicators and windows): every member waits for the last.
+            let kind = if name == "MPI_Barrier" { WaitKind::Barrier } else { WaitKind::Collective };
+            let Some(last) = group.iter().copied().max_by_key(|m| span(m).start_ns) else { return };
+            for &m in group.iter().filter(|&&m| m != last) {
+                offer(wait(m, kind, last));
+            }
+        }
+    }
+}
+
+/// Spans of the program's own that waited for an item they link to.
+fn linked(run: &Run<'_>, offer: &mut impl FnMut(Found)) {
+    let linking = run.lanes.iter().flat_map(|l| &l.spans).any(|s| !s.links.is_empty() && !is_mpi(s));
+    if !linking {
+        return;
+    }
+    // Where each item is, and when it happened (a span: when it ended).
+    let mut items: HashMap<u64, (u32, u64, Option<At>)> = HashMap::new();
+    for (l, lane) in run.lanes.iter().enumerate() {
+        for (k, s) in lane.spans.iter().enumerate() {
+            items.insert(s.id, (l as u32, s.end_ns, Some(At { lane: l as u32, span: k as u32 })));
+        }
+        let thread = &run.trace.processes[lane.process].threads[lane.thread];
+        for e in &thread.events {
+            items.insert(e.id, (l as u32, e.ts_ns, None));
+        }
+    }
+    for (l, lane) in run.lanes.iter().enumerate() {
+        for (k, s) in lane.spans.iter().enumerate().filter(|(_, s)| !s.links.is_empty() && !is_mpi(s)) {
+            let latest = s
+                .links
+                .iter()
+                .filter_map(|id| items.get(id))
+                .filter(|&&(cl, t, _)| cl != l as u32 && t > s.start_ns)
+                .max_by_key(|&&(_, t, _)| t);
+            if let Some(&(cl, t, call)) = latest {
+                offer(Found {
+                    at: At { lane: l as u32, span: k as u32 },
+                    kind: WaitKind::Linked,
+                    start_ns: s.start_ns,
+                    end_ns: t.min(s.end_ns),
+                    cause: Cause { lane: cl, at_ns: t, call },
+                });
+            }
+        }
+    }
+}

@@ -36,35 +36,53 @@ const MS: u64 = 1_000_000;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// `waffle-decode waits --json` of `files`.
-fn waits(files: &[impl AsRef<Path>]) -> Json {
+/// `waffle-decode COMMAND FILES --json ARGS` (`waits`, `critical-path`).
+fn analyse(command: &str, files: &[impl AsRef<Path>], args: &[&str]) -> Json {
     let out = Command::new(waffle_decode())
-        .arg("waits")
+        .arg(command)
         .args(files.iter().map(AsRef::as_ref))
         .arg("--json")
+        .args(args)
         .output()
         .expect("run waffle-decode");
-    assert!(out.status.success(), "waits failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("waits --json is JSON")
+    assert!(out.status.success(), "{command} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("--json is JSON")
+}
+
+fn waits(files: &[impl AsRef<Path>]) -> Json {
+    analyse("waits", files, &[])
 }
 
 fn int(v: &Json) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// Runs `late SCENARIO DELAY_MS` on 3 ranks; its files, its report, and the id of its one
-/// "injected_delay" span (0 in the clean run), which must be in iteration 2.
+/// Runs `late SCENARIO DELAY_MS` on 3 ranks; its `waits` report, and the id of its one
+/// "injected_delay" span (0 in the clean run), which must be in iteration 2. The critical path
+/// of the run and of iteration 2 leads to the delay too: it is their largest contributor, and
+/// without it they would be shorter by most of it.
 fn scenario(name: &str) -> Option<(Json, u64)> {
+    let (report, id, dir) = recorded(name, 4)?;
+    let _ = std::fs::remove_dir_all(dir);
+    Some((report, id))
+}
+
+/// [`scenario`] with `iterations` iterations, keeping its files: they are
+/// `DIR/out/rank{0,1,2}.bin`.
+fn recorded(name: &str, iterations: u32) -> Option<(Json, u64, std::path::PathBuf)> {
     let mpicc = mpi_tool("mpicc")?;
     let mpirun = which("mpirun").expect("mpirun next to mpicc");
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = scratch(&format!("mpi-late-{name}"));
+    let dir = scratch(&format!("mpi-late-{name}-{:?}", std::thread::current().id()).replace(['(', ')'], ""));
     let exe = dir.join("late");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/late.c");
     compile(mpicc.to_str().unwrap(), C_FLAGS, &[source], &exe, Link::Shared, &[]);
     let out = dir.join("out");
     let mut cmd = preloaded_run(&mpirun, &exe, &out);
-    cmd.env("OMPI_MCA_mpi_yield_when_idle", "1").arg(name).arg(DELAY_MS.to_string());
+    cmd.env("OMPI_MCA_mpi_yield_when_idle", "1")
+        .arg(name)
+        .arg(DELAY_MS.to_string())
+        .arg(iterations.to_string());
     let (ok, stdout, stderr) = run_with_limit(&mut cmd, Duration::from_secs(60));
     assert!(ok && stdout.trim() == "ok", "late {name} failed:\n{stdout}\n{stderr}");
     let files: Vec<_> = (0..3).map(|r| out.join(format!("rank{r}.bin"))).collect();
@@ -85,8 +103,17 @@ fn scenario(name: &str) -> Option<(Json, u64)> {
         more => panic!("{} injected delays", more.len()),
     };
     let report = waits(&files);
-    let _ = std::fs::remove_dir_all(&dir);
-    Some((report, id))
+    for args in [&[][..], &["--step", "2"]] {
+        let path = analyse("critical-path", &files, args);
+        let sum: u64 = path["segments"].as_array().unwrap().iter().map(|s| int(&s["dur_ns"])).sum();
+        assert_eq!(sum, int(&path["length_ns"]), "the segments sum to the length: {path:#}");
+        if id != 0 {
+            let top = &path["contributors"][0];
+            assert_eq!(top["span"], "injected_delay", "{args:?}: {path:#}");
+            assert!(int(&top["if_free_ns"]) >= DELAY_MS * MS * 8 / 10, "{args:?}: {top:#}");
+        }
+    }
+    Some((report, id, dir))
 }
 
 /// The checks every scenario shares; the share of the waiting charged to the delay on `rank`.
@@ -212,4 +239,60 @@ fn the_original_c_example_on_two_ranks() {
     let causes = report["root_causes"].as_array().unwrap();
     assert_eq!(causes.iter().map(|c| int(&c["caused_wait_ns"])).sum::<u64>(), total);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `waffle-decode waits FILES`: its exit status, stdout and stderr.
+fn waits_cli(files: &[std::path::PathBuf]) -> (bool, String, String) {
+    let out = Command::new(waffle_decode())
+        .arg("waits")
+        .args(files)
+        .arg("--json")
+        .output()
+        .expect("run waffle-decode");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Files of two runs, a rank's file missing: clear errors, no report. A file cut short: the
+/// waits up to the cut (those of the whole file that begin before it), and a warning; the run
+/// has 300 iterations, so that its records are in several chunks, the delay's in an early one.
+#[test]
+fn bad_input_is_a_clear_error_or_a_warning() {
+    let Some((whole, _, direct)) = recorded("direct", 300) else { return };
+    let Some((_, _, bcast)) = recorded("bcast", 4) else { return };
+    let rank = |dir: &Path, r: u32| dir.join("out").join(format!("rank{r}.bin"));
+
+    let (ok, _, stderr) = waits_cli(&[rank(&direct, 0), rank(&bcast, 1), rank(&bcast, 2)]);
+    assert!(!ok && stderr.contains("are from different runs"), "{stderr}");
+    let (ok, _, stderr) = waits_cli(&[rank(&direct, 0), rank(&direct, 1)]);
+    assert!(!ok, "{stderr}");
+    assert!(stderr.contains("rank 2 is missing") && stderr.contains("the run had 3 ranks"), "{stderr}");
+
+    let cut = direct.join("cut.bin");
+    let bytes = std::fs::read(rank(&direct, 0)).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() * 6 / 10]).unwrap();
+    let (ok, stdout, stderr) = waits_cli(&[cut.clone(), rank(&direct, 1), rank(&direct, 2)]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("warning") && stderr.contains("cut.bin"), "{stderr}");
+    let report: Json = serde_json::from_str(&stdout).unwrap();
+    // Waits of rank 0 of 1 ms or more. Without the CLOCK frame written at the end, the cut
+    // file's times use its header's calibration, a few µs off the whole file's: waits of
+    // microseconds come and go with that, the long ones stay where they were.
+    let of_rank_0 = |r: &Json| -> Vec<(u64, String)> {
+        let waits =
+            r["waits"].as_array().unwrap().iter().filter(|w| w["rank"] == 0 && int(&w["wait_ns"]) >= MS);
+        waits.map(|w| (int(&w["start_ns"]), w["kind"].as_str().unwrap().to_owned())).collect()
+    };
+    let (before, after) = (of_rank_0(&whole), of_rank_0(&report));
+    eprintln!("rank 0: {} waits whole, {} up to the cut", before.len(), after.len());
+    assert!(after.iter().any(|w| w.1 == "late_sender"), "the delay's wait is before the cut: {report:#}");
+    for w in &after {
+        let near = |b: &(u64, String)| b.1 == w.1 && b.0.abs_diff(w.0) < MS;
+        assert!(before.iter().any(near), "{w:?} is not a wait of the whole file: {before:?}");
+    }
+    assert!(!report["notes"].as_array().unwrap().is_empty(), "{report:#}");
+    if std::env::var_os("KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(direct);
+        let _ = std::fs::remove_dir_all(bcast);
+    }
 }

@@ -32,8 +32,11 @@
 // The reader's modules, under the names the analyses use for them.
 use waffle_read::{correlation, decode, matching, model, reader, Error};
 
+pub mod critical_path;
 pub mod diff;
 pub mod hang;
+#[cfg(test)]
+mod mpi_fixtures;
 pub mod profile;
 mod timeline;
 mod units;

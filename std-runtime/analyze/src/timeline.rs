@@ -47,6 +47,9 @@ pub enum RunError {
         /// The second file.
         other: PathBuf,
     },
+    /// No span of the program's own is in the step asked for.
+    #[error("no span of the program's own has a step or iteration field equal to {0}")]
+    NoStep(i64),
     /// A rank the run had is not among the files.
     #[error(
         "rank {rank} is missing: {named_by}, but no file given is rank {rank} (files are ranks {given})"
@@ -230,6 +233,50 @@ pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
     Ok(())
 }
 
+/// What a lane is doing: its innermost open span, or nothing between two spans (the top-level
+/// spans on either side, if any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Doing {
+    Span(u32),
+    Gap(Option<u32>, Option<u32>),
+}
+
+/// A lane's activity, as pieces `(begin, doing)`, each lasting until the next begins (the
+/// first begins at 0, the last lasts for ever).
+pub(crate) fn activity(lane: &Lane<'_>) -> Vec<(u64, Doing)> {
+    let spans = &lane.spans;
+    let mut out: Vec<(u64, Doing)> = vec![(0, Doing::Gap(None, (!spans.is_empty()).then_some(0)))];
+    let mut push = |t: u64, d: Doing| {
+        let last = out.last_mut().expect("a first piece");
+        let t = t.max(last.0);
+        if last.0 == t {
+            last.1 = d;
+        } else if last.1 != d {
+            out.push((t, d));
+        }
+    };
+    let mut stack: Vec<u32> = Vec::new();
+    let close =
+        |stack: &mut Vec<u32>, until: Option<u64>, next: Option<u32>, push: &mut dyn FnMut(u64, Doing)| {
+            while let Some(&top) = stack.last() {
+                let end = spans[top as usize].end_ns;
+                if until.is_some_and(|t| end > t) {
+                    break;
+                }
+                stack.pop();
+                let doing = stack.last().map_or(Doing::Gap(Some(top), next), |&p| Doing::Span(p));
+                push(end, doing);
+            }
+        };
+    for (k, s) in spans.iter().enumerate() {
+        close(&mut stack, Some(s.start_ns), Some(k as u32), &mut push);
+        push(s.start_ns, Doing::Span(k as u32));
+        stack.push(k as u32);
+    }
+    close(&mut stack, None, None, &mut push);
+    out
+}
+
 impl<'t> Run<'t> {
     /// The lanes, messages and collectives of `trace`.
     pub(crate) fn new(trace: &'t Trace) -> Run<'t> {
@@ -264,6 +311,17 @@ impl<'t> Run<'t> {
     /// The rank of a lane.
     pub(crate) fn rank(&self, lane: u32) -> i64 {
         self.ranks[self.lanes[lane as usize].process]
+    }
+
+    /// A piece of activity as the report names it.
+    pub(crate) fn doing(&self, lane: u32, doing: Doing) -> String {
+        let spans = &self.lanes[lane as usize].spans;
+        let name =
+            |k: Option<u32>, none: &str| k.map_or(none.to_owned(), |k| spans[k as usize].name().to_owned());
+        match doing {
+            Doing::Span(k) => spans[k as usize].name().to_owned(),
+            Doing::Gap(before, after) => format!("gap {} → {}", name(before, "start"), name(after, "end")),
+        }
     }
 
     /// Messages and collectives.

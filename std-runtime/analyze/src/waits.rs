@@ -43,7 +43,7 @@ use std::path::Path;
 use crate::{model::Trace, reader::Warning, timeline, RunError};
 
 mod blame;
-mod classify;
+pub(crate) mod classify;
 mod render;
 #[cfg(test)]
 mod tests;

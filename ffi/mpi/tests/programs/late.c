@@ -1,7 +1,7 @@
 /* A run with a rank that is late by design, for `waffle-decode waits` (tests/waits.rs). Run
  * under `mpirun -np 3` with LD_PRELOAD=libwaffle_mpi.so; linked with libwaffle.so for its own
- * spans. `late SCENARIO DELAY_MS`: ITERATIONS iterations of one pattern, each ending in a
- * barrier; in iteration LATE one rank sleeps DELAY_MS inside a span "injected_delay" (field
+ * spans. `late SCENARIO DELAY_MS [ITERATIONS]`: ITERATIONS (4 unless given) iterations of one
+ * pattern, each ending in a barrier; in iteration LATE one rank sleeps DELAY_MS inside a span "injected_delay" (field
  * `iteration`) first, at the point named below. Every other moment is a few microseconds of work.
  *
  *   direct: rank 1 sends to rank 0 (MPI_Send / MPI_Recv); rank 1 is late before its send.
@@ -20,7 +20,6 @@
 
 #include "waffle_macros.h"
 
-#define ITERATIONS 4
 #define LATE 2
 
 static void injected_delay(int iteration, long ms) {
@@ -35,13 +34,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc < 3 || size != 3) {
-    if (rank == 0) fprintf(stderr, "usage: mpirun -np 3 late direct|chain|bcast|ssend|clean DELAY_MS\n");
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np 3 late direct|chain|bcast|ssend|clean DELAY_MS [ITERATIONS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char *scenario = argv[1];
   long delay = atol(argv[2]);
+  int iterations = argc > 3 ? atoi(argv[3]) : 4;
   int clean = strcmp(scenario, "clean") == 0;
-  for (int it = 0; it < ITERATIONS; it++) {
+  for (int it = 0; it < iterations; it++) {
     WAFFLE_SPAN("iteration", WAFFLE_KV_I64("iteration", it));
     int late = it == LATE && !clean;
     double value = rank + it;

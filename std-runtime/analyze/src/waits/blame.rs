@@ -4,19 +4,11 @@
 use std::collections::HashMap;
 
 use super::{classify::Found, RankTotal, RootCause, SiteTotal, Wait, Waits};
-use crate::timeline::{is_mpi, Lane, Run};
+use crate::timeline::{activity, is_mpi, Doing, Lane, Run};
 
 /// How many waits a charge is followed through before it stays where it is (clocks that
 /// disagree could make two waits each other's cause).
 const MAX_DEPTH: u32 = 64;
-
-/// What a lane is doing: its innermost open span, or nothing between two spans (the top-level
-/// spans on either side, if any).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Doing {
-    Span(u32),
-    Gap(Option<u32>, Option<u32>),
-}
 
 /// A piece of a wait charged to what a lane was doing over `[a, b)`: its piece of activity,
 /// the wait it comes from, and whether it came through another wait.
@@ -27,42 +19,6 @@ struct Charge {
     b: u64,
     origin: u32,
     propagated: bool,
-}
-
-/// A lane's activity, as pieces `(begin, doing)`, each lasting until the next begins (the
-/// first begins at 0, the last lasts for ever).
-fn activity(lane: &Lane<'_>) -> Vec<(u64, Doing)> {
-    let spans = &lane.spans;
-    let mut out: Vec<(u64, Doing)> = vec![(0, Doing::Gap(None, (!spans.is_empty()).then_some(0)))];
-    let mut push = |t: u64, d: Doing| {
-        let last = out.last_mut().expect("a first piece");
-        let t = t.max(last.0);
-        if last.0 == t {
-            last.1 = d;
-        } else if last.1 != d {
-            out.push((t, d));
-        }
-    };
-    let mut stack: Vec<u32> = Vec::new();
-    let close =
-        |stack: &mut Vec<u32>, until: Option<u64>, next: Option<u32>, push: &mut dyn FnMut(u64, Doing)| {
-            while let Some(&top) = stack.last() {
-                let end = spans[top as usize].end_ns;
-                if until.is_some_and(|t| end > t) {
-                    break;
-                }
-                stack.pop();
-                let doing = stack.last().map_or(Doing::Gap(Some(top), next), |&p| Doing::Span(p));
-                push(end, doing);
-            }
-        };
-    for (k, s) in spans.iter().enumerate() {
-        close(&mut stack, Some(s.start_ns), Some(k as u32), &mut push);
-        push(s.start_ns, Doing::Span(k as u32));
-        stack.push(k as u32);
-    }
-    close(&mut stack, None, None, &mut push);
-    out
 }
 
 struct Blame<'r, 't> {
@@ -112,17 +68,6 @@ impl Blame<'_, '_> {
             }
             t = end;
             p += 1;
-        }
-    }
-
-    /// A piece of activity as the report names it.
-    fn name(&self, lane: u32, doing: Doing) -> String {
-        let spans = &self.run.lanes[lane as usize].spans;
-        let name =
-            |k: Option<u32>, none: &str| k.map_or(none.to_owned(), |k| spans[k as usize].name().to_owned());
-        match doing {
-            Doing::Span(k) => spans[k as usize].name().to_owned(),
-            Doing::Gap(before, after) => format!("gap {} → {}", name(before, "start"), name(after, "end")),
         }
     }
 }
@@ -212,7 +157,7 @@ fn root_causes(
         let (lane, piece) = (charges[k].lane, charges[k].piece);
         let key = *piece_key.entry((lane, piece)).or_insert_with(|| {
             let doing = blame.pieces[lane as usize][piece as usize].1;
-            let name = blame.name(lane, doing);
+            let name = blame.run.doing(lane, doing);
             *keys.entry((lane, name.clone())).or_insert_with(|| {
                 let l = &blame.run.lanes[lane as usize];
                 causes.push(RootCause {

@@ -7,24 +7,24 @@ use crate::timeline::{int, is_mpi, At, Run};
 
 /// Whom a wait waited for: a lane, until a time; the call it waited for, if a span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Cause {
-    pub(super) lane: u32,
-    pub(super) at_ns: u64,
-    pub(super) call: Option<At>,
+pub(crate) struct Cause {
+    pub(crate) lane: u32,
+    pub(crate) at_ns: u64,
+    pub(crate) call: Option<At>,
 }
 
 /// One wait state, found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Found {
-    pub(super) at: At,
-    pub(super) kind: WaitKind,
-    pub(super) start_ns: u64,
-    pub(super) end_ns: u64,
-    pub(super) cause: Cause,
+pub(crate) struct Found {
+    pub(crate) at: At,
+    pub(crate) kind: WaitKind,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    pub(crate) cause: Cause,
 }
 
 /// Every wait state of the run, by lane and begin; on each lane none overlaps another.
-pub(super) fn classify(run: &Run<'_>) -> Vec<Found> {
+pub(crate) fn classify(run: &Run<'_>) -> Vec<Found> {
     let mut best: HashMap<At, Found> = HashMap::new();
     let mut offer = |f: Found| {
         if f.end_ns <= f.start_ns {

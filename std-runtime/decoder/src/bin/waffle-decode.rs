@@ -11,6 +11,7 @@
 //! waffle-decode why rank0.bin rank1.bin --first-nan
 //! waffle-decode hang rank0.bin rank1.bin rank2.bin [--json]
 //! waffle-decode waits rank0.bin rank1.bin rank2.bin [--json]     # who waited, for what delay
+//! waffle-decode critical-path rank0.bin rank1.bin [--json] [--step N]
 //! waffle-decode profile rank0.bin rank1.bin [--json | --html profile.html]
 //! waffle-decode --follow rank0.bin rank1.bin --send otlp=http://127.0.0.1:4318   # while they run
 //! waffle-decode --follow rank0.bin rank1.bin -o run.json       # Chrome JSON, grows as they run
@@ -143,6 +144,9 @@ enum Command {
     /// collectives, barriers, late broadcast roots) and the delays they come back to, across
     /// ranks.
     Waits(slow::WaitsArgs),
+    /// The chain of work across ranks that sets the length of the run (or of one step), its
+    /// largest contributors, and how much shorter the run would be without each.
+    CriticalPath(slow::CriticalPathArgs),
     /// Where a run's time went: per rank and span name, count, total and self time; MPI time
     /// per rank; the messages between each pair of ranks.
     Profile(slow::ProfileArgs),
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => diff::diff(args),
         Some(Command::Hang(args)) => hang(args),
         Some(Command::Waits(args)) => slow::waits(args),
+        Some(Command::CriticalPath(args)) => slow::critical_path(args),
         Some(Command::Profile(args)) => slow::profile(args),
         None if cli.follow.follow => follow::run(&cli),
         None => run(&cli),

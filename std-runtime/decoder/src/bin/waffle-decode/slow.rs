@@ -1,4 +1,4 @@
-//! `waffle-decode waits` and `waffle-decode profile`: why a run is slow, from its files.
+//! `waffle-decode waits`, `critical-path` and `profile`: why a run is slow, from its files.
 
 use clap::Args;
 use std::{io::Write, path::PathBuf};
@@ -13,6 +13,21 @@ pub(crate) struct WaitsArgs {
     /// instead of text.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CriticalPathArgs {
+    /// trace.bin files of one run, one per process (rank).
+    #[arg(required = true, value_name = "FILES")]
+    inputs: Vec<PathBuf>,
+
+    /// Print JSON (its shape is documented in docs/waits.md) instead of text.
+    #[arg(long)]
+    json: bool,
+
+    /// The path of one step: the spans with a `step` (or `iteration`) field equal to N.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    step: Option<i64>,
 }
 
 #[derive(Args, Debug)]
@@ -55,6 +70,14 @@ pub(crate) fn waits(args: &WaitsArgs) -> Result<(), String> {
     let (report, warnings) = waffle_analyze::waits::waits_files(&args.inputs).map_err(|e| e.to_string())?;
     warn(&warnings, &report.notes);
     print(&if args.json { pretty(&report.to_json())? } else { report.to_text() })
+}
+
+/// `waffle-decode critical-path`: the path on stdout, warnings and errors on stderr.
+pub(crate) fn critical_path(args: &CriticalPathArgs) -> Result<(), String> {
+    let (path, warnings) = waffle_analyze::critical_path::critical_path_files(&args.inputs, args.step)
+        .map_err(|e| e.to_string())?;
+    warn(&warnings, &path.notes);
+    print(&if args.json { pretty(&path.to_json())? } else { path.to_text() })
 }
 
 /// `waffle-decode profile`: the profile on stdout, or the page in --html's file.

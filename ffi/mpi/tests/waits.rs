@@ -6,9 +6,11 @@
 //! - a late root in a broadcast;
 //! - a late receiver of a synchronous send.
 //!
-//! In each, at least 90 % of the measured wait time is charged to the injected delay, the
-//! kinds are the expected ones, and every nanosecond of waiting is charged once. A clean run
-//! (the chain, no delay) waits a small fraction of what one delay costs. And the original C
+//! In each, at least 90 % of the wait time measured in the program's iterations (at
+//! `MPI_Init` and `MPI_Finalize` ranks also wait for the launch, not for each other's work) is
+//! charged to the injected delay, the kinds are the expected ones, and every nanosecond of
+//! waiting is charged once. A clean run (the chain, no delay) waits a small fraction of what
+//! one delay costs. And the original C
 //! example, its MPI calls recorded by the preloaded library, on 2 ranks.
 //!
 //! The scenarios run one after the other (a lock): three ranks spinning in MPI besides those of
@@ -107,21 +109,44 @@ fn recorded(name: &str, iterations: u32) -> Option<(Json, u64, std::path::PathBu
         let path = analyse("critical-path", &files, args);
         let sum: u64 = path["segments"].as_array().unwrap().iter().map(|s| int(&s["dur_ns"])).sum();
         assert_eq!(sum, int(&path["length_ns"]), "the segments sum to the length: {path:#}");
-        if id != 0 {
-            let top = &path["contributors"][0];
-            assert_eq!(top["span"], "injected_delay", "{args:?}: {path:#}");
-            assert!(int(&top["if_free_ns"]) >= DELAY_MS * MS * 8 / 10, "{args:?}: {top:#}");
+        if id == 0 {
+            continue;
+        }
+        // The delay is the step's largest contributor; in the whole run, MPI_Init (the launch's
+        // wire-up, its length the machine's) may outweigh it, but only the delay, freed, would
+        // shorten the run by most of its length.
+        let contributors = path["contributors"].as_array().unwrap();
+        let delay =
+            contributors.iter().find(|c| c["span"] == "injected_delay").expect("the delay on the path");
+        assert!(int(&delay["if_free_ns"]) >= DELAY_MS * MS * 8 / 10, "{args:?}: {delay:#}");
+        if !args.is_empty() {
+            assert_eq!(contributors[0]["span"], "injected_delay", "{args:?}: {path:#}");
         }
     }
     Some((report, id, dir))
 }
 
-/// The checks every scenario shares; the share of the waiting charged to the delay on `rank`.
+/// The waits of the program's iterations: all but those at `MPI_Init` and `MPI_Finalize`,
+/// where ranks wait for the launch to bring the others up (or down), a wait of the machine's
+/// making that the report charges to what each rank did before (`gap start → MPI_Init`).
+fn in_iterations(report: &Json) -> u64 {
+    let waits = report["waits"].as_array().unwrap().iter();
+    let setup =
+        |w: &&Json| matches!(w["call"].as_str(), Some("MPI_Init" | "MPI_Init_thread" | "MPI_Finalize"));
+    waits.filter(|w| !setup(w)).map(|w| int(&w["wait_ns"])).sum()
+}
+
+/// The checks every scenario shares; the share of the iterations' waiting charged to the delay
+/// on `rank`.
 fn charged_to_delay(report: &Json, rank: i64, id: u64) -> f64 {
-    let total = int(&report["total_wait_ns"]);
     let causes = report["root_causes"].as_array().unwrap();
     let charged: u64 = causes.iter().map(|c| int(&c["caused_wait_ns"])).sum();
-    assert_eq!(charged, total, "every nanosecond of waiting is charged once: {report:#}");
+    assert_eq!(
+        charged,
+        int(&report["total_wait_ns"]),
+        "every nanosecond of waiting is charged once: {report:#}"
+    );
+    let total = in_iterations(report);
     let top = &causes[0];
     assert_eq!(
         (top["rank"].as_i64(), top["span"].as_str()),
@@ -192,13 +217,13 @@ fn a_late_receiver_of_a_synchronous_send_is_charged_to_its_delay() {
 fn a_clean_run_waits_little() {
     let Some((report, id)) = scenario("clean") else { return };
     assert_eq!(id, 0);
-    let total = int(&report["total_wait_ns"]);
     let causes = report["root_causes"].as_array().unwrap();
-    assert_eq!(causes.iter().map(|c| int(&c["caused_wait_ns"])).sum::<u64>(), total);
+    assert_eq!(causes.iter().map(|c| int(&c["caused_wait_ns"])).sum::<u64>(), int(&report["total_wait_ns"]));
     assert!(causes.iter().all(|c| c["span"] != "injected_delay"));
-    // One delay makes the ranks wait about twice its length in all; the clean run, with 4
+    // One delay makes the ranks wait about twice its length in all; the clean run's 4
     // iterations of microseconds, a small part of one.
-    eprintln!("the clean run waited {total} ns");
+    let total = in_iterations(&report);
+    eprintln!("the clean run waited {total} ns in its iterations");
     assert!(total < DELAY_MS * MS / 4, "a clean run waited {total} ns: {report:#}");
 }
 
@@ -225,13 +250,13 @@ fn the_original_c_example_on_two_ranks() {
     let files = [out.join("rank0.bin"), out.join("rank1.bin")];
     let report = waits(&files);
     let total = int(&report["total_wait_ns"]);
+    // MPI_Init and MPI_Finalize synchronise the ranks too.
     for w in report["waits"].as_array().unwrap() {
-        assert_eq!(
-            (w["call"].as_str(), w["kind"].as_str()),
-            (Some("MPI_Allreduce"), Some("wait_at_nxn")),
-            "{w:#}"
-        );
-        assert_eq!(w["site"], "MPI_Allreduce in MPI_Allreduce_op");
+        assert_eq!(w["kind"], "wait_at_nxn", "{w:#}");
+        match w["call"].as_str() {
+            Some("MPI_Allreduce") => assert_eq!(w["site"], "MPI_Allreduce in MPI_Allreduce_op"),
+            call => assert!(matches!(call, Some("MPI_Init" | "MPI_Finalize")), "{w:#}"),
+        }
     }
     let ranks: Vec<i64> =
         report["per_rank"].as_array().unwrap().iter().map(|r| r["rank"].as_i64().unwrap()).collect();

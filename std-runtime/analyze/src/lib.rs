@@ -43,4 +43,4 @@ mod units;
 pub mod waits;
 pub mod why;
 
-pub use timeline::RunError;
+pub use timeline::{read_run, RunError};

@@ -151,13 +151,11 @@ pub fn profile(trace: &Trace) -> Profile {
         matrix.count[from][to] += 1;
         matrix.bytes[from][to] += m.bytes;
     }
-    Profile { rows, ranks, matrix, notes: Vec::new() }
+    Profile { rows, ranks, matrix, notes: timeline::cut_notes(trace) }
 }
 
 /// [`profile`] of the files of one run, checked as [`crate::waits::waits_files`] checks them.
 pub fn profile_files<P: AsRef<Path>>(paths: &[P]) -> Result<(Profile, Vec<Warning>), RunError> {
-    let (trace, warnings) = timeline::read(paths)?;
-    let mut p = profile(&trace);
-    p.notes = timeline::cut_notes(&trace);
-    Ok((p, warnings))
+    let (trace, warnings) = timeline::read_run(paths)?;
+    Ok((profile(&trace), warnings))
 }

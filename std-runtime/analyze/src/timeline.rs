@@ -2,67 +2,23 @@
 //! each thread's spans in time order (its **lane**), which of them are MPI calls, and what joins
 //! the ranks: messages (a send, the call that posted its receive, the call that completed it)
 //! and collectives (the calls of one operation on every member), as `waffle-mpi` records them
-//! (`docs/mpi.md`).
+//! (`docs/mpi.md`); each rank's `MPI_Init` (or `MPI_Init_thread`) and `MPI_Finalize` are one
+//! operation each too, which every rank takes part in.
 //!
 //! Before anything is read into it, the files are checked to be one whole run: one trace id,
 //! each rank once, and every rank there that the files name (the `size` label a launcher gives,
 //! the ranks from 0 to the highest, the peers and roots of the calls).
 
-use std::{collections::HashMap, path::PathBuf};
+use std::collections::HashMap;
 
-use crate::{
-    decode::decode_files,
-    model::{Span, Trace, Value},
-    reader::Warning,
-};
+use crate::model::{Span, Trace, Value};
 
-/// Why files cannot be read as one run.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// A file could not be read.
-    #[error(transparent)]
-    Read(#[from] crate::Error),
-    /// Two files hold different trace ids: they were recorded by different launches.
-    #[error(
-        "{first} and {other} are from different runs (trace ids {first_id:032x} and {other_id:032x}); \
-         give the files of one run"
-    )]
-    DifferentRuns {
-        /// The first file with a trace id.
-        first: PathBuf,
-        /// Its trace id.
-        first_id: u128,
-        /// A file with another id, and its id.
-        other: PathBuf,
-        /// That id.
-        other_id: u128,
-    },
-    /// Two files hold the same rank.
-    #[error("{first} and {other} are both rank {rank}; give each rank's file once")]
-    DuplicateRank {
-        /// The rank.
-        rank: i64,
-        /// The first file.
-        first: PathBuf,
-        /// The second file.
-        other: PathBuf,
-    },
-    /// No span of the program's own is in the step asked for.
-    #[error("no span of the program's own has a step or iteration field equal to {0}")]
-    NoStep(i64),
-    /// A rank the run had is not among the files.
-    #[error(
-        "rank {rank} is missing: {named_by}, but no file given is rank {rank} (files are ranks {given})"
-    )]
-    MissingRank {
-        /// The rank.
-        rank: i64,
-        /// What names it ("rank0.bin says the run had 4 ranks", "rank 0's MPI_Send sends to it").
-        named_by: String,
-        /// The ranks given, as text.
-        given: String,
-    },
-}
+mod whole;
+
+#[cfg(test)]
+pub(crate) use whole::check;
+pub(crate) use whole::cut_notes;
+pub use whole::{read_run, RunError};
 
 /// A span of the run: lane and index in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -138,99 +94,10 @@ fn blocking_send(name: &str) -> bool {
     matches!(name, "MPI_Send" | "MPI_Ssend" | "MPI_Rsend" | "MPI_Sendrecv" | "MPI_Sendrecv_replace")
 }
 
-/// Reads `paths` as one run; the warnings of the reading.
-pub(crate) fn read<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Trace, Vec<Warning>), RunError> {
-    let decoded = decode_files(paths)?;
-    check(&decoded.trace)?;
-    Ok((decoded.trace, decoded.warnings))
-}
-
-/// A note for each file that did not end cleanly: what it holds is analysed, up to its cut.
-pub(crate) fn cut_notes(trace: &Trace) -> Vec<String> {
-    let first = trace
-        .processes
-        .iter()
-        .filter_map(|p| p.threads.iter().flat_map(|t| &t.spans).map(|s| s.start_ns).min())
-        .min();
-    trace
-        .processes
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !p.complete)
-        .map(|(k, p)| {
-            let at = trace.last_ns(k).saturating_sub(first.unwrap_or(0));
-            format!(
-                "{} did not end cleanly (cut, or its program was killed): read up to its last record, {} into the run",
-                p.source,
-                crate::units::duration(at)
-            )
-        })
-        .collect()
-}
-
 /// Each process's rank.
 pub(crate) fn ranks(trace: &Trace) -> Vec<i64> {
     let label = |p: &crate::model::Process| p.header.label("rank").and_then(|r| r.trim().parse().ok());
     trace.processes.iter().enumerate().map(|(k, p)| label(p).unwrap_or(k as i64)).collect()
-}
-
-/// That the processes are one whole run (see the module docs).
-pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
-    let file = |p: usize| PathBuf::from(&trace.processes[p].source);
-    let with_id = trace.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
-    let mut first: Option<(usize, u128)> = None;
-    for (k, p) in with_id {
-        match first {
-            None => first = Some((k, p.header.trace_id)),
-            Some((f, id)) if id != p.header.trace_id => {
-                return Err(RunError::DifferentRuns {
-                    first: file(f),
-                    first_id: id,
-                    other: file(k),
-                    other_id: p.header.trace_id,
-                })
-            }
-            Some(_) => {}
-        }
-    }
-    let ranks = ranks(trace);
-    let mut seen: HashMap<i64, usize> = HashMap::new();
-    for (k, &r) in ranks.iter().enumerate() {
-        if let Some(&f) = seen.get(&r) {
-            return Err(RunError::DuplicateRank { rank: r, first: file(f), other: file(k) });
-        }
-        seen.insert(r, k);
-    }
-    let mut sorted = ranks.clone();
-    sorted.sort_unstable();
-    let given = sorted.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-    let missing =
-        |rank: i64, named_by: String| RunError::MissingRank { rank, named_by, given: given.clone() };
-    for p in &trace.processes {
-        if let Some(size) = p.header.label("size").and_then(|s| s.trim().parse::<i64>().ok()) {
-            if let Some(r) = (0..size).find(|r| !seen.contains_key(r)) {
-                let source = &p.source;
-                return Err(missing(r, format!("{source} says the run had {size} ranks")));
-            }
-        }
-    }
-    if let Some(&top) = sorted.last() {
-        if let Some(r) = (0..top).find(|r| !seen.contains_key(r)) {
-            return Err(missing(r, format!("rank {top} is given")));
-        }
-    }
-    for (p, process) in trace.processes.iter().enumerate() {
-        let spans = process.threads.iter().flat_map(|t| &t.spans).filter(|s| is_mpi(s));
-        for s in spans {
-            for key in ["peer", "root", "dest", "target"] {
-                if let Some(r) = int(s, key).filter(|&r| r >= 0 && !seen.contains_key(&r)) {
-                    let how = if key == "root" { "has it as its root" } else { "names it as its peer" };
-                    return Err(missing(r, format!("rank {}'s {} {how}", ranks[p], s.name())));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// What a lane is doing: its innermost open span, or nothing between two spans (the top-level
@@ -387,7 +254,25 @@ impl<'t> Run<'t> {
                 self.messages.push(Message { send, send_blocked_in, posted, received_in, bytes });
             }
         }
-        let mut groups: Vec<Vec<At>> = groups.into_values().filter(|g| g.len() > 1).collect();
+        // MPI_Init and MPI_Finalize carry no correlation, yet every rank takes part in each
+        // (the launch's wire-up, the closing fence): one group each, of each process's first.
+        let mut init: HashMap<usize, At> = HashMap::new();
+        let mut finalize: HashMap<usize, At> = HashMap::new();
+        for (l, lane) in self.lanes.iter().enumerate() {
+            for (k, s) in lane.spans.iter().enumerate().filter(|(_, s)| is_mpi(s)) {
+                let at = At { lane: l as u32, span: k as u32 };
+                let first = |m: &mut HashMap<usize, At>| {
+                    m.entry(lane.process).or_insert(at);
+                };
+                match s.name() {
+                    "MPI_Init" | "MPI_Init_thread" => first(&mut init),
+                    "MPI_Finalize" => first(&mut finalize),
+                    _ => {}
+                }
+            }
+        }
+        let implicit = [init, finalize].into_iter().map(|m| m.into_values().collect::<Vec<_>>());
+        let mut groups: Vec<Vec<At>> = groups.into_values().chain(implicit).filter(|g| g.len() > 1).collect();
         groups.iter_mut().for_each(|g| g.sort_unstable());
         groups.sort_unstable();
         self.collectives = groups;

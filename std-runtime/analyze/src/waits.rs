@@ -85,6 +85,8 @@ impl WaitKind {
 /// One wait state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wait {
+    /// The waiting process (its file's place among the files given).
+    pub process: usize,
     /// The waiting rank.
     pub rank: i64,
     /// Its thread (index in its file).
@@ -132,6 +134,26 @@ pub struct RootCause {
     pub start_ns: u64,
 }
 
+/// A piece of what a rank was doing that waits were charged to: the instances of a root cause,
+/// each with the waits it caused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Charged {
+    /// Its root cause, by its index in [`Waits::root_causes`].
+    pub root_cause: usize,
+    /// The process (its file's place), rank and thread that was busy.
+    pub process: usize,
+    /// Its rank.
+    pub rank: i64,
+    /// Its thread.
+    pub thread: usize,
+    /// The part of the piece the waits overlapped, Unix ns: from the first to the last moment.
+    pub start_ns: u64,
+    /// Its end.
+    pub end_ns: u64,
+    /// The waits charged to it, by their indices in [`Waits::waits`].
+    pub waits: Vec<usize>,
+}
+
 /// Waiting per rank.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankTotal {
@@ -169,6 +191,8 @@ pub struct Waits {
     pub per_rank: Vec<RankTotal>,
     /// Per rank, call site and kind, the most waiting first.
     pub per_site: Vec<SiteTotal>,
+    /// The pieces of work the waits were charged to, by lane and time.
+    pub charged: Vec<Charged>,
     /// All the waiting.
     pub total_wait_ns: u64,
     /// What the reader should know about the input (files that end early).
@@ -179,14 +203,14 @@ pub struct Waits {
 pub fn waits(trace: &Trace) -> Waits {
     let run = timeline::Run::new(trace);
     let found = classify::classify(&run);
-    blame::report(&run, found)
+    let mut report = blame::report(&run, found);
+    report.notes = timeline::cut_notes(trace);
+    report
 }
 
 /// [`waits`] of the files of one run, checked to be one whole run (one trace id, no rank missing
 /// or given twice: [`RunError`]); a file that was cut gives the waits up to its cut, and a note.
 pub fn waits_files<P: AsRef<Path>>(paths: &[P]) -> Result<(Waits, Vec<Warning>), RunError> {
-    let (trace, warnings) = timeline::read(paths)?;
-    let mut report = waits(&trace);
-    report.notes = timeline::cut_notes(&trace);
-    Ok((report, warnings))
+    let (trace, warnings) = timeline::read_run(paths)?;
+    Ok((waits(&trace), warnings))
 }

@@ -262,6 +262,29 @@ impl Files {
         }
     }
 
+    /// (Scanned for [`Format::Perfetto`].) [`write`](Files::write), then the tracks of
+    /// `overlay` laid over the trace (see [`perfetto::overlay`]): under the process tracks of
+    /// the files, or at the top.
+    pub fn write_with_overlay(
+        self,
+        out: &mut dyn Write,
+        overlay: &perfetto::overlay::Overlay,
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<()> {
+        match self.scanned.take_plan() {
+            (Plans::Perfetto(p), files) => perfetto::write_with_overlay(
+                Source::Files(Box::new(files.with(p)), progress),
+                out,
+                self.threads,
+                overlay,
+            ),
+            _ => Err(io::Error::other(format!(
+                "tracks are laid over a Perfetto trace, not {}",
+                self.format.name()
+            ))),
+        }
+    }
+
     /// (Scanned for [`Format::Xspace`].) Reads the files again and writes them under `dir` as
     /// TensorBoard's profile plugin lays a run out, `dir/plugins/profile/<run>/<host>.xplane.pb`,
     /// one file per host; `run` defaults to the time of the earliest record

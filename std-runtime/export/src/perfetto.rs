@@ -72,6 +72,7 @@ use crate::{decode::stream::Header, model::Trace};
 
 mod groups;
 mod order;
+pub mod overlay;
 mod packet;
 mod plan;
 #[doc(hidden)]
@@ -137,6 +138,24 @@ pub(super) fn write_from(source: Source<'_, Plan>, out: &mut dyn Write, threads:
         }
         source => source.run(Scan::new, |plan| PacketWriter::new(out, plan)),
     }
+}
+
+/// [`write_from`] of the scanned `files`, then `overlay` after the trace's own packets.
+pub(super) fn write_with_overlay(
+    files: Source<'_, Plan>,
+    out: &mut dyn Write,
+    threads: usize,
+    overlay: &overlay::Overlay,
+) -> io::Result<()> {
+    let (tracks, sequence) = match &files {
+        Source::Files(scanned, _) => {
+            (scanned.plan.firsts.iter().map(|f| f.0).collect::<Vec<_>>(), scanned.plan.free_sequence)
+        }
+        Source::Trace(_) => return Err(io::Error::other("an overlay is laid over files only")),
+    };
+    write_from(files, out, threads)?;
+    overlay::write(overlay, &tracks, sequence, out)?;
+    out.flush()
 }
 
 /// The first packet of a sequence: it clears (and so starts) the incremental state.

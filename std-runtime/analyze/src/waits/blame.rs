@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{classify::Found, RankTotal, RootCause, SiteTotal, Wait, Waits};
+use super::{classify::Found, Charged, RankTotal, RootCause, SiteTotal, Wait, Waits};
 use crate::timeline::{activity, is_mpi, Doing, Lane, Run};
 
 /// How many waits a charge is followed through before it stays where it is (clocks that
@@ -97,12 +97,13 @@ pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
     for (k, f) in found.iter().enumerate() {
         blame.charge(f.cause.lane, (f.start_ns, f.end_ns), k as u32, 0, &mut charges);
     }
-    let (root_causes, main) = root_causes(&blame, &mut charges, found.len());
+    let (root_causes, main, charged) = root_causes(&blame, &mut charges, found.len());
     let mut out = Waits::default();
     for (k, f) in found.iter().enumerate() {
         let lane = &run.lanes[f.at.lane as usize];
         let span = run.span(f.at);
         out.waits.push(Wait {
+            process: lane.process,
             rank: run.rank(f.at.lane),
             thread: lane.thread,
             call: span.name().to_owned(),
@@ -136,6 +137,7 @@ pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
     out.per_site
         .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.rank.cmp(&b.rank)).then(a.site.cmp(&b.site)));
     out.root_causes = root_causes;
+    out.charged = charged;
     out
 }
 
@@ -144,7 +146,7 @@ fn root_causes(
     blame: &Blame<'_, '_>,
     charges: &mut [Charge],
     waits: usize,
-) -> (Vec<RootCause>, Vec<Option<usize>>) {
+) -> (Vec<RootCause>, Vec<Option<usize>>, Vec<Charged>) {
     // A root cause is what a lane was doing, by name: each of its pieces adds to it.
     let mut keys: HashMap<(u32, String), usize> = HashMap::new();
     let mut causes: Vec<RootCause> = Vec::new();
@@ -152,6 +154,7 @@ fn root_causes(
     charges.sort_unstable_by_key(|c| (c.lane, c.piece, c.a));
     let mut best_piece: Vec<(u64, u32, u32)> = Vec::new();
     let mut by_origin: HashMap<(u32, usize), u64> = HashMap::new();
+    let mut charged: Vec<Charged> = Vec::new();
     let mut k = 0;
     while k < charges.len() {
         let (lane, piece) = (charges[k].lane, charges[k].piece);
@@ -177,6 +180,15 @@ fn root_causes(
         });
         // The charges of one piece: their union is its delay.
         let (mut union, mut reach, mut total) = (0, 0, 0);
+        let mut piece_charged = Charged {
+            root_cause: key,
+            process: blame.run.lanes[lane as usize].process,
+            rank: blame.run.rank(lane),
+            thread: blame.run.lanes[lane as usize].thread,
+            start_ns: charges[k].a,
+            end_ns: charges[k].b,
+            waits: Vec::new(),
+        };
         while k < charges.len() && (charges[k].lane, charges[k].piece) == (lane, piece) {
             let c = &charges[k];
             let len = c.b - c.a;
@@ -187,10 +199,15 @@ fn root_causes(
                 causes[key].direct_ns += len;
             }
             *by_origin.entry((c.origin, key)).or_default() += len;
+            piece_charged.end_ns = piece_charged.end_ns.max(c.b);
+            piece_charged.waits.push(c.origin as usize);
             union += c.b.saturating_sub(c.a.max(reach));
             reach = reach.max(c.b);
             k += 1;
         }
+        piece_charged.waits.sort_unstable();
+        piece_charged.waits.dedup();
+        charged.push(piece_charged);
         causes[key].delay_ns += union;
         causes[key].caused_wait_ns += total;
         if total > best_piece[key].0 {
@@ -222,5 +239,8 @@ fn root_causes(
         }
     }
     let sorted = order.iter().map(|&k| causes[k].clone()).collect();
-    (sorted, main.into_iter().map(|m| m.map(|(_, k)| k)).collect())
+    for c in &mut charged {
+        c.root_cause = place[c.root_cause];
+    }
+    (sorted, main.into_iter().map(|m| m.map(|(_, k)| k)).collect(), charged)
 }

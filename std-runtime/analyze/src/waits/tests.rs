@@ -77,6 +77,10 @@ fn a_delay_propagates_down_a_chain_of_ranks() {
     assert_eq!(cause(&w, 1, "gap MPI_Recv → MPI_Send").caused_wait_ns, MS);
     let charged: u64 = w.root_causes.iter().map(|c| c.caused_wait_ns).sum();
     assert_eq!(charged, w.total_wait_ns, "every nanosecond of waiting is charged once");
+    // The delay's one piece was charged with both waits: rank 1's directly, rank 0's through it.
+    let piece = w.charged.iter().find(|p| p.rank == 2).expect("the delay's piece");
+    assert_eq!((w.root_causes[piece.root_cause].span.as_str(), piece.waits.len()), ("delay", 2));
+    assert_eq!((piece.start_ns, piece.end_ns), (T0, T0 + 80 * MS));
 }
 
 #[test]

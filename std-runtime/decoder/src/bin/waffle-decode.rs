@@ -30,9 +30,8 @@
 
 #![forbid(unsafe_code)]
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{ArgGroup, Parser, Subcommand};
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     process::ExitCode,
     time::Duration,
@@ -41,6 +40,8 @@ use std::{
 mod diff;
 #[path = "waffle-decode/follow.rs"]
 mod follow;
+#[path = "waffle-decode/hang.rs"]
+mod hang;
 #[path = "waffle-decode/progress.rs"]
 mod progress;
 #[path = "waffle-decode/slow.rs"]
@@ -115,6 +116,13 @@ struct Cli {
     #[arg(short, long)]
     quiet: bool,
 
+    /// (perfetto) Lay why the run is slow over the trace: a "waits" track under each rank
+    /// with its wait states, a slice for each piece of work they were charged to with a flow
+    /// to each wait it caused, and the critical path as a track of its own (see `waffle-decode
+    /// waits` and `critical-path`). The files must be one whole run.
+    #[arg(long, requires = "output")]
+    waits: bool,
+
     /// Do not join spans matched by order across ranks (the k-th span of a name on each rank)
     /// with Perfetto flow arrows; draw only recorded links, parents and correlations.
     #[arg(long)]
@@ -136,7 +144,7 @@ enum Command {
     Why(why::WhyArgs),
     /// Show where a stopped run was stuck: the spans each thread was still inside, who waited
     /// for whom among the MPI ranks, and the deadlocks.
-    Hang(HangArgs),
+    Hang(hang::HangArgs),
     /// Compare two runs: kernels aligned by step, name and occurrence (slower, missing, fused,
     /// split), the first tensor whose values differ, the first NaN or Inf of each run.
     Diff(diff::DiffArgs),
@@ -152,24 +160,12 @@ enum Command {
     Profile(slow::ProfileArgs),
 }
 
-#[derive(Args, Debug)]
-struct HangArgs {
-    /// trace.bin files written by waffle, one per process (rank).
-    #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
-
-    /// Print JSON (its shape is documented in `waffle_analyze::hang`) instead of
-    /// text.
-    #[arg(long)]
-    json: bool,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Why(args)) => why::why(args),
         Some(Command::Diff(args)) => diff::diff(args),
-        Some(Command::Hang(args)) => hang(args),
+        Some(Command::Hang(args)) => hang::hang(args),
         Some(Command::Waits(args)) => slow::waits(args),
         Some(Command::CriticalPath(args)) => slow::critical_path(args),
         Some(Command::Profile(args)) => slow::profile(args),
@@ -213,6 +209,23 @@ fn run(cli: &Cli) -> Result<(), String> {
                 for file in written {
                     eprintln!("wrote {} ({})", file.display(), format.name());
                 }
+            }
+        } else if cli.waits {
+            if format != Format::Perfetto {
+                return Err(format!("--waits draws tracks in a Perfetto trace, not {}", format.name()));
+            }
+            let overlay = progress.suspend(|| slow::overlay(&cli.inputs))?;
+            let written = waffle_export::write_file(path, |out| {
+                files.write_with_overlay(out, &overlay, &mut progress.inc())
+            });
+            progress.done();
+            written.map_err(|e| format!("{}: {e}", path.display()))?;
+            if !cli.quiet {
+                eprintln!(
+                    "wrote {} ({}, with the waits and the critical path)",
+                    path.display(),
+                    format.name()
+                );
             }
         } else {
             let written = waffle_export::write_file(path, |out| files.write(out, &mut progress.inc()));
@@ -340,24 +353,6 @@ fn policy_from_env() -> Result<Policy, String> {
 /// The names `--format` takes, comma-separated.
 fn known_formats() -> String {
     Format::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
-}
-
-/// `waffle-decode hang`: the report on stdout (exit status 0 whether or not something was
-/// stuck), warnings and errors on stderr.
-fn hang(args: &HangArgs) -> Result<(), String> {
-    let (report, warnings) = waffle_analyze::hang::hang_files(&args.inputs).map_err(|e| e.to_string())?;
-    for w in &warnings {
-        eprintln!("waffle-decode: warning: {w}");
-    }
-    let text = if args.json {
-        let mut json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| e.to_string())?;
-        json.push('\n');
-        json
-    } else {
-        report.to_text()
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
 }
 
 fn summary(processes: &[ProcessStats]) {

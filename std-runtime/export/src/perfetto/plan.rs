@@ -73,6 +73,8 @@ pub(crate) struct Plan {
     pub(super) tids: Vec<Vec<i64>>,
     /// Per process: its track's uuid and its sequence id, its threads' the next ones.
     pub(super) firsts: Vec<(u64, u32)>,
+    /// The first sequence id no process uses.
+    pub(super) free_sequence: u32,
     /// Referenced items, by id.
     pub(super) targets: Vec<Target>,
     /// Their ids, in the same order: searched (8 bytes an entry, where a whole target takes
@@ -181,7 +183,21 @@ impl Plan {
             uuid += 1 + p.threads.len() as u64;
             seq = seq.saturating_add(1 + p.threads.len() as u32);
         }
-        Plan { processes, pids, tids, firsts, targets, ids, keys, matched, parts, large, apart }
+        let free_sequence = seq.saturating_add(1);
+        Plan {
+            processes,
+            pids,
+            tids,
+            firsts,
+            free_sequence,
+            targets,
+            ids,
+            keys,
+            matched,
+            parts,
+            large,
+            apart,
+        }
     }
 
     /// The index of the referenced item `id`, if it is one; looked for first just before

@@ -115,6 +115,9 @@ pub struct TrackEvent {
     pub name_iid: Option<u64>,
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: Option<u64>,
+    /// The event's name spelt out (waffle's sequences intern names: `name_iid`).
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
     /// Flows this event starts or continues. Perfetto's protos are proto2, where repeated
     /// scalars are not packed, and trace_processor's decoder reads only that form.
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
@@ -145,6 +148,9 @@ pub(crate) struct InternedString {
 pub(crate) struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
+    /// The name spelt out, where it is not interned.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
     #[prost(oneof = "AnnotationValue", tags = "2, 3, 4, 5, 6")]
     pub value: Option<AnnotationValue>,
 }

@@ -27,7 +27,7 @@ impl Progress {
     }
 
     /// Runs `f` with the bar hidden.
-    pub(crate) fn suspend(&self, f: impl FnOnce()) {
+    pub(crate) fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.0 {
             Some(bar) => bar.suspend(f),
             None => f(),

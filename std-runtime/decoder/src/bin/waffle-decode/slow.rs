@@ -1,7 +1,9 @@
 //! `waffle-decode waits`, `critical-path` and `profile`: why a run is slow, from its files.
 
 use clap::Args;
-use std::{io::Write, path::PathBuf};
+use std::{collections::HashMap, io::Write, path::PathBuf};
+use waffle_analyze::{critical_path::CriticalPath, waits::Waits};
+use waffle_export::perfetto::overlay::{Overlay, OverlaySlice, OverlayTrack};
 
 #[derive(Args, Debug)]
 pub(crate) struct WaitsArgs {
@@ -93,4 +95,101 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<(), String> {
         return Ok(());
     }
     print(&if args.json { pretty(&report.to_json())? } else { report.to_text() })
+}
+
+/// `--waits`: the waits of the files' run, the work they were charged to, and its critical path,
+/// as tracks to lay over its Perfetto trace. Warnings and notes on stderr.
+pub(crate) fn overlay(inputs: &[PathBuf]) -> Result<Overlay, String> {
+    let (trace, warnings) = waffle_analyze::read_run(inputs).map_err(|e| e.to_string())?;
+    let waits = waffle_analyze::waits::waits(&trace);
+    let path = waffle_analyze::critical_path::critical_path(&trace, None).map_err(|e| e.to_string())?;
+    warn(&warnings, &waits.notes);
+    Ok(tracks(&waits, &path))
+}
+
+/// One "waits" track per thread that waited or was waited for, under its process: each wait a
+/// slice named by its kind, each piece of work charged with waits a slice `cause: NAME` with a
+/// flow to the end of each wait it caused; then the critical path, a track at the top, a flow
+/// where it goes from one rank to another.
+fn tracks(waits: &Waits, path: &CriticalPath) -> Overlay {
+    let mut by_lane: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut overlay = Overlay::default();
+    let mut track = |overlay: &mut Overlay, process: usize, thread: usize| -> usize {
+        *by_lane.entry((process, thread)).or_insert_with(|| {
+            let name = if thread == 0 { "waits".to_owned() } else { format!("waits (thread {thread})") };
+            overlay.tracks.push(OverlayTrack { process: Some(process), name, slices: Vec::new() });
+            overlay.tracks.len() - 1
+        })
+    };
+    let mut ends: Vec<Vec<u64>> = vec![Vec::new(); waits.waits.len()];
+    let mut flow = 0u64;
+    for c in &waits.charged {
+        let cause = &waits.root_causes[c.root_cause];
+        let out: Vec<u64> = c
+            .waits
+            .iter()
+            .map(|_| {
+                flow += 1;
+                flow
+            })
+            .collect();
+        for (&w, &f) in c.waits.iter().zip(&out) {
+            ends[w].push(f);
+        }
+        let t = track(&mut overlay, c.process, c.thread);
+        overlay.tracks[t].slices.push(OverlaySlice {
+            name: format!("cause: {}", cause.span),
+            start_ns: c.start_ns,
+            dur_ns: c.end_ns - c.start_ns,
+            args: vec![
+                ("root_cause".into(), cause.span.clone()),
+                ("caused_wait_ns (all instances)".into(), cause.caused_wait_ns.to_string()),
+                ("waits caused here".into(), c.waits.len().to_string()),
+            ],
+            flows_out: out,
+            ..Default::default()
+        });
+    }
+    for (w, ends) in waits.waits.iter().zip(ends) {
+        let cause = w.root_cause.map(|k| &waits.root_causes[k]);
+        let mut args = vec![
+            ("call".into(), w.site.clone()),
+            ("wait_ns".into(), w.wait_ns.to_string()),
+            ("waited_for".into(), format!("rank {} {}", w.waited_for_rank, w.waited_for)),
+        ];
+        if let Some(c) = cause {
+            args.push(("root_cause".into(), format!("rank {} {}", c.rank, c.span)));
+        }
+        let t = track(&mut overlay, w.process, w.thread);
+        overlay.tracks[t].slices.push(OverlaySlice {
+            name: w.kind.name().to_owned(),
+            start_ns: w.start_ns,
+            dur_ns: w.wait_ns,
+            args,
+            flows_in_at_end: ends,
+            ..Default::default()
+        });
+    }
+    let mut critical = OverlayTrack { process: None, name: "critical path".into(), slices: Vec::new() };
+    let mut last: Option<&waffle_analyze::critical_path::Segment> = None;
+    for s in &path.segments {
+        let mut slice = OverlaySlice {
+            name: format!("rank {}: {}", s.rank, s.span),
+            start_ns: s.start_ns,
+            dur_ns: s.dur_ns,
+            args: vec![("rank".into(), s.rank.to_string()), ("span".into(), s.span.clone())],
+            ..Default::default()
+        };
+        if last.is_some_and(|l| (l.process, l.thread) != (s.process, s.thread)) {
+            flow += 1;
+            critical.slices.last_mut().expect("the segment before").flows_out.push(flow);
+            slice.flows_in.push(flow);
+        }
+        critical.slices.push(slice);
+        last = Some(s);
+    }
+    if !critical.slices.is_empty() {
+        overlay.tracks.push(critical);
+    }
+    overlay
 }

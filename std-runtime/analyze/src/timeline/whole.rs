@@ -1,0 +1,148 @@
+//! That files are one whole run before anything is read into it: one trace id, each rank once,
+//! and every rank there that the files name (the `size` label a launcher gives, the ranks from
+//! 0 to the highest, the peers and roots of the calls); and what the reader should know of a
+//! file that did not end cleanly.
+
+use std::{collections::HashMap, path::PathBuf};
+
+use super::{int, is_mpi, ranks};
+use crate::{decode::decode_files, model::Trace, reader::Warning};
+
+/// Why files cannot be read as one run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A file could not be read.
+    #[error(transparent)]
+    Read(#[from] crate::Error),
+    /// Two files hold different trace ids: they were recorded by different launches.
+    #[error(
+        "{first} and {other} are from different runs (trace ids {first_id:032x} and {other_id:032x}); \
+         give the files of one run"
+    )]
+    DifferentRuns {
+        /// The first file with a trace id.
+        first: PathBuf,
+        /// Its trace id.
+        first_id: u128,
+        /// A file with another id, and its id.
+        other: PathBuf,
+        /// That id.
+        other_id: u128,
+    },
+    /// Two files hold the same rank.
+    #[error("{first} and {other} are both rank {rank}; give each rank's file once")]
+    DuplicateRank {
+        /// The rank.
+        rank: i64,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        other: PathBuf,
+    },
+    /// No span of the program's own is in the step asked for.
+    #[error("no span of the program's own has a step or iteration field equal to {0}")]
+    NoStep(i64),
+    /// A rank the run had is not among the files.
+    #[error(
+        "rank {rank} is missing: {named_by}, but no file given is rank {rank} (files are ranks {given})"
+    )]
+    MissingRank {
+        /// The rank.
+        rank: i64,
+        /// What names it ("rank0.bin says the run had 4 ranks", "rank 0's MPI_Send sends to it").
+        named_by: String,
+        /// The ranks given, as text.
+        given: String,
+    },
+}
+
+/// Reads `paths` as one run, checked to be one whole run (one trace id, no rank missing or given
+/// twice: [`RunError`]); the warnings of the reading. What [`crate::waits::waits_files`],
+/// [`crate::critical_path::critical_path_files`] and [`crate::profile::profile_files`] read.
+pub fn read_run<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Trace, Vec<Warning>), RunError> {
+    let decoded = decode_files(paths)?;
+    check(&decoded.trace)?;
+    Ok((decoded.trace, decoded.warnings))
+}
+
+/// A note for each file that did not end cleanly: what it holds is analysed, up to its cut.
+pub(crate) fn cut_notes(trace: &Trace) -> Vec<String> {
+    let first = trace
+        .processes
+        .iter()
+        .filter_map(|p| p.threads.iter().flat_map(|t| &t.spans).map(|s| s.start_ns).min())
+        .min();
+    trace
+        .processes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.complete)
+        .map(|(k, p)| {
+            let at = trace.last_ns(k).saturating_sub(first.unwrap_or(0));
+            format!(
+                "{} did not end cleanly (cut, or its program was killed): read up to its last record, {} into the run",
+                p.source,
+                crate::units::duration(at)
+            )
+        })
+        .collect()
+}
+
+/// That the processes are one whole run (see the module docs).
+pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
+    let file = |p: usize| PathBuf::from(&trace.processes[p].source);
+    let with_id = trace.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
+    let mut first: Option<(usize, u128)> = None;
+    for (k, p) in with_id {
+        match first {
+            None => first = Some((k, p.header.trace_id)),
+            Some((f, id)) if id != p.header.trace_id => {
+                return Err(RunError::DifferentRuns {
+                    first: file(f),
+                    first_id: id,
+                    other: file(k),
+                    other_id: p.header.trace_id,
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    let ranks = ranks(trace);
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    for (k, &r) in ranks.iter().enumerate() {
+        if let Some(&f) = seen.get(&r) {
+            return Err(RunError::DuplicateRank { rank: r, first: file(f), other: file(k) });
+        }
+        seen.insert(r, k);
+    }
+    let mut sorted = ranks.clone();
+    sorted.sort_unstable();
+    let given = sorted.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let missing =
+        |rank: i64, named_by: String| RunError::MissingRank { rank, named_by, given: given.clone() };
+    for p in &trace.processes {
+        if let Some(size) = p.header.label("size").and_then(|s| s.trim().parse::<i64>().ok()) {
+            if let Some(r) = (0..size).find(|r| !seen.contains_key(r)) {
+                let source = &p.source;
+                return Err(missing(r, format!("{source} says the run had {size} ranks")));
+            }
+        }
+    }
+    if let Some(&top) = sorted.last() {
+        if let Some(r) = (0..top).find(|r| !seen.contains_key(r)) {
+            return Err(missing(r, format!("rank {top} is given")));
+        }
+    }
+    for (p, process) in trace.processes.iter().enumerate() {
+        let spans = process.threads.iter().flat_map(|t| &t.spans).filter(|s| is_mpi(s));
+        for s in spans {
+            for key in ["peer", "root", "dest", "target"] {
+                if let Some(r) = int(s, key).filter(|&r| r >= 0 && !seen.contains_key(&r)) {
+                    let how = if key == "root" { "has it as its root" } else { "names it as its peer" };
+                    return Err(missing(r, format!("rank {}'s {} {how}", ranks[p], s.name())));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `waffle-decode why` and `hang` on the files of one run, beside the Perfetto export of the same
-# files: wall and CPU time and peak resident memory of each, and the files' size.
+# `waffle-decode why`, `hang`, `waits`, `critical-path` and `profile` on the files of one run,
+# beside the Perfetto export of the same files: wall and CPU time, throughput per CPU second
+# and peak resident memory of each, and the files' size.
 #
 #   benches/analyses.sh DIR [NTH]
 #
@@ -41,11 +42,14 @@ measure() { # NAME COMMAND...
     cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$work/time.txt")
     rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
     awk -v name="$name" -v w="$wall" -v c="$cpu" -v r="$rss" -v b="$bytes" 'BEGIN {
-        printf "  %-16s %6.2f s wall  %6.2f s CPU  peak RSS %7.1f MiB (%.2f x the files)\n",
-            name, w, c, r / 1024, r * 1024 / b }'
+        printf "  %-16s %6.2f s wall  %6.2f s CPU  %6.1f MB/s per CPU s  peak RSS %7.1f MiB (%.2f x the files)\n",
+            name, w, c, b / 1e6 / (c > 0 ? c : 1e-9), r / 1024, r * 1024 / b }'
 }
 
 measure "perfetto export" "$decode" -q "${files[@]}" -o "$work/out.pftrace"
 rm -f "$work/out.pftrace"
 measure "why" "$decode" why "${files[@]}" --event "MPI message received" --nth "$nth"
 measure "hang" "$decode" hang "${files[@]}"
+measure "waits" "$decode" waits "${files[@]}"
+measure "critical-path" "$decode" critical-path "${files[@]}"
+measure "profile" "$decode" profile "${files[@]}"

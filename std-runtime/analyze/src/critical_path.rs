@@ -32,7 +32,7 @@ use std::path::Path;
 use crate::{
     model::{Trace, Value},
     reader::Warning,
-    timeline::{self, activity, Doing, Run},
+    timeline::{self, activity, Doing, Labels, Run},
     waits::classify::{classify, Found},
     RunError,
 };
@@ -164,6 +164,8 @@ struct Walk<'r, 't> {
     run: &'r Run<'t>,
     found: &'r [Found],
     items: Vec<Vec<Item>>,
+    /// The label of each work item (`u32::MAX` for a wait), by lane.
+    labels: Vec<Vec<u32>>,
 }
 
 impl Walk<'_, '_> {
@@ -258,15 +260,28 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
         };
     };
     let run_start = run.lanes.iter().flat_map(|l| l.spans.first()).map(|s| s.start_ns).min().unwrap_or(start);
-    let path = Walk { run: &run, found: &found, items: items(&run, &found, run_start) };
+    let mut path =
+        Walk { run: &run, found: &found, items: items(&run, &found, run_start), labels: Vec::new() };
+    let mut labels = Labels::default();
+    path.labels = (path.items.iter().enumerate())
+        .map(|(l, items)| {
+            let label = |i: &Item| match i.what {
+                What::Work(d) => labels.of(&run, l as u32, d),
+                What::Wait(_) => u32::MAX,
+            };
+            items.iter().map(label).collect()
+        })
+        .collect();
     let walked = path.walk(last, end, start);
+    let named: Vec<u32> = walked.iter().map(|&(lane, d, ..)| labels.of(&run, lane, d)).collect();
     let segments: Vec<Segment> = walked
         .iter()
-        .map(|&(lane, d, a, b)| Segment {
+        .zip(&named)
+        .map(|(&(lane, d, a, b), &label)| Segment {
             process: run.lanes[lane as usize].process,
             rank: run.rank(lane),
             thread: run.lanes[lane as usize].thread,
-            span: run.doing(lane, d),
+            span: labels.name(label).to_owned(),
             span_id: match d {
                 Doing::Span(k) => run.lanes[lane as usize].spans[k as usize].id,
                 Doing::Gap(..) => 0,
@@ -275,12 +290,13 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
             dur_ns: b - a,
         })
         .collect();
-    let mut sums: HashMap<(u32, String), u64> = HashMap::new();
-    for (&(lane, ..), s) in walked.iter().zip(&segments) {
-        *sums.entry((lane, s.span.clone())).or_default() += s.dur_ns;
+    let mut sums: HashMap<(u32, u32), u64> = HashMap::new();
+    for ((&(lane, ..), s), &label) in walked.iter().zip(&segments).zip(&named) {
+        *sums.entry((lane, label)).or_default() += s.dur_ns;
     }
-    let mut ranked: Vec<((u32, String), u64)> = sums.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut ranked: Vec<((u32, u32), u64)> = sums.into_iter().collect();
+    ranked
+        .sort_by(|a, b| b.1.cmp(&a.1).then(labels.name(a.0 .1).cmp(labels.name(b.0 .1))).then(a.0.cmp(&b.0)));
     // Items in the order their original ends come, work before waits at one time.
     let mut order: Vec<(u32, u32)> = Vec::new();
     for (l, items) in path.items.iter().enumerate() {
@@ -308,15 +324,15 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
     let contributors = ranked
         .iter()
         .enumerate()
-        .map(|(k, ((lane, name), on_path))| {
+        .map(|(k, ((lane, label), on_path))| {
             let if_free = (k < REPLAYED).then(|| {
-                let ends = path.replay(&order, Some((*lane, name)));
+                let ends = path.replay(&order, Some((*lane, *label)));
                 length.saturating_sub(measured(&ends))
             });
             Contributor {
                 rank: run.rank(*lane),
                 thread: run.lanes[*lane as usize].thread,
-                span: name.clone(),
+                span: labels.name(*label).to_owned(),
                 on_path_ns: *on_path,
                 if_free_ns: if_free,
             }

@@ -144,6 +144,61 @@ pub(crate) fn activity(lane: &Lane<'_>) -> Vec<(u64, Doing)> {
     out
 }
 
+/// The names of what lanes do, numbered once each: a span by its name, a gap by the names on
+/// either side. Reports compare and sum by number and spell a name out once.
+#[derive(Default)]
+pub(crate) struct Labels<'t> {
+    spans: HashMap<&'t str, u32>,
+    gaps: HashMap<(u32, u32), u32>,
+    names: Vec<String>,
+}
+
+impl<'t> Labels<'t> {
+    /// The number of a span's name.
+    fn span(&mut self, name: &'t str) -> u32 {
+        let names = &mut self.names;
+        *self.spans.entry(name).or_insert_with(|| {
+            names.push(name.to_owned());
+            names.len() as u32 - 1
+        })
+    }
+
+    /// The number of what lane `lane` of `run` is doing: `d`.
+    pub(crate) fn of(&mut self, run: &Run<'t>, lane: u32, d: Doing) -> u32 {
+        let spans = &run.lanes[lane as usize].spans;
+        match d {
+            Doing::Span(k) => self.span(spans[k as usize].name()),
+            Doing::Gap(before, after) => {
+                // Past the last number a span name can have: the edges of the lane.
+                let side = |this: &mut Self, k: Option<u32>, edge| {
+                    k.map_or(edge, |k| this.span(spans[k as usize].name()))
+                };
+                let key = (side(self, before, u32::MAX - 1), side(self, after, u32::MAX));
+                if let Some(&id) = self.gaps.get(&key) {
+                    return id;
+                }
+                let name = |id: u32, edge: &str| {
+                    if id >= u32::MAX - 1 {
+                        edge.to_owned()
+                    } else {
+                        self.names[id as usize].clone()
+                    }
+                };
+                let text = format!("gap {} → {}", name(key.0, "start"), name(key.1, "end"));
+                self.names.push(text);
+                let id = self.names.len() as u32 - 1;
+                self.gaps.insert(key, id);
+                id
+            }
+        }
+    }
+
+    /// The name numbered `id`.
+    pub(crate) fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+}
+
 impl<'t> Run<'t> {
     /// The lanes, messages and collectives of `trace`.
     pub(crate) fn new(trace: &'t Trace) -> Run<'t> {
@@ -178,17 +233,6 @@ impl<'t> Run<'t> {
     /// The rank of a lane.
     pub(crate) fn rank(&self, lane: u32) -> i64 {
         self.ranks[self.lanes[lane as usize].process]
-    }
-
-    /// A piece of activity as the report names it.
-    pub(crate) fn doing(&self, lane: u32, doing: Doing) -> String {
-        let spans = &self.lanes[lane as usize].spans;
-        let name =
-            |k: Option<u32>, none: &str| k.map_or(none.to_owned(), |k| spans[k as usize].name().to_owned());
-        match doing {
-            Doing::Span(k) => spans[k as usize].name().to_owned(),
-            Doing::Gap(before, after) => format!("gap {} → {}", name(before, "start"), name(after, "end")),
-        }
     }
 
     /// Messages and collectives.

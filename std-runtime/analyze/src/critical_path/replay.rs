@@ -1,20 +1,13 @@
 //! The replay behind "what if it were free": every lane's work in its order, each wait ending
 //! when its cause happens in the replay, with one contributor's work taking no time.
 
-use std::collections::HashMap;
-
 use super::{holding, Walk, What};
-use crate::timeline::Doing;
 
 impl Walk<'_, '_> {
-    /// Every lane replayed with the work `free` (a lane and what it was doing, by name) taking
-    /// no time: the new time of each item's end, by lane.
-    pub(super) fn replay(&self, order: &[(u32, u32)], free: Option<(u32, &str)>) -> Vec<Vec<u64>> {
+    /// Every lane replayed with the work `free` (a lane and what it was doing, by its label's
+    /// number) taking no time: the new time of each item's end, by lane.
+    pub(super) fn replay(&self, order: &[(u32, u32)], free: Option<(u32, u32)>) -> Vec<Vec<u64>> {
         let mut end: Vec<Vec<u64>> = self.items.iter().map(|i| vec![u64::MAX; i.len()]).collect();
-        let is_free =
-            |lane: u32, d: Doing| free.is_some_and(|(l, name)| l == lane && self.run.doing(lane, d) == name);
-        // Names compare once per distinct piece.
-        let mut free_piece: HashMap<(u32, Doing), bool> = HashMap::new();
         let start = |end: &Vec<Vec<u64>>, lane: u32, k: usize| {
             let items = &self.items[lane as usize];
             match k.checked_sub(1) {
@@ -27,9 +20,9 @@ impl Walk<'_, '_> {
             let item = self.items[lane as usize][k as usize];
             let s = start(&end, lane, k as usize);
             let e = match item.what {
-                What::Work(d) => {
-                    let free = *free_piece.entry((lane, d)).or_insert_with(|| is_free(lane, d));
-                    if free {
+                What::Work(_) => {
+                    let label = self.labels[lane as usize][k as usize];
+                    if free.is_some_and(|(l, id)| l == lane && id == label) {
                         s
                     } else {
                         s + (item.b - item.a)

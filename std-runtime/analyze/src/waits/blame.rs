@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{classify::Found, Charged, RankTotal, RootCause, SiteTotal, Wait, Waits};
-use crate::timeline::{activity, is_mpi, Doing, Lane, Run};
+use crate::timeline::{activity, is_mpi, Doing, Labels, Lane, Run};
 
 /// How many waits a charge is followed through before it stays where it is (clocks that
 /// disagree could make two waits each other's cause).
@@ -148,7 +148,8 @@ fn root_causes(
     waits: usize,
 ) -> (Vec<RootCause>, Vec<Option<usize>>, Vec<Charged>) {
     // A root cause is what a lane was doing, by name: each of its pieces adds to it.
-    let mut keys: HashMap<(u32, String), usize> = HashMap::new();
+    let mut keys: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut labels = Labels::default();
     let mut causes: Vec<RootCause> = Vec::new();
     let mut piece_key: HashMap<(u32, u32), usize> = HashMap::new();
     charges.sort_unstable_by_key(|c| (c.lane, c.piece, c.a));
@@ -160,8 +161,9 @@ fn root_causes(
         let (lane, piece) = (charges[k].lane, charges[k].piece);
         let key = *piece_key.entry((lane, piece)).or_insert_with(|| {
             let doing = blame.pieces[lane as usize][piece as usize].1;
-            let name = blame.run.doing(lane, doing);
-            *keys.entry((lane, name.clone())).or_insert_with(|| {
+            let label = labels.of(blame.run, lane, doing);
+            *keys.entry((lane, label)).or_insert_with(|| {
+                let name = labels.name(label).to_owned();
                 let l = &blame.run.lanes[lane as usize];
                 causes.push(RootCause {
                     rank: blame.run.rank(lane),

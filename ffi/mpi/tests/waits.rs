@@ -155,7 +155,7 @@ fn charged_to_delay(report: &Json, rank: i64, id: u64) -> f64 {
     );
     assert_eq!(top["span_id"], format!("{id:016x}"), "the delay's own span");
     let delay = int(&top["delay_ns"]);
-    assert!(delay <= (DELAY_MS + 50) * MS && delay >= DELAY_MS * MS / 2, "delay {delay} ns: {report:#}");
+    assert!((DELAY_MS * MS / 2..=(DELAY_MS + 50) * MS).contains(&delay), "delay {delay} ns: {report:#}");
     let share = int(&top["caused_wait_ns"]) as f64 / total as f64;
     eprintln!("rank {rank}'s delay: {:.1} % of {total} ns of waiting", share * 100.0);
     share

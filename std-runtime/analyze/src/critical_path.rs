@@ -30,9 +30,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::{
-    model::{Trace, Value},
+    model::Trace,
     reader::Warning,
-    timeline::{self, activity, Doing, Labels, Run},
+    timeline::{self, activity, Doing, Labels, Run, Span},
     waits::classify::{classify, Found},
     RunError,
 };
@@ -114,7 +114,7 @@ struct Item {
 }
 
 /// Each lane's pieces from `start` to its last span's end, waits cut out of its activity.
-fn items(run: &Run<'_>, found: &[Found], start: u64) -> Vec<Vec<Item>> {
+fn items(run: &Run, found: &[Found], start: u64) -> Vec<Vec<Item>> {
     let mut waits: Vec<Vec<(u64, u64, u32)>> = vec![Vec::new(); run.lanes.len()];
     for (k, f) in found.iter().enumerate() {
         waits[f.at.lane as usize].push((f.start_ns, f.end_ns, k as u32));
@@ -160,15 +160,15 @@ fn holding(items: &[Item], t: u64) -> Option<usize> {
     k.checked_sub(1)
 }
 
-struct Walk<'r, 't> {
-    run: &'r Run<'t>,
+struct Walk<'r> {
+    run: &'r Run,
     found: &'r [Found],
     items: Vec<Vec<Item>>,
     /// The label of each work item (`u32::MAX` for a wait), by lane.
     labels: Vec<Vec<u32>>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_> {
     /// The segments from `end` on lane `lane` back to `start`, in time order.
     fn walk(&self, mut lane: u32, end: u64, start: u64) -> Vec<(u32, Doing, u64, u64)> {
         let mut out: Vec<(u32, Doing, u64, u64)> = Vec::new();
@@ -226,24 +226,21 @@ impl Walk<'_, '_> {
     }
 }
 
-/// A span's `step` (or `iteration`) field.
-fn step_of(span: &crate::model::Span) -> Option<i64> {
-    span.fields().find(|(k, _)| *k == "step" || *k == "iteration").and_then(|(_, v)| match v {
-        Value::I64(i) => Some(*i),
-        Value::U64(u) => i64::try_from(*u).ok(),
-        _ => None,
-    })
-}
-
 /// The critical path of a decoded run, or of its step `step`.
 pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, RunError> {
-    let run = Run::new(trace);
-    let found = classify(&run);
+    critical_path_of(&Run::from_trace(trace), step)
+}
+
+/// The critical path of a run read with [`crate::read_run`], or of its step `step`.
+pub fn critical_path_of(run: &Run, step: Option<i64>) -> Result<CriticalPath, RunError> {
+    let found = classify(run);
+    // The spans of the step (of the program's own), or every span.
+    let in_window =
+        |s: &&Span| step.is_none() || (!timeline::is_mpi(s) && run.extra(s).and_then(|e| e.step) == step);
     // The window, and the lanes of its first begin and last end.
     let mut window: Option<(u64, u64, u32)> = None;
     for (l, lane) in run.lanes.iter().enumerate() {
-        let chosen =
-            lane.spans.iter().filter(|s| step.is_none() || (step_of(s) == step && !timeline::is_mpi(s)));
+        let chosen = lane.spans.iter().filter(|s| in_window(s));
         for s in chosen {
             window = Some(match window {
                 None => (s.start_ns, s.end_ns, l as u32),
@@ -260,20 +257,19 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
         };
     };
     let run_start = run.lanes.iter().flat_map(|l| l.spans.first()).map(|s| s.start_ns).min().unwrap_or(start);
-    let mut path =
-        Walk { run: &run, found: &found, items: items(&run, &found, run_start), labels: Vec::new() };
+    let mut path = Walk { run, found: &found, items: items(run, &found, run_start), labels: Vec::new() };
     let mut labels = Labels::default();
     path.labels = (path.items.iter().enumerate())
         .map(|(l, items)| {
             let label = |i: &Item| match i.what {
-                What::Work(d) => labels.of(&run, l as u32, d),
+                What::Work(d) => labels.of(run, l as u32, d),
                 What::Wait(_) => u32::MAX,
             };
             items.iter().map(label).collect()
         })
         .collect();
     let walked = path.walk(last, end, start);
-    let named: Vec<u32> = walked.iter().map(|&(lane, d, ..)| labels.of(&run, lane, d)).collect();
+    let named: Vec<u32> = walked.iter().map(|&(lane, d, ..)| labels.of(run, lane, d)).collect();
     let segments: Vec<Segment> = walked
         .iter()
         .zip(&named)
@@ -281,7 +277,7 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
             process: run.lanes[lane as usize].process,
             rank: run.rank(lane),
             thread: run.lanes[lane as usize].thread,
-            span: labels.name(label).to_owned(),
+            span: labels.name(run, label).to_owned(),
             span_id: match d {
                 Doing::Span(k) => run.lanes[lane as usize].spans[k as usize].id,
                 Doing::Gap(..) => 0,
@@ -295,8 +291,9 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
         *sums.entry((lane, label)).or_default() += s.dur_ns;
     }
     let mut ranked: Vec<((u32, u32), u64)> = sums.into_iter().collect();
-    ranked
-        .sort_by(|a, b| b.1.cmp(&a.1).then(labels.name(a.0 .1).cmp(labels.name(b.0 .1))).then(a.0.cmp(&b.0)));
+    ranked.sort_by(|a, b| {
+        b.1.cmp(&a.1).then(labels.name(run, a.0 .1).cmp(labels.name(run, b.0 .1))).then(a.0.cmp(&b.0))
+    });
     // Items in the order their original ends come, work before waits at one time.
     let mut order: Vec<(u32, u32)> = Vec::new();
     for (l, items) in path.items.iter().enumerate() {
@@ -311,9 +308,7 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
         let mut lo = u64::MAX;
         let mut hi = 0;
         for (l, lane) in run.lanes.iter().enumerate() {
-            for s in
-                lane.spans.iter().filter(|s| step.is_none() || (step_of(s) == step && !timeline::is_mpi(s)))
-            {
+            for s in lane.spans.iter().filter(|s| in_window(s)) {
                 lo = lo.min(path.moved(end, l as u32, s.start_ns));
                 hi = hi.max(path.moved(end, l as u32, s.end_ns));
             }
@@ -332,7 +327,7 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
             Contributor {
                 rank: run.rank(*lane),
                 thread: run.lanes[*lane as usize].thread,
-                span: labels.name(*label).to_owned(),
+                span: labels.name(run, *label).to_owned(),
                 on_path_ns: *on_path,
                 if_free_ns: if_free,
             }
@@ -345,7 +340,7 @@ pub fn critical_path(trace: &Trace, step: Option<i64>) -> Result<CriticalPath, R
         length_ns: length,
         segments,
         contributors,
-        notes: timeline::cut_notes(trace),
+        notes: timeline::cut_notes(run),
     })
 }
 
@@ -355,6 +350,6 @@ pub fn critical_path_files<P: AsRef<Path>>(
     paths: &[P],
     step: Option<i64>,
 ) -> Result<(CriticalPath, Vec<Warning>), RunError> {
-    let (trace, warnings) = timeline::read_run(paths)?;
-    Ok((critical_path(&trace, step)?, warnings))
+    let (run, warnings) = timeline::read_run(paths)?;
+    Ok((critical_path_of(&run, step)?, warnings))
 }

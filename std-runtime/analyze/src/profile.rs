@@ -91,11 +91,15 @@ pub struct Profile {
 
 /// The profile of a decoded run.
 pub fn profile(trace: &Trace) -> Profile {
-    let run = Run::new(trace);
+    profile_of(&Run::from_trace(trace))
+}
+
+/// The profile of a run read with [`crate::read_run`].
+pub fn profile_of(run: &Run) -> Profile {
     let mut order: Vec<i64> = run.ranks.clone();
     order.sort_unstable();
     let index: HashMap<i64, usize> = order.iter().enumerate().map(|(k, &r)| (r, k)).collect();
-    let mut rows: HashMap<(i64, &str), Row> = HashMap::new();
+    let mut rows: HashMap<(i64, u32), Row> = HashMap::new();
     let mut spans_of: Vec<(u64, u64)> = vec![(u64::MAX, 0); order.len()];
     let mut ranks: Vec<RankTime> =
         order.iter().map(|&rank| RankTime { rank, wall_ns: 0, mpi_ns: 0, threads: 0 }).collect();
@@ -111,9 +115,9 @@ pub fn profile(trace: &Trace) -> Profile {
         }
         for (k, s) in lane.spans.iter().enumerate() {
             let dur = s.end_ns.saturating_sub(s.start_ns);
-            let row = rows.entry((rank, s.name())).or_insert_with(|| Row {
+            let row = rows.entry((rank, s.name)).or_insert_with(|| Row {
                 rank,
-                name: s.name().to_owned(),
+                name: run.name(s).to_owned(),
                 count: 0,
                 total_ns: 0,
                 self_ns: 0,
@@ -127,7 +131,7 @@ pub fn profile(trace: &Trace) -> Profile {
             let mut up = lane.parent[k];
             let mut outermost = is_mpi(s);
             while let (true, Some(p)) = (outermost, up) {
-                outermost = !is_mpi(lane.spans[p as usize]);
+                outermost = !is_mpi(&lane.spans[p as usize]);
                 up = lane.parent[p as usize];
             }
             if outermost {
@@ -151,11 +155,11 @@ pub fn profile(trace: &Trace) -> Profile {
         matrix.count[from][to] += 1;
         matrix.bytes[from][to] += m.bytes;
     }
-    Profile { rows, ranks, matrix, notes: timeline::cut_notes(trace) }
+    Profile { rows, ranks, matrix, notes: timeline::cut_notes(run) }
 }
 
 /// [`profile`] of the files of one run, checked as [`crate::waits::waits_files`] checks them.
 pub fn profile_files<P: AsRef<Path>>(paths: &[P]) -> Result<(Profile, Vec<Warning>), RunError> {
-    let (trace, warnings) = timeline::read_run(paths)?;
-    Ok((profile(&trace), warnings))
+    let (run, warnings) = timeline::read_run(paths)?;
+    Ok((profile_of(&run), warnings))
 }

@@ -40,7 +40,7 @@
 
 use std::path::Path;
 
-use crate::{model::Trace, reader::Warning, timeline, RunError};
+use crate::{model::Trace, reader::Warning, timeline, timeline::Run, RunError};
 
 mod blame;
 pub(crate) mod classify;
@@ -201,16 +201,20 @@ pub struct Waits {
 
 /// The wait states of a decoded run and their root causes.
 pub fn waits(trace: &Trace) -> Waits {
-    let run = timeline::Run::new(trace);
-    let found = classify::classify(&run);
-    let mut report = blame::report(&run, found);
-    report.notes = timeline::cut_notes(trace);
+    waits_of(&Run::from_trace(trace))
+}
+
+/// The wait states of a run read with [`crate::read_run`] and their root causes.
+pub fn waits_of(run: &Run) -> Waits {
+    let found = classify::classify(run);
+    let mut report = blame::report(run, found);
+    report.notes = timeline::cut_notes(run);
     report
 }
 
 /// [`waits`] of the files of one run, checked to be one whole run (one trace id, no rank missing
 /// or given twice: [`RunError`]); a file that was cut gives the waits up to its cut, and a note.
 pub fn waits_files<P: AsRef<Path>>(paths: &[P]) -> Result<(Waits, Vec<Warning>), RunError> {
-    let (trace, warnings) = timeline::read_run(paths)?;
-    Ok((waits(&trace), warnings))
+    let (run, warnings) = timeline::read_run(paths)?;
+    Ok((waits_of(&run), warnings))
 }

@@ -3,7 +3,7 @@
 
 use super::{holding, Walk, What};
 
-impl Walk<'_, '_> {
+impl Walk<'_> {
     /// Every lane replayed with the work `free` (a lane and what it was doing, by its label's
     /// number) taking no time: the new time of each item's end, by lane.
     pub(super) fn replay(&self, order: &[(u32, u32)], free: Option<(u32, u32)>) -> Vec<Vec<u64>> {

@@ -5,8 +5,8 @@
 
 use std::{collections::HashMap, path::PathBuf};
 
-use super::{int, is_mpi, ranks};
-use crate::{decode::decode_files, model::Trace, reader::Warning};
+use super::{build, Run};
+use crate::reader::Warning;
 
 /// Why files cannot be read as one run.
 #[derive(Debug, thiserror::Error)]
@@ -59,26 +59,29 @@ pub enum RunError {
 /// Reads `paths` as one run, checked to be one whole run (one trace id, no rank missing or given
 /// twice: [`RunError`]); the warnings of the reading. What [`crate::waits::waits_files`],
 /// [`crate::critical_path::critical_path_files`] and [`crate::profile::profile_files`] read.
-pub fn read_run<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Trace, Vec<Warning>), RunError> {
-    let decoded = decode_files(paths)?;
-    check(&decoded.trace)?;
-    Ok((decoded.trace, decoded.warnings))
+pub fn read_run<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Run, Vec<Warning>), RunError> {
+    let mut b = build::Builder::new();
+    let warnings = build::read_files(&mut b, paths)?;
+    let run = b.finish();
+    check(&run)?;
+    Ok((run, warnings))
+}
+
+impl Run {
+    /// `trace`'s processes as the analyses read them, unchecked.
+    pub fn from_trace(trace: &crate::model::Trace) -> Run {
+        build::Builder::from_trace(trace)
+    }
 }
 
 /// A note for each file that did not end cleanly: what it holds is analysed, up to its cut.
-pub(crate) fn cut_notes(trace: &Trace) -> Vec<String> {
-    let first = trace
-        .processes
+pub(crate) fn cut_notes(run: &Run) -> Vec<String> {
+    let first = run.lanes.iter().filter_map(|l| l.spans.first()).map(|s| s.start_ns).min();
+    run.processes
         .iter()
-        .filter_map(|p| p.threads.iter().flat_map(|t| &t.spans).map(|s| s.start_ns).min())
-        .min();
-    trace
-        .processes
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !p.complete)
-        .map(|(k, p)| {
-            let at = trace.last_ns(k).saturating_sub(first.unwrap_or(0));
+        .filter(|p| !p.complete)
+        .map(|p| {
+            let at = p.last_ns.saturating_sub(first.unwrap_or(0));
             format!(
                 "{} did not end cleanly (cut, or its program was killed): read up to its last record, {} into the run",
                 p.source,
@@ -89,9 +92,9 @@ pub(crate) fn cut_notes(trace: &Trace) -> Vec<String> {
 }
 
 /// That the processes are one whole run (see the module docs).
-pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
-    let file = |p: usize| PathBuf::from(&trace.processes[p].source);
-    let with_id = trace.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
+pub(crate) fn check(run: &Run) -> Result<(), RunError> {
+    let file = |p: usize| PathBuf::from(&run.processes[p].source);
+    let with_id = run.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
     let mut first: Option<(usize, u128)> = None;
     for (k, p) in with_id {
         match first {
@@ -107,7 +110,7 @@ pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
             Some(_) => {}
         }
     }
-    let ranks = ranks(trace);
+    let ranks = &run.ranks;
     let mut seen: HashMap<i64, usize> = HashMap::new();
     for (k, &r) in ranks.iter().enumerate() {
         if let Some(&f) = seen.get(&r) {
@@ -120,7 +123,7 @@ pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
     let given = sorted.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
     let missing =
         |rank: i64, named_by: String| RunError::MissingRank { rank, named_by, given: given.clone() };
-    for p in &trace.processes {
+    for p in &run.processes {
         if let Some(size) = p.header.label("size").and_then(|s| s.trim().parse::<i64>().ok()) {
             if let Some(r) = (0..size).find(|r| !seen.contains_key(r)) {
                 let source = &p.source;
@@ -133,15 +136,11 @@ pub(crate) fn check(trace: &Trace) -> Result<(), RunError> {
             return Err(missing(r, format!("rank {top} is given")));
         }
     }
-    for (p, process) in trace.processes.iter().enumerate() {
-        let spans = process.threads.iter().flat_map(|t| &t.spans).filter(|s| is_mpi(s));
-        for s in spans {
-            for key in ["peer", "root", "dest", "target"] {
-                if let Some(r) = int(s, key).filter(|&r| r >= 0 && !seen.contains_key(&r)) {
-                    let how = if key == "root" { "has it as its root" } else { "names it as its peer" };
-                    return Err(missing(r, format!("rank {}'s {} {how}", ranks[p], s.name())));
-                }
-            }
+    for (p, facts) in run.processes.iter().enumerate() {
+        if let Some(&(r, name, key)) = facts.named.iter().find(|n| !seen.contains_key(&n.0)) {
+            let how = if key == "root" { "has it as its root" } else { "names it as its peer" };
+            let call = &run.names[name as usize];
+            return Err(missing(r, format!("rank {}'s {call} {how}", ranks[p])));
         }
     }
     Ok(())

@@ -21,15 +21,15 @@ struct Charge {
     propagated: bool,
 }
 
-struct Blame<'r, 't> {
-    run: &'r Run<'t>,
+struct Blame<'r> {
+    run: &'r Run,
     found: &'r [Found],
     pieces: Vec<Vec<(u64, Doing)>>,
     /// Each lane's waits: `(begin, end, index in found)`, by begin, none overlapping.
     waits: Vec<Vec<(u64, u64, u32)>>,
 }
 
-impl Blame<'_, '_> {
+impl Blame<'_> {
     /// Charges `[s, e)` of wait `origin` to lane `lane`.
     fn charge(&self, lane: u32, (s, e): (u64, u64), origin: u32, depth: u32, out: &mut Vec<Charge>) {
         let waits = &self.waits[lane as usize];
@@ -73,13 +73,13 @@ impl Blame<'_, '_> {
 }
 
 /// The call, and the program's innermost span around it.
-fn site(lane: &Lane<'_>, k: u32) -> String {
-    let call = lane.spans[k as usize].name();
+fn site(run: &Run, lane: &Lane, k: u32) -> String {
+    let call = run.name(&lane.spans[k as usize]);
     let mut up = lane.parent[k as usize];
     while let Some(p) = up {
-        let s = lane.spans[p as usize];
+        let s = &lane.spans[p as usize];
         if !is_mpi(s) {
-            return format!("{call} in {}", s.name());
+            return format!("{call} in {}", run.name(s));
         }
         up = lane.parent[p as usize];
     }
@@ -87,7 +87,7 @@ fn site(lane: &Lane<'_>, k: u32) -> String {
 }
 
 /// The report of the waits `found` of `run`.
-pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
+pub(super) fn report(run: &Run, found: Vec<Found>) -> Waits {
     let mut waits = vec![Vec::new(); run.lanes.len()];
     for (k, f) in found.iter().enumerate() {
         waits[f.at.lane as usize].push((f.start_ns, f.end_ns, k as u32));
@@ -106,14 +106,14 @@ pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
             process: lane.process,
             rank: run.rank(f.at.lane),
             thread: lane.thread,
-            call: span.name().to_owned(),
-            site: site(lane, f.at.span),
+            call: run.name(span).to_owned(),
+            site: site(run, lane, f.at.span),
             span_id: span.id,
             kind: f.kind,
             start_ns: f.start_ns,
             wait_ns: f.end_ns - f.start_ns,
             waited_for_rank: run.rank(f.cause.lane),
-            waited_for: f.cause.call.map_or("an event".to_owned(), |c| run.span(c).name().to_owned()),
+            waited_for: f.cause.call.map_or("an event".to_owned(), |c| run.name(run.span(c)).to_owned()),
             root_cause: main[k],
         });
     }
@@ -143,7 +143,7 @@ pub(super) fn report(run: &Run<'_>, found: Vec<Found>) -> Waits {
 
 /// The root causes, the most waiting caused first, and each wait's main one.
 fn root_causes(
-    blame: &Blame<'_, '_>,
+    blame: &Blame<'_>,
     charges: &mut [Charge],
     waits: usize,
 ) -> (Vec<RootCause>, Vec<Option<usize>>, Vec<Charged>) {
@@ -163,7 +163,7 @@ fn root_causes(
             let doing = blame.pieces[lane as usize][piece as usize].1;
             let label = labels.of(blame.run, lane, doing);
             *keys.entry((lane, label)).or_insert_with(|| {
-                let name = labels.name(label).to_owned();
+                let name = labels.name(blame.run, label).to_owned();
                 let l = &blame.run.lanes[lane as usize];
                 causes.push(RootCause {
                     rank: blame.run.rank(lane),

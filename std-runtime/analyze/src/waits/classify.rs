@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::WaitKind;
-use crate::timeline::{int, is_mpi, At, Run};
+use crate::timeline::{is_mpi, At, Run, Span, NO_RANK};
 
 /// Whom a wait waited for: a lane, until a time; the call it waited for, if a span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub(crate) struct Found {
 }
 
 /// Every wait state of the run, by lane and begin; on each lane none overlaps another.
-pub(crate) fn classify(run: &Run<'_>) -> Vec<Found> {
+pub(crate) fn classify(run: &Run) -> Vec<Found> {
     let mut best: HashMap<At, Found> = HashMap::new();
     let mut offer = |f: Found| {
         if f.end_ns <= f.start_ns {
@@ -37,7 +37,7 @@ pub(crate) fn classify(run: &Run<'_>) -> Vec<Found> {
     };
     for m in &run.messages {
         let (recv, send, posted) = (run.span(m.received_in), run.span(m.send), run.span(m.posted));
-        if !recv.name().starts_with("MPI_Test") && send.start_ns > recv.start_ns {
+        if !run.name(recv).starts_with("MPI_Test") && send.start_ns > recv.start_ns {
             offer(Found {
                 at: m.received_in,
                 kind: WaitKind::LateSender,
@@ -81,11 +81,11 @@ pub(crate) fn classify(run: &Run<'_>) -> Vec<Found> {
 }
 
 /// The waits of one collective operation.
-fn collective(run: &Run<'_>, group: &[At], offer: &mut impl FnMut(Found)) {
-    let name = run.span(group[0]).name();
+fn collective(run: &Run, group: &[At], offer: &mut impl FnMut(Found)) {
+    let name = run.name(run.span(group[0]));
     let span = |at: &At| run.span(*at);
     let root = || {
-        let root = int(span(&group[0]), "root")?;
+        let root = Some(span(&group[0]).root).filter(|&r| r != NO_RANK)?;
         group.iter().copied().find(|&m| run.rank(m.lane) == root)
     };
     let wait = |at: At, kind, until: At| {
@@ -121,9 +121,10 @@ fn collective(run: &Run<'_>, group: &[At], offer: &mut impl FnMut(Found)) {
 }
 
 /// Spans of the program's own that waited for an item they link to.
-fn linked(run: &Run<'_>, offer: &mut impl FnMut(Found)) {
-    let linking = run.lanes.iter().flat_map(|l| &l.spans).any(|s| !s.links.is_empty() && !is_mpi(s));
-    if !linking {
+fn linked(run: &Run, offer: &mut impl FnMut(Found)) {
+    let links = |s: &Span| run.extra(s).map_or(&[][..], |e| e.links.as_slice());
+    let linking = |s: &&Span| !links(s).is_empty() && !is_mpi(s);
+    if !run.lanes.iter().flat_map(|l| &l.spans).any(|s| linking(&s)) {
         return;
     }
     // Where each item is, and when it happened (a span: when it ended).
@@ -132,20 +133,17 @@ fn linked(run: &Run<'_>, offer: &mut impl FnMut(Found)) {
         for (k, s) in lane.spans.iter().enumerate() {
             items.insert(s.id, (l as u32, s.end_ns, Some(At { lane: l as u32, span: k as u32 })));
         }
-        let thread = &run.trace.processes[lane.process].threads[lane.thread];
-        for e in &thread.events {
-            items.insert(e.id, (l as u32, e.ts_ns, None));
+        for &(id, ts) in &lane.events {
+            items.insert(id, (l as u32, ts, None));
         }
     }
     for (l, lane) in run.lanes.iter().enumerate() {
-        for (k, s) in lane.spans.iter().enumerate().filter(|(_, s)| !s.links.is_empty() && !is_mpi(s)) {
-            let latest = s
-                .links
+        for (k, s) in lane.spans.iter().enumerate().filter(|(_, s)| linking(s)) {
+            let later = links(s)
                 .iter()
                 .filter_map(|id| items.get(id))
-                .filter(|&&(cl, t, _)| cl != l as u32 && t > s.start_ns)
-                .max_by_key(|&&(_, t, _)| t);
-            if let Some(&(cl, t, call)) = latest {
+                .filter(|&&(cl, t, _)| cl != l as u32 && t > s.start_ns);
+            if let Some(&(cl, t, call)) = later.max_by_key(|&&(_, t, _)| t) {
                 offer(Found {
                     at: At { lane: l as u32, span: k as u32 },
                     kind: WaitKind::Linked,

@@ -4,6 +4,7 @@
 use super::*;
 use crate::model::Process;
 use crate::mpi_fixtures::{collective, rank, received, send, span, MS, T0};
+use crate::timeline::Run;
 
 fn run(ranks: Vec<Process>) -> Waits {
     waits(&Trace { processes: ranks })
@@ -181,23 +182,23 @@ fn a_span_that_links_to_a_later_item_of_another_rank_waited_for_it() {
 #[test]
 fn files_of_another_run_or_a_missing_rank_are_refused() {
     let two = || vec![rank(0, vec![], vec![]), rank(1, vec![send(0x21, "MPI_Send", (0, 1), 0, 1)], vec![])];
-    assert!(crate::timeline::check(&Trace { processes: two() }).is_ok());
+    assert!(crate::timeline::check(&Run::from_trace(&Trace { processes: two() })).is_ok());
     let mut other = two();
     other[1].header.trace_id = 8;
-    let e = crate::timeline::check(&Trace { processes: other }).unwrap_err().to_string();
+    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: other })).unwrap_err().to_string();
     assert!(e.contains("solver100.bin and solver101.bin are from different runs"), "{e}");
     let mut twice = two();
     twice[1].header.labels = vec![("rank".into(), "0".into())];
-    let e = crate::timeline::check(&Trace { processes: twice }).unwrap_err().to_string();
+    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: twice })).unwrap_err().to_string();
     assert!(e.contains("are both rank 0"), "{e}");
     let mut sized = two();
     sized[0].header.labels.push(("size".into(), "3".into()));
-    let e = crate::timeline::check(&Trace { processes: sized }).unwrap_err().to_string();
+    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: sized })).unwrap_err().to_string();
     assert!(e.contains("rank 2 is missing: solver100.bin says the run had 3 ranks"), "{e}");
     let peer = vec![rank(0, vec![], vec![]), rank(1, vec![send(0x21, "MPI_Send", (0, 1), 2, 1)], vec![])];
-    let e = crate::timeline::check(&Trace { processes: peer }).unwrap_err().to_string();
+    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: peer })).unwrap_err().to_string();
     assert!(e.contains("rank 2 is missing: rank 1's MPI_Send names it as its peer"), "{e}");
     let gap = vec![rank(0, vec![], vec![]), rank(2, vec![], vec![])];
-    let e = crate::timeline::check(&Trace { processes: gap }).unwrap_err().to_string();
+    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: gap })).unwrap_err().to_string();
     assert!(e.contains("rank 1 is missing: rank 2 is given"), "{e}");
 }

@@ -100,9 +100,9 @@ pub(crate) fn profile(args: &ProfileArgs) -> Result<(), String> {
 /// `--waits`: the waits of the files' run, the work they were charged to, and its critical path,
 /// as tracks to lay over its Perfetto trace. Warnings and notes on stderr.
 pub(crate) fn overlay(inputs: &[PathBuf]) -> Result<Overlay, String> {
-    let (trace, warnings) = waffle_analyze::read_run(inputs).map_err(|e| e.to_string())?;
-    let waits = waffle_analyze::waits::waits(&trace);
-    let path = waffle_analyze::critical_path::critical_path(&trace, None).map_err(|e| e.to_string())?;
+    let (run, warnings) = waffle_analyze::read_run(inputs).map_err(|e| e.to_string())?;
+    let waits = waffle_analyze::waits::waits_of(&run);
+    let path = waffle_analyze::critical_path::critical_path_of(&run, None).map_err(|e| e.to_string())?;
     warn(&warnings, &waits.notes);
     Ok(tracks(&waits, &path))
 }

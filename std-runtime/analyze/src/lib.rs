@@ -37,6 +37,7 @@ pub mod diff;
 pub mod hang;
 #[cfg(test)]
 mod mpi_fixtures;
+mod page;
 pub mod profile;
 mod timeline;
 mod units;

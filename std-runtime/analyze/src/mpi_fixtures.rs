@@ -81,3 +81,27 @@ pub(crate) fn rank(r: i64, spans: Vec<Span>, events: Vec<Event>) -> Process {
     p.header.labels.push(("rank".into(), r.to_string()));
     p
 }
+
+/// Rank 2 computes 80 ms, then sends to 1; rank 1 passes it on to 0 at 82.
+pub(crate) fn chain() -> Vec<Process> {
+    vec![
+        rank(
+            0,
+            vec![span(0x10, None, "MPI_Recv", (0, 83), &[("peer", 1)])],
+            vec![received(0x11, 0x10, 83, 2)],
+        ),
+        rank(
+            1,
+            vec![
+                span(0x20, None, "MPI_Recv", (0, 81), &[("peer", 2)]),
+                send(0x21, "MPI_Send", (82, 83), 0, 2),
+            ],
+            vec![received(0x22, 0x20, 81, 1)],
+        ),
+        rank(
+            2,
+            vec![span(0x30, None, "delay", (0, 80), &[]), send(0x31, "MPI_Send", (80, 81), 1, 1)],
+            vec![],
+        ),
+    ]
+}

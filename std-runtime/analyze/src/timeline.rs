@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use waffle_wire::Header;
 
 mod build;
+mod stream;
 mod whole;
 
 #[cfg(test)]

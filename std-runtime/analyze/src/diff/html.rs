@@ -5,6 +5,7 @@
 //! never parsed as HTML.
 
 use super::Diff;
+use crate::page;
 
 /// The most kernels the chart shows (the largest changes of total time, either way).
 pub(crate) const CHART_KERNELS: usize = 12;
@@ -16,8 +17,9 @@ impl Diff {
     /// The report as a self-contained HTML page (inline CSS, script and SVG).
     pub fn to_html(&self) -> String {
         // Inside <script>, `<` is escaped so that no name can close the element.
-        let data = self.to_json().to_string().replace('<', "\\u003c");
-        PAGE.replace("@CHART@", &CHART_KERNELS.to_string())
+        let data = page::data(&self.to_json());
+        page::fill(PAGE)
+            .replace("@CHART@", &CHART_KERNELS.to_string())
             .replace("@ROWS@", &TABLE_ROWS.to_string())
             .replace("@DATA@", &data)
     }
@@ -29,15 +31,10 @@ const PAGE: &str = r##"<!DOCTYPE html>
 <meta charset="utf-8">
 <title>waffle diff</title>
 <style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
-.runs { color: #555; font-family: monospace; }
+@STYLE@.runs { color: #555; font-family: monospace; }
 #divergence { padding: .6em 1em; border-left: 4px solid #c33; background: #fdf2f2; }
 #divergence.none { border-color: #3a3; background: #f2fbf2; }
-svg text { font: 12px monospace; }
 rect.base { fill: #9aa7b8; } rect.new.slower { fill: #d9534f; } rect.new.faster { fill: #3c9a5f; }
-table { border-collapse: collapse; font-family: monospace; }
-td, th { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
 td:first-child, th:first-child, td:last-child { text-align: left; }
 </style>
 </head>
@@ -56,13 +53,7 @@ td:first-child, th:first-child, td:last-child { text-align: left; }
 (function () {
 "use strict";
 const d = JSON.parse(document.getElementById("data").textContent);
-const NS = "http://www.w3.org/2000/svg";
-function dur(ns) {
-  const u = [[1e9, "s"], [1e6, "ms"], [1e3, "\u00b5s"]];
-  for (const [f, n] of u) if (ns >= f) return (ns / f).toPrecision(3) + " " + n;
-  return Math.round(ns) + " ns";
-}
-function ratio(r) { return r === null ? "-" : r.toFixed(2) + "x"; }
+@HELPERS@function ratio(r) { return r === null ? "-" : r.toFixed(2) + "x"; }
 function at(t) {
   return t.name + (t.step === null ? " (in no step)" : " at step " + t.step) +
     (t.occurrence > 0 ? ", occurrence " + t.occurrence : "") + (t.rank > 0 ? ", rank " + t.rank : "");
@@ -89,12 +80,6 @@ const changed = d.kernels.filter(k => k.change_ns !== 0)
 const max = Math.max(1, ...changed.map(k => Math.max(k.base_ns, k.new_ns)));
 const left = 260, width = 420, row = 34;
 svg.setAttribute("height", String(Math.max(40, changed.length * row + 10)));
-function el(name, attrs, text) {
-  const e = document.createElementNS(NS, name);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 changed.forEach((k, i) => {
   const g = el("g", { "class": "kernel", "data-name": k.name, transform: "translate(0," + (i * row + 5) + ")" });
   g.appendChild(el("text", { "class": "label", x: left - 8, y: 19, "text-anchor": "end" }, k.name));
@@ -108,14 +93,8 @@ changed.forEach((k, i) => {
 if (changed.length === 0) svg.appendChild(el("text", { x: 10, y: 25 }, "No kernel changed its total time."));
 const body = document.querySelector("#kernels tbody");
 for (const k of d.kernels.slice(0, @ROWS@)) {
-  const tr = document.createElement("tr");
   const status = k.status.replace(/_/g, " ") + (k.partners.length ? " (" + k.partners.join(", ") + ")" : "");
-  for (const c of [k.name, k.base_count, dur(k.base_ns), k.new_count, dur(k.new_ns), ratio(k.ratio), status]) {
-    const td = document.createElement("td");
-    td.textContent = String(c);
-    tr.appendChild(td);
-  }
-  body.appendChild(tr);
+  addRow(body, [k.name, k.base_count, dur(k.base_ns), k.new_count, dur(k.new_ns), ratio(k.ratio), status]);
 }
 })();
 </script>

@@ -4,6 +4,7 @@
 //! `textContent`, never parsed as HTML.
 
 use super::Profile;
+use crate::page;
 
 /// The most rows of the span table.
 const TABLE_ROWS: usize = 500;
@@ -12,8 +13,8 @@ impl Profile {
     /// The profile as a self-contained HTML page (inline CSS, script and SVG).
     pub fn to_html(&self) -> String {
         // Inside <script>, `<` is escaped so that no name can close the element.
-        let data = self.to_json().to_string().replace('<', "\\u003c");
-        PAGE.replace("@ROWS@", &TABLE_ROWS.to_string()).replace("@DATA@", &data)
+        let data = page::data(&self.to_json());
+        page::fill(PAGE).replace("@ROWS@", &TABLE_ROWS.to_string()).replace("@DATA@", &data)
     }
 }
 
@@ -23,12 +24,7 @@ const PAGE: &str = r##"<!DOCTYPE html>
 <meta charset="utf-8">
 <title>waffle profile</title>
 <style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
-svg text { font: 12px monospace; }
-rect.mpi { fill: #d9534f; } rect.other { fill: #9aa7b8; }
-table { border-collapse: collapse; font-family: monospace; }
-td, th { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
+@STYLE@rect.mpi { fill: #d9534f; } rect.other { fill: #9aa7b8; }
 td:nth-child(2), th:nth-child(2) { text-align: left; }
 </style>
 </head>
@@ -46,19 +42,7 @@ td:nth-child(2), th:nth-child(2) { text-align: left; }
 (function () {
 "use strict";
 const d = JSON.parse(document.getElementById("data").textContent);
-const NS = "http://www.w3.org/2000/svg";
-function dur(ns) {
-  const u = [[1e9, "s"], [1e6, "ms"], [1e3, "\u00b5s"]];
-  for (const [f, n] of u) if (ns >= f) return (ns / f).toPrecision(3) + " " + n;
-  return Math.round(ns) + " ns";
-}
-function el(name, attrs, text) {
-  const e = document.createElementNS(NS, name);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-const msgs = d.messages.count.flat().reduce((a, b) => a + b, 0);
+@HELPERS@const msgs = d.messages.count.flat().reduce((a, b) => a + b, 0);
 document.getElementById("summary").textContent =
   d.ranks.length + " ranks, " + d.rows.length + " span names, " + msgs + " messages" +
   (d.notes.length ? " \u2014 " + d.notes.join("; ") : "");
@@ -95,13 +79,7 @@ m.ranks.forEach((r, i) => {
 });
 const body = document.querySelector("#spans tbody");
 for (const r of d.rows.slice(0, @ROWS@)) {
-  const tr = document.createElement("tr");
-  for (const c of [r.rank, r.name, r.count, dur(r.total_ns), dur(r.self_ns), r.percent.toFixed(1)]) {
-    const td = document.createElement("td");
-    td.textContent = String(c);
-    tr.appendChild(td);
-  }
-  body.appendChild(tr);
+  addRow(body, [r.rank, r.name, r.count, dur(r.total_ns), dur(r.self_ns), r.percent.toFixed(1)]);
 }
 })();
 </script>

@@ -1,23 +1,14 @@
-//! Reading a run into lanes: from files as a stream of records (a decoder [`Sink`]: the spans
-//! kept compact, their times converted with each file's last calibration once it is read), or
-//! from a decoded model, by the same rules. Names are numbered once for all files; what each
+//! Reading a run into lanes: from files as a stream of records (`stream.rs`), or from a decoded
+//! model, by the same rules. Names are numbered once for all files; what each
 //! callsite gives (its name's number, whether it is an MPI call, a send, a collective, a receive
 //! event, where its fields are) is learnt once per callsite.
 
-use std::{collections::HashMap, path::Path, sync::Arc};
-
-use waffle_wire::Calibration;
+use std::{collections::HashMap, sync::Arc};
 
 use super::{rank_of, At, Extra, Lane, ProcessFacts, Received, Run, Span, COLLECTIVE, MPI, NO_RANK, SEND};
 use crate::{
-    decode::{
-        run::decode_path,
-        stream::{FileEnd, Header, Item, Sink},
-        FieldValue,
-    },
+    decode::stream::Header,
     model::{Callsite, Trace, Value},
-    reader::Warning,
-    Error,
 };
 
 /// The module of `waffle-mpi`'s callsites.
@@ -28,33 +19,37 @@ const NAMING: [&str; 4] = ["peer", "root", "dest", "target"];
 
 /// What a callsite gives the lanes.
 #[derive(Clone, Copy, Default)]
-struct Site {
-    name: u32,
-    kind: u8,
+pub(super) struct Site {
+    pub(super) name: u32,
+    pub(super) kind: u8,
     /// An event whose key is `mpi.message<`: a received message.
-    received: bool,
-    request: Option<usize>,
-    requests: Option<usize>,
-    step: Option<usize>,
-    bytes: Option<usize>,
+    pub(super) received: bool,
+    pub(super) request: Option<usize>,
+    pub(super) requests: Option<usize>,
+    pub(super) step: Option<usize>,
+    pub(super) bytes: Option<usize>,
     /// The positions of [`NAMING`]'s fields (`root` is also the span's root).
-    naming: [Option<usize>; 4],
+    pub(super) naming: [Option<usize>; 4],
 }
 
 /// The fields of one item that the lanes keep.
 #[derive(Default)]
-struct Got {
-    request: u64,
-    root: i64,
-    requests: Vec<u64>,
-    step: Option<i64>,
-    bytes: u64,
-    named: [Option<i64>; 4],
+pub(super) struct Got {
+    pub(super) request: u64,
+    pub(super) root: i64,
+    pub(super) requests: Vec<u64>,
+    pub(super) step: Option<i64>,
+    pub(super) bytes: u64,
+    pub(super) named: [Option<i64>; 4],
 }
 
 impl Site {
     /// Reads the fields through `int` and `text` (by position).
-    fn read(&self, int: impl Fn(usize) -> Option<i64>, text: impl Fn(usize) -> Option<String>) -> Got {
+    pub(super) fn read(
+        &self,
+        int: impl Fn(usize) -> Option<i64>,
+        text: impl Fn(usize) -> Option<String>,
+    ) -> Got {
         let requests = self
             .requests
             .and_then(&text)
@@ -73,7 +68,7 @@ impl Site {
 
 /// The run being built.
 pub(super) struct Builder {
-    run: Run,
+    pub(super) run: Run,
     names: HashMap<String, u32>,
 }
 
@@ -102,7 +97,7 @@ impl Builder {
         n
     }
 
-    fn site(&mut self, cs: &Callsite) -> Site {
+    pub(super) fn site(&mut self, cs: &Callsite) -> Site {
         let mpi = cs.name.starts_with("MPI_") && cs.module.starts_with(MPI_MODULE);
         let key = &*cs.correlate;
         let mut kind = if mpi { MPI } else { 0 };
@@ -125,7 +120,7 @@ impl Builder {
         }
     }
 
-    fn process(&mut self, source: &str, header: &Header) -> usize {
+    pub(super) fn process(&mut self, source: &str, header: &Header) -> usize {
         let k = self.run.processes.len();
         self.run.ranks.push(rank_of(k, header));
         self.run.processes.push(ProcessFacts {
@@ -138,7 +133,7 @@ impl Builder {
         k
     }
 
-    fn lane(&mut self, process: usize, thread: usize) -> u32 {
+    pub(super) fn lane(&mut self, process: usize, thread: usize) -> u32 {
         self.run.lanes.push(Lane {
             process,
             thread,
@@ -150,7 +145,7 @@ impl Builder {
     }
 
     /// A span begins on `lane` at `ts` (ticks while a file is read).
-    fn span(
+    pub(super) fn span(
         &mut self,
         lane: u32,
         site: &Site,
@@ -265,203 +260,4 @@ fn text(v: Option<&Value>) -> Option<String> {
         Value::Str(s) => Some(s.clone()),
         _ => None,
     }
-}
-
-fn field_int(v: Option<FieldValue<'_>>) -> Option<i64> {
-    match v? {
-        FieldValue::I64(i) => Some(i),
-        FieldValue::U64(u) => i64::try_from(u).ok(),
-        _ => None,
-    }
-}
-
-fn field_text(v: Option<FieldValue<'_>>) -> Option<String> {
-    match v? {
-        FieldValue::Str(s) => Some(s.to_owned()),
-        _ => None,
-    }
-}
-
-/// What a thread's latest item was, for a correlation or link recorded after it.
-#[derive(Clone, Copy)]
-enum Last {
-    None,
-    Span(At),
-    Received(usize),
-}
-
-/// One file read into the builder.
-struct FileSink<'b> {
-    b: &'b mut Builder,
-    process: usize,
-    sites: Vec<Option<Site>>,
-    lanes: Vec<u32>,
-    stacks: Vec<Vec<u32>>,
-    last: Vec<Last>,
-    cal: Option<Calibration>,
-    first_lane: usize,
-    last_ticks: u64,
-    converted: bool,
-}
-
-impl FileSink<'_> {
-    fn site(&mut self, index: u32, cs: &Arc<Callsite>) -> Site {
-        let k = index as usize;
-        if self.sites.len() <= k {
-            self.sites.resize(k + 1, None);
-        }
-        if let Some(s) = self.sites[k] {
-            return s;
-        }
-        let s = self.b.site(cs);
-        self.sites[k] = Some(s);
-        s
-    }
-
-    fn seen(&mut self, ticks: u64) {
-        self.last_ticks = self.last_ticks.max(ticks);
-    }
-}
-
-impl Sink for FileSink<'_> {
-    type Span = At;
-
-    fn process(&mut self, source: &str, header: &Header) {
-        self.process = self.b.process(source, header);
-        self.cal = Some(header.calibration);
-        self.first_lane = self.b.run.lanes.len();
-        self.last_ticks = header.calibration.anchor_ticks;
-    }
-
-    fn thread(&mut self, thread: usize, _stream: u32) {
-        let lane = self.b.lane(self.process, thread);
-        self.lanes.push(lane);
-        self.stacks.push(Vec::new());
-        self.last.push(Last::None);
-    }
-
-    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
-
-    fn span_begin(&mut self, thread: usize, r: &Item<'_>) -> At {
-        self.seen(r.ticks);
-        let site = self.site(r.callsite_index, r.callsite);
-        let got = site.read(|k| field_int(r.fields.iter().nth(k)), |k| field_text(r.fields.iter().nth(k)));
-        let parent = if r.held { self.stacks[thread].last().copied() } else { None };
-        let at = self.b.span(self.lanes[thread], &site, (r.id, r.ticks, r.correlation, parent), got, r.links);
-        self.stacks[thread].push(at.span);
-        self.last[thread] = Last::Span(at);
-        at
-    }
-
-    fn event(&mut self, thread: usize, r: &Item<'_>) {
-        self.seen(r.ticks);
-        let lane = self.lanes[thread];
-        self.b.run.lanes[lane as usize].events.push((r.id, r.ticks));
-        self.last[thread] = Last::None;
-        let site = self.site(r.callsite_index, r.callsite);
-        let top = self.stacks[thread].last().copied();
-        let (true, true, Some(span)) = (site.received, r.held, top) else { return };
-        let got = site.read(|k| field_int(r.fields.iter().nth(k)), |_| None);
-        let received = Received {
-            at: At { lane, span },
-            value: r.correlation.unwrap_or(0),
-            request: got.request,
-            bytes: got.bytes,
-        };
-        self.b.run.received.push(received);
-        self.last[thread] = Last::Received(self.b.run.received.len() - 1);
-    }
-
-    fn span_end(&mut self, thread: usize, span: At, ticks: u64, _ended: bool) {
-        self.seen(ticks);
-        let stack = &mut self.stacks[thread];
-        if let Some(pos) = stack.iter().rposition(|&s| s == span.span) {
-            stack.remove(pos);
-        }
-        self.b.run.lanes[span.lane as usize].spans[span.span as usize].end_ns = ticks;
-    }
-
-    fn detach(&mut self, thread: usize, span: At, _id: u64) {
-        let stack = &mut self.stacks[thread];
-        if let Some(pos) = stack.iter().rposition(|&s| s == span.span) {
-            stack.remove(pos);
-        }
-    }
-
-    fn detached_end(&mut self, _thread: usize, span: At, ticks: u64, _ended: bool) {
-        self.seen(ticks);
-        self.b.run.lanes[span.lane as usize].spans[span.span as usize].end_ns = ticks;
-    }
-
-    fn late_link(&mut self, thread: usize, target: u64) {
-        let Last::Span(at) = self.last[thread] else { return };
-        let run = &mut self.b.run;
-        let s = &mut run.lanes[at.lane as usize].spans[at.span as usize];
-        if s.extra == u32::MAX {
-            run.extras.push(Extra::default());
-            s.extra = run.extras.len() as u32 - 1;
-        }
-        run.extras[s.extra as usize].links.push(target);
-    }
-
-    fn late_correlation(&mut self, thread: usize, value: u64) {
-        match self.last[thread] {
-            Last::Span(at) => self.b.run.lanes[at.lane as usize].spans[at.span as usize].value = value,
-            Last::Received(k) => self.b.run.received[k].value = value,
-            Last::None => {}
-        }
-    }
-
-    fn calibration(&mut self, calibration: Calibration) {
-        self.cal = Some(calibration);
-    }
-
-    fn finish(&mut self, end: &FileEnd) {
-        self.convert(end.complete);
-    }
-}
-
-impl FileSink<'_> {
-    /// The file is read (`complete`: to its clean end): its ticks become times, every one on
-    /// its last calibration.
-    fn convert(&mut self, complete: bool) {
-        if std::mem::replace(&mut self.converted, true) {
-            return;
-        }
-        let Some(cal) = self.cal else { return };
-        let c = cal.converter();
-        for lane in &mut self.b.run.lanes[self.first_lane..] {
-            for s in &mut lane.spans {
-                (s.start_ns, s.end_ns) = (c.to_unix_ns(s.start_ns), c.to_unix_ns(s.end_ns));
-            }
-            for e in &mut lane.events {
-                e.1 = c.to_unix_ns(e.1);
-            }
-        }
-        let facts = &mut self.b.run.processes[self.process];
-        (facts.complete, facts.last_ns) = (complete, c.to_unix_ns(self.last_ticks));
-    }
-}
-
-/// Reads `paths` into the builder, one file after the other; the warnings of the reading.
-pub(super) fn read_files<P: AsRef<Path>>(b: &mut Builder, paths: &[P]) -> Result<Vec<Warning>, Error> {
-    let mut warnings = Vec::new();
-    for path in paths {
-        let mut sink = FileSink {
-            b: &mut *b,
-            process: 0,
-            sites: Vec::new(),
-            lanes: Vec::new(),
-            stacks: Vec::new(),
-            last: Vec::new(),
-            cal: None,
-            first_lane: 0,
-            last_ticks: 0,
-            converted: false,
-        };
-        warnings.extend(decode_path(path.as_ref(), &mut sink)?);
-        // A file cut short may end without its end being told.
-        sink.convert(false);
-    }
-    Ok(warnings)
 }

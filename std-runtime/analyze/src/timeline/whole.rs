@@ -61,7 +61,7 @@ pub enum RunError {
 /// [`crate::critical_path::critical_path_files`] and [`crate::profile::profile_files`] read.
 pub fn read_run<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Run, Vec<Warning>), RunError> {
     let mut b = build::Builder::new();
-    let warnings = build::read_files(&mut b, paths)?;
+    let warnings = super::stream::read_files(&mut b, paths)?;
     let run = b.finish();
     check(&run)?;
     Ok((run, warnings))

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::model::Process;
-use crate::mpi_fixtures::{collective, rank, received, send, span, MS, T0};
+use crate::mpi_fixtures::{chain, collective, rank, received, send, span, MS, T0};
 use crate::timeline::Run;
 
 fn run(ranks: Vec<Process>) -> Waits {
@@ -47,26 +47,7 @@ fn a_late_sender_is_charged_to_what_the_sender_did_meanwhile() {
 #[test]
 fn a_delay_propagates_down_a_chain_of_ranks() {
     // Rank 2 computes 80 ms, then sends to 1; rank 1 passes it on to 0 at 82.
-    let w = run(vec![
-        rank(
-            0,
-            vec![span(0x10, None, "MPI_Recv", (0, 83), &[("peer", 1)])],
-            vec![received(0x11, 0x10, 83, 2)],
-        ),
-        rank(
-            1,
-            vec![
-                span(0x20, None, "MPI_Recv", (0, 81), &[("peer", 2)]),
-                send(0x21, "MPI_Send", (82, 83), 0, 2),
-            ],
-            vec![received(0x22, 0x20, 81, 1)],
-        ),
-        rank(
-            2,
-            vec![span(0x30, None, "delay", (0, 80), &[]), send(0x31, "MPI_Send", (80, 81), 1, 1)],
-            vec![],
-        ),
-    ]);
+    let w = run(chain());
     let waited: Vec<(i64, u64)> = w.waits.iter().map(|x| (x.rank, x.wait_ns)).collect();
     assert_eq!(waited, [(0, 82 * MS), (1, 80 * MS)]);
     let c = cause(&w, 2, "delay");

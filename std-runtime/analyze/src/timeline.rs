@@ -131,6 +131,8 @@ pub struct Run {
     pub(crate) messages: Vec<Message>,
     /// The blocking calls of each collective operation, two or more.
     pub(crate) collectives: Vec<Vec<At>>,
+    /// What the checks of a whole run noted.
+    pub(crate) notes: Vec<String>,
 }
 
 /// Whether a span is an MPI call as `waffle-mpi` records them.

@@ -16,8 +16,8 @@ pub enum RunError {
     Read(#[from] crate::Error),
     /// Two files hold different trace ids: they were recorded by different launches.
     #[error(
-        "{first} and {other} are from different runs (trace ids {first_id:032x} and {other_id:032x}); \
-         give the files of one run"
+        "{first} and {other} are from different runs (trace ids {first_id:032x} and {other_id:032x}, \
+         at different times); give the files of one run"
     )]
     DifferentRuns {
         /// The first file with a trace id.
@@ -62,8 +62,8 @@ pub enum RunError {
 pub fn read_run<P: AsRef<std::path::Path>>(paths: &[P]) -> Result<(Run, Vec<Warning>), RunError> {
     let mut b = build::Builder::new();
     let warnings = super::stream::read_files(&mut b, paths)?;
-    let run = b.finish();
-    check(&run)?;
+    let mut run = b.finish();
+    check(&mut run)?;
     Ok((run, warnings))
 }
 
@@ -74,10 +74,12 @@ impl Run {
     }
 }
 
-/// A note for each file that did not end cleanly: what it holds is analysed, up to its cut.
+/// What the checks noted, then a note for each file that did not end cleanly: what it holds is
+/// analysed, up to its cut.
 pub(crate) fn cut_notes(run: &Run) -> Vec<String> {
     let first = run.lanes.iter().filter_map(|l| l.spans.first()).map(|s| s.start_ns).min();
-    run.processes
+    let cut = run
+        .processes
         .iter()
         .filter(|p| !p.complete)
         .map(|p| {
@@ -87,18 +89,38 @@ pub(crate) fn cut_notes(run: &Run) -> Vec<String> {
                 p.source,
                 crate::units::duration(at)
             )
-        })
-        .collect()
+        });
+    run.notes.iter().cloned().chain(cut).collect()
 }
 
 /// That the processes are one whole run (see the module docs).
-pub(crate) fn check(run: &Run) -> Result<(), RunError> {
+pub(crate) fn check(run: &mut Run) -> Result<(), RunError> {
     let file = |p: usize| PathBuf::from(&run.processes[p].source);
+    // Each process's time: from its first span's begin to its last's end.
+    let mut times: Vec<Option<(u64, u64)>> = vec![None; run.processes.len()];
+    for lane in &run.lanes {
+        for s in &lane.spans {
+            let t = &mut times[lane.process];
+            *t = Some(t.map_or((s.start_ns, s.end_ns), |(a, b)| (a.min(s.start_ns), b.max(s.end_ns))));
+        }
+    }
+    let overlap = |a: usize, b: usize| match (times[a], times[b]) {
+        (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+        _ => false,
+    };
     let with_id = run.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
     let mut first: Option<(usize, u128)> = None;
+    let mut notes = Vec::new();
     for (k, p) in with_id {
         match first {
             None => first = Some((k, p.header.trace_id)),
+            // Ranks started without a launcher waffle knows draw trace ids of their own; files
+            // that ran at the same time are taken for one run, and said so.
+            Some((f, id)) if id != p.header.trace_id && overlap(f, k) => notes.push(format!(
+                "{} and {} have different trace ids but ran at the same time: read as one run",
+                file(f).display(),
+                file(k).display()
+            )),
             Some((f, id)) if id != p.header.trace_id => {
                 return Err(RunError::DifferentRuns {
                     first: file(f),
@@ -110,6 +132,7 @@ pub(crate) fn check(run: &Run) -> Result<(), RunError> {
             Some(_) => {}
         }
     }
+    run.notes = notes;
     let ranks = &run.ranks;
     let mut seen: HashMap<i64, usize> = HashMap::new();
     for (k, &r) in ranks.iter().enumerate() {

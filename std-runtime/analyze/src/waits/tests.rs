@@ -163,23 +163,36 @@ fn a_span_that_links_to_a_later_item_of_another_rank_waited_for_it() {
 #[test]
 fn files_of_another_run_or_a_missing_rank_are_refused() {
     let two = || vec![rank(0, vec![], vec![]), rank(1, vec![send(0x21, "MPI_Send", (0, 1), 0, 1)], vec![])];
-    assert!(crate::timeline::check(&Run::from_trace(&Trace { processes: two() })).is_ok());
+    assert!(crate::timeline::check(&mut Run::from_trace(&Trace { processes: two() })).is_ok());
     let mut other = two();
     other[1].header.trace_id = 8;
-    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: other })).unwrap_err().to_string();
+    let e =
+        crate::timeline::check(&mut Run::from_trace(&Trace { processes: other })).unwrap_err().to_string();
     assert!(e.contains("solver100.bin and solver101.bin are from different runs"), "{e}");
+    // Ranks started without a launcher each draw a trace id: at the same time, one run.
+    let mut apart = vec![
+        rank(0, vec![span(0x10, None, "solve", (0, 5), &[])], vec![]),
+        rank(1, vec![span(0x20, None, "solve", (2, 9), &[])], vec![]),
+    ];
+    apart[1].header.trace_id = 8;
+    let mut together = Run::from_trace(&Trace { processes: apart });
+    crate::timeline::check(&mut together).expect("one run");
+    assert!(crate::timeline::cut_notes(&together)[0]
+        .contains("have different trace ids but ran at the same time"));
     let mut twice = two();
     twice[1].header.labels = vec![("rank".into(), "0".into())];
-    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: twice })).unwrap_err().to_string();
+    let e =
+        crate::timeline::check(&mut Run::from_trace(&Trace { processes: twice })).unwrap_err().to_string();
     assert!(e.contains("are both rank 0"), "{e}");
     let mut sized = two();
     sized[0].header.labels.push(("size".into(), "3".into()));
-    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: sized })).unwrap_err().to_string();
+    let e =
+        crate::timeline::check(&mut Run::from_trace(&Trace { processes: sized })).unwrap_err().to_string();
     assert!(e.contains("rank 2 is missing: solver100.bin says the run had 3 ranks"), "{e}");
     let peer = vec![rank(0, vec![], vec![]), rank(1, vec![send(0x21, "MPI_Send", (0, 1), 2, 1)], vec![])];
-    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: peer })).unwrap_err().to_string();
+    let e = crate::timeline::check(&mut Run::from_trace(&Trace { processes: peer })).unwrap_err().to_string();
     assert!(e.contains("rank 2 is missing: rank 1's MPI_Send names it as its peer"), "{e}");
     let gap = vec![rank(0, vec![], vec![]), rank(2, vec![], vec![])];
-    let e = crate::timeline::check(&Run::from_trace(&Trace { processes: gap })).unwrap_err().to_string();
+    let e = crate::timeline::check(&mut Run::from_trace(&Trace { processes: gap })).unwrap_err().to_string();
     assert!(e.contains("rank 1 is missing: rank 2 is given"), "{e}");
 }

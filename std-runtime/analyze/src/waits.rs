@@ -38,7 +38,7 @@
 //! print!("{}", report.to_text());
 //! ```
 
-use std::path::Path;
+use std::{path::Path, sync::Arc};
 
 use crate::{model::Trace, reader::Warning, timeline, timeline::Run, RunError};
 
@@ -92,9 +92,9 @@ pub struct Wait {
     /// Its thread (index in its file).
     pub thread: usize,
     /// The call (span name).
-    pub call: String,
+    pub call: Arc<str>,
     /// The call and the program's innermost span around it: `MPI_Recv in solve`.
-    pub site: String,
+    pub site: Arc<str>,
     /// The call's span id.
     pub span_id: u64,
     /// What it waited for.
@@ -106,7 +106,7 @@ pub struct Wait {
     /// The rank it waited for.
     pub waited_for_rank: i64,
     /// The call it waited for (a span name; `an event` for a link to one).
-    pub waited_for: String,
+    pub waited_for: Arc<str>,
     /// The root cause charged with most of it, by its index in [`Waits::root_causes`].
     pub root_cause: Option<usize>,
 }

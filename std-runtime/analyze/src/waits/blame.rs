@@ -1,10 +1,10 @@
 //! Each wait charged to what the rank it waited for was doing meanwhile, through the waits of
 //! that rank in turn (see the parent module), and the report made of the charges.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use super::{classify::Found, Charged, RankTotal, RootCause, SiteTotal, Wait, Waits};
-use crate::timeline::{activity, is_mpi, Doing, Labels, Lane, Run};
+use crate::timeline::{activity, is_mpi, Doing, Labels, Lane, Run, Span};
 
 /// How many waits a charge is followed through before it stays where it is (clocks that
 /// disagree could make two waits each other's cause).
@@ -72,18 +72,26 @@ impl Blame<'_> {
     }
 }
 
-/// The call, and the program's innermost span around it.
-fn site(run: &Run, lane: &Lane, k: u32) -> String {
-    let call = run.name(&lane.spans[k as usize]);
+/// The program's innermost span around span `k` of `lane`, if any.
+fn enclosing(lane: &Lane, k: u32) -> Option<&Span> {
     let mut up = lane.parent[k as usize];
     while let Some(p) = up {
         let s = &lane.spans[p as usize];
         if !is_mpi(s) {
-            return format!("{call} in {}", run.name(s));
+            return Some(s);
         }
         up = lane.parent[p as usize];
     }
-    call.to_owned()
+    None
+}
+
+/// The call, and the program's innermost span around it.
+fn site(run: &Run, lane: &Lane, k: u32) -> String {
+    let call = run.name(&lane.spans[k as usize]);
+    match enclosing(lane, k) {
+        Some(s) => format!("{call} in {}", run.name(s)),
+        None => call.to_owned(),
+    }
 }
 
 /// The report of the waits `found` of `run`.
@@ -99,21 +107,30 @@ pub(super) fn report(run: &Run, found: Vec<Found>) -> Waits {
     }
     let (root_causes, main, charged) = root_causes(&blame, &mut charges, found.len());
     let mut out = Waits::default();
+    // Calls and sites, one text each however many waits name them.
+    let mut texts: HashMap<String, Arc<str>> = HashMap::new();
+    let mut text = |t: String| texts.entry(t).or_insert_with_key(|t| Arc::from(t.as_str())).clone();
+    let mut sites: HashMap<(u32, Option<u32>), Arc<str>> = HashMap::new();
     for (k, f) in found.iter().enumerate() {
         let lane = &run.lanes[f.at.lane as usize];
         let span = run.span(f.at);
+        let around = enclosing(lane, f.at.span).map(|s| s.name);
+        let site =
+            sites.entry((span.name, around)).or_insert_with(|| text(site(run, lane, f.at.span))).clone();
+        let waited_for =
+            f.cause.call.map_or_else(|| "an event".to_owned(), |c| run.name(run.span(c)).to_owned());
         out.waits.push(Wait {
             process: lane.process,
             rank: run.rank(f.at.lane),
             thread: lane.thread,
-            call: run.name(span).to_owned(),
-            site: site(run, lane, f.at.span),
+            call: text(run.name(span).to_owned()),
+            site,
             span_id: span.id,
             kind: f.kind,
             start_ns: f.start_ns,
             wait_ns: f.end_ns - f.start_ns,
             waited_for_rank: run.rank(f.cause.lane),
-            waited_for: f.cause.call.map_or("an event".to_owned(), |c| run.name(run.span(c)).to_owned()),
+            waited_for: text(waited_for),
             root_cause: main[k],
         });
     }
@@ -125,14 +142,20 @@ pub(super) fn report(run: &Run, found: Vec<Found>) -> Waits {
         let (waits, wait_ns) = mine.fold((0, 0), |(n, t), w| (n + 1, t + w.wait_ns));
         out.per_rank.push(RankTotal { rank, waits, wait_ns });
     }
-    let mut sites: HashMap<(i64, String, super::WaitKind), (usize, u64)> = HashMap::new();
+    let mut sites: HashMap<(i64, Arc<str>, super::WaitKind), (usize, u64)> = HashMap::new();
     for w in &out.waits {
         let e = sites.entry((w.rank, w.site.clone(), w.kind)).or_default();
         (e.0, e.1) = (e.0 + 1, e.1 + w.wait_ns);
     }
     out.per_site = sites
         .into_iter()
-        .map(|((rank, site, kind), (waits, wait_ns))| SiteTotal { rank, site, kind, waits, wait_ns })
+        .map(|((rank, site, kind), (waits, wait_ns))| SiteTotal {
+            rank,
+            site: site.to_string(),
+            kind,
+            waits,
+            wait_ns,
+        })
         .collect();
     out.per_site
         .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.rank.cmp(&b.rank)).then(a.site.cmp(&b.site)));
@@ -151,15 +174,16 @@ fn root_causes(
     let mut keys: HashMap<(u32, u32), usize> = HashMap::new();
     let mut labels = Labels::default();
     let mut causes: Vec<RootCause> = Vec::new();
-    let mut piece_key: HashMap<(u32, u32), usize> = HashMap::new();
     charges.sort_unstable_by_key(|c| (c.lane, c.piece, c.a));
     let mut best_piece: Vec<(u64, u32, u32)> = Vec::new();
-    let mut by_origin: HashMap<(u32, usize), u64> = HashMap::new();
+    // Per wait and root cause, what it was charged: summed once sorted.
+    let mut by_origin: Vec<(u32, u32, u64)> = Vec::with_capacity(charges.len());
     let mut charged: Vec<Charged> = Vec::new();
     let mut k = 0;
     while k < charges.len() {
         let (lane, piece) = (charges[k].lane, charges[k].piece);
-        let key = *piece_key.entry((lane, piece)).or_insert_with(|| {
+        // Charges come by piece: a piece's root cause is looked up once.
+        let key = {
             let doing = blame.pieces[lane as usize][piece as usize].1;
             let label = labels.of(blame.run, lane, doing);
             *keys.entry((lane, label)).or_insert_with(|| {
@@ -179,7 +203,7 @@ fn root_causes(
                 best_piece.push((0, lane, piece));
                 causes.len() - 1
             })
-        });
+        };
         // The charges of one piece: their union is its delay.
         let (mut union, mut reach, mut total) = (0, 0, 0);
         let mut piece_charged = Charged {
@@ -200,7 +224,7 @@ fn root_causes(
             } else {
                 causes[key].direct_ns += len;
             }
-            *by_origin.entry((c.origin, key)).or_default() += len;
+            by_origin.push((c.origin, key as u32, len));
             piece_charged.end_ns = piece_charged.end_ns.max(c.b);
             piece_charged.waits.push(c.origin as usize);
             union += c.b.saturating_sub(c.a.max(reach));
@@ -233,11 +257,13 @@ fn root_causes(
         place[old] = new;
     }
     let mut main: Vec<Option<(u64, usize)>> = vec![None; waits];
-    for (&(origin, key), &len) in &by_origin {
-        let m = &mut main[origin as usize];
-        let better = m.is_none_or(|(l, k)| len > l || (len == l && place[key] < k));
-        if better {
-            *m = Some((len, place[key]));
+    by_origin.sort_unstable_by_key(|&(origin, key, _)| (origin, key));
+    for run in by_origin.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let (origin, key) = (run[0].0 as usize, place[run[0].1 as usize]);
+        let len: u64 = run.iter().map(|c| c.2).sum();
+        let m = &mut main[origin];
+        if m.is_none_or(|(l, k)| len > l || (len == l && key < k)) {
+            *m = Some((len, key));
         }
     }
     let sorted = order.iter().map(|&k| causes[k].clone()).collect();

@@ -25,14 +25,10 @@ pub(crate) struct Found {
 
 /// Every wait state of the run, by lane and begin; on each lane none overlaps another.
 pub(crate) fn classify(run: &Run) -> Vec<Found> {
-    let mut best: HashMap<At, Found> = HashMap::new();
+    let mut offered: Vec<Found> = Vec::new();
     let mut offer = |f: Found| {
-        if f.end_ns <= f.start_ns {
-            return;
-        }
-        let keep = best.get(&f.at).is_none_or(|b| f.end_ns - f.start_ns > b.end_ns - b.start_ns);
-        if keep {
-            best.insert(f.at, f);
+        if f.end_ns > f.start_ns {
+            offered.push(f);
         }
     };
     for m in &run.messages {
@@ -63,7 +59,10 @@ pub(crate) fn classify(run: &Run) -> Vec<Found> {
         collective(run, group, &mut offer);
     }
     linked(run, &mut offer);
-    let mut found: Vec<Found> = best.into_values().collect();
+    // Per call the longest; of equal ones, the first offered (the sort is stable).
+    offered.sort_by_key(|f| (f.at, std::cmp::Reverse(f.end_ns - f.start_ns)));
+    offered.dedup_by_key(|f| f.at);
+    let mut found = offered;
     found.sort_unstable_by_key(|f| (f.at.lane, f.start_ns, f.end_ns));
     // A span's own wait and a call's inside it can overlap: the call's is the more precise.
     let mut kept: Vec<Found> = Vec::with_capacity(found.len());

@@ -116,10 +116,10 @@ impl Waits {
             .iter()
             .map(|w| {
                 json!({
-                    "rank": w.rank, "thread": w.thread, "call": w.call, "site": w.site,
+                    "rank": w.rank, "thread": w.thread, "call": &*w.call, "site": &*w.site,
                     "span_id": id(w.span_id), "kind": w.kind.name(), "start_ns": w.start_ns,
                     "wait_ns": w.wait_ns, "waited_for_rank": w.waited_for_rank,
-                    "waited_for": w.waited_for, "root_cause": w.root_cause,
+                    "waited_for": &*w.waited_for, "root_cause": w.root_cause,
                 })
             })
             .collect();

@@ -32,7 +32,7 @@ fn a_late_sender_is_charged_to_what_the_sender_did_meanwhile() {
     assert_eq!(w.waits.len(), 1, "{w:#?}");
     let wait = &w.waits[0];
     assert_eq!((wait.rank, wait.kind, wait.wait_ns), (0, WaitKind::LateSender, 90 * MS));
-    assert_eq!((wait.waited_for_rank, wait.waited_for.as_str()), (1, "MPI_Send"));
+    assert_eq!((wait.waited_for_rank, &*wait.waited_for), (1, "MPI_Send"));
     let c = &w.root_causes[0];
     assert_eq!((c.rank, c.span.as_str(), c.delay_ns, c.caused_wait_ns), (1, "compute", 90 * MS, 90 * MS));
     assert_eq!((c.span_id, c.start_ns), (0x20, T0));
@@ -155,7 +155,7 @@ fn a_span_that_links_to_a_later_item_of_another_rank_waited_for_it() {
         ),
     ]);
     let kinds: Vec<(WaitKind, u64, &str)> =
-        w.waits.iter().map(|x| (x.kind, x.wait_ns, x.waited_for.as_str())).collect();
+        w.waits.iter().map(|x| (x.kind, x.wait_ns, &*x.waited_for)).collect();
     assert_eq!(kinds, [(WaitKind::Linked, 31 * MS, "publish")]);
     assert_eq!(cause(&w, 1, "produce").caused_wait_ns, 30 * MS);
 }

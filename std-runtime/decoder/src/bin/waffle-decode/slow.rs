@@ -153,7 +153,7 @@ fn tracks(waits: &Waits, path: &CriticalPath) -> Overlay {
     for (w, ends) in waits.waits.iter().zip(ends) {
         let cause = w.root_cause.map(|k| &waits.root_causes[k]);
         let mut args = vec![
-            ("call".into(), w.site.clone()),
+            ("call".into(), w.site.to_string()),
             ("wait_ns".into(), w.wait_ns.to_string()),
             ("waited_for".into(), format!("rank {} {}", w.waited_for_rank, w.waited_for)),
         ];

@@ -33,7 +33,7 @@ pub(crate) fn span(
 ) -> Span {
     let key = match name {
         "MPI_Send" | "MPI_Ssend" => "mpi.message>",
-        "MPI_Bcast" | "MPI_Allreduce" | "MPI_Barrier" | "MPI_Reduce" => "mpi.collective",
+        "MPI_Bcast" | "MPI_Allreduce" | "MPI_Barrier" | "MPI_Reduce" | "MPI_Iallreduce" => "mpi.collective",
         _ => "",
     };
     let names: Vec<&str> = fields.iter().map(|f| f.0).collect();
@@ -104,4 +104,12 @@ pub(crate) fn chain() -> Vec<Process> {
             vec![],
         ),
     ]
+}
+
+/// An `MPI_Wait` `[start, end]` ms listing the requests `requests` ("1,2").
+pub(crate) fn wait(id: u64, times: (u64, u64), requests: &str) -> Span {
+    let mut w = span(id, None, "MPI_Wait", times, &[]);
+    w.callsite = site("MPI_Wait", Kind::Span, "", &["requests"]);
+    w.fields = vec![Value::Str(requests.to_owned())];
+    w
 }

@@ -131,6 +131,9 @@ pub struct Run {
     pub(crate) messages: Vec<Message>,
     /// The blocking calls of each collective operation, two or more.
     pub(crate) collectives: Vec<Vec<At>>,
+    /// Each nonblocking collective operation of two or more members: each member's start
+    /// (`MPI_Iallreduce`, ...) and the Wait that completed it, if one did.
+    pub(crate) nonblocking: Vec<Vec<(At, Option<At>)>>,
     /// What the checks of a whole run noted.
     pub(crate) notes: Vec<String>,
 }
@@ -266,6 +269,7 @@ impl Run {
         let mut started: HashMap<(usize, u64), At> = HashMap::new();
         let mut completed: HashMap<(usize, u64), At> = HashMap::new();
         let mut groups: HashMap<u64, Vec<At>> = HashMap::new();
+        let mut started_groups: HashMap<u64, Vec<At>> = HashMap::new();
         // MPI_Init and MPI_Finalize carry no correlation, yet every rank takes part in each
         // (the launch's wire-up, the closing fence): one group each, of each process's first.
         let mut init: HashMap<usize, At> = HashMap::new();
@@ -277,8 +281,12 @@ impl Run {
                 if s.kind & SEND != 0 && s.value != 0 {
                     sends.insert(s.value, at);
                 }
-                if s.kind & COLLECTIVE != 0 && s.value != 0 && !name.starts_with("MPI_I") {
-                    groups.entry(s.value).or_default().push(at);
+                if s.kind & COLLECTIVE != 0 && s.value != 0 {
+                    let nonblocking = name.starts_with("MPI_I");
+                    (if nonblocking { &mut started_groups } else { &mut groups })
+                        .entry(s.value)
+                        .or_default()
+                        .push(at);
                 }
                 if s.request > 0 {
                     started.insert((lane.process, s.request), at);
@@ -319,6 +327,22 @@ impl Run {
             };
             self.messages.push(Message { send, send_blocked_in, posted, received_in: r.at, bytes: r.bytes });
         }
+        let completion = |at: At| {
+            let s = self.span(at);
+            let wait = completed.get(&(self.lanes[at.lane as usize].process, s.request)).copied();
+            wait.filter(|&w| s.request > 0 && self.name(self.span(w)).starts_with("MPI_Wait"))
+        };
+        let mut nonblocking: Vec<Vec<(At, Option<At>)>> = started_groups
+            .into_values()
+            .filter(|g| g.len() > 1)
+            .map(|g| {
+                let mut g: Vec<(At, Option<At>)> = g.into_iter().map(|at| (at, completion(at))).collect();
+                g.sort_unstable();
+                g
+            })
+            .collect();
+        nonblocking.sort_unstable();
+        self.nonblocking = nonblocking;
         let implicit = [init, finalize].into_iter().map(|m| m.into_values().collect::<Vec<_>>());
         let mut groups: Vec<Vec<At>> = groups.into_values().chain(implicit).filter(|g| g.len() > 1).collect();
         groups.iter_mut().for_each(|g| g.sort_unstable());

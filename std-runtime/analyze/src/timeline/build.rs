@@ -83,6 +83,7 @@ impl Builder {
             received: Vec::new(),
             messages: Vec::new(),
             collectives: Vec::new(),
+            nonblocking: Vec::new(),
             notes: Vec::new(),
         };
         Builder { run, names: HashMap::new() }

@@ -58,6 +58,9 @@ pub(crate) fn classify(run: &Run) -> Vec<Found> {
     for group in &run.collectives {
         collective(run, group, &mut offer);
     }
+    for group in &run.nonblocking {
+        nonblocking(run, group, &mut offer);
+    }
     linked(run, &mut offer);
     // Per call the longest; of equal ones, the first offered (the sort is stable).
     offered.sort_by_key(|f| (f.at, std::cmp::Reverse(f.end_ns - f.start_ns)));
@@ -116,6 +119,27 @@ fn collective(run: &Run, group: &[At], offer: &mut impl FnMut(Found)) {
                 offer(wait(m, kind, last));
             }
         }
+    }
+}
+
+/// The waits of one nonblocking collective operation: a member's Wait that began before the
+/// last member started the operation waited for it (every member of a nonblocking barrier,
+/// reduction or exchange needs every other's contribution).
+fn nonblocking(run: &Run, group: &[(At, Option<At>)], offer: &mut impl FnMut(Found)) {
+    let Some(&(last, _)) = group.iter().max_by_key(|(start, _)| run.span(*start).start_ns) else { return };
+    let entered = run.span(last).start_ns;
+    let kind =
+        if run.name(run.span(last)) == "MPI_Ibarrier" { WaitKind::Barrier } else { WaitKind::Collective };
+    for &(_, wait) in group.iter().filter(|(start, _)| *start != last) {
+        let Some(wait) = wait else { continue };
+        let w = run.span(wait);
+        offer(Found {
+            at: wait,
+            kind,
+            start_ns: w.start_ns,
+            end_ns: entered.min(w.end_ns),
+            cause: Cause { lane: last.lane, at_ns: entered, call: Some(last) },
+        });
     }
 }
 

@@ -2,8 +2,8 @@
 //! that files are one whole run.
 
 use super::*;
-use crate::model::Process;
-use crate::mpi_fixtures::{chain, collective, rank, received, send, span, MS, T0};
+use crate::model::{Process, Span};
+use crate::mpi_fixtures::{chain, collective, rank, received, send, span, wait, MS, T0};
 use crate::timeline::Run;
 
 fn run(ranks: Vec<Process>) -> Waits {
@@ -112,6 +112,27 @@ fn collectives_wait_for_their_last_member_or_their_root() {
         w.waits.iter().map(|x| (x.kind, x.wait_ns)).collect::<Vec<_>>(),
         [(WaitKind::EarlyReduce, 12 * MS)]
     );
+}
+
+#[test]
+fn the_wait_of_a_nonblocking_collective_waits_for_the_last_to_start_it() {
+    // Rank 0 starts an Iallreduce at once and waits from 1 ms; rank 1 computes 25 ms first.
+    let start = |id, times| Span {
+        correlation: Some(0xc5),
+        ..span(id, None, "MPI_Iallreduce", times, &[("request", 1)])
+    };
+    let w = run(vec![
+        rank(0, vec![start(0x10, (0, 1)), wait(0x11, (1, 30), "1")], vec![]),
+        rank(
+            1,
+            vec![span(0x20, None, "compute", (0, 25), &[]), start(0x21, (25, 26)), wait(0x22, (26, 30), "1")],
+            vec![],
+        ),
+    ]);
+    let kinds: Vec<(i64, &str, WaitKind, u64)> =
+        w.waits.iter().map(|x| (x.rank, &*x.call, x.kind, x.wait_ns)).collect();
+    assert_eq!(kinds, [(0, "MPI_Wait", WaitKind::Collective, 24 * MS)]);
+    assert_eq!((&*w.waits[0].waited_for, w.root_causes[0].span.as_str()), ("MPI_Iallreduce", "compute"));
 }
 
 #[test]

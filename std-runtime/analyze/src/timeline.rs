@@ -127,7 +127,6 @@ pub struct Run {
     pub(crate) names: Vec<String>,
     pub(crate) extras: Vec<Extra>,
     pub(crate) lanes: Vec<Lane>,
-    pub(crate) received: Vec<Received>,
     pub(crate) messages: Vec<Message>,
     /// The blocking calls of each collective operation, two or more.
     pub(crate) collectives: Vec<Vec<At>>,
@@ -264,7 +263,7 @@ impl Run {
     }
 
     /// Messages and collectives, from the spans and the receive events.
-    fn join(&mut self) {
+    fn join(&mut self, received: &[Received]) {
         let mut sends: HashMap<u64, At> = HashMap::new();
         let mut started: HashMap<(usize, u64), At> = HashMap::new();
         let mut completed: HashMap<(usize, u64), At> = HashMap::new();
@@ -310,7 +309,7 @@ impl Run {
                 }
             }
         }
-        for r in &self.received {
+        for r in received {
             let Some(&send) = sends.get(&r.value) else { continue };
             let p = self.lanes[r.at.lane as usize].process;
             let posted =

@@ -69,6 +69,8 @@ impl Site {
 /// The run being built.
 pub(super) struct Builder {
     pub(super) run: Run,
+    /// The receive events, until messages are joined.
+    pub(super) received: Vec<Received>,
     names: HashMap<String, u32>,
 }
 
@@ -80,13 +82,12 @@ impl Builder {
             names: Vec::new(),
             extras: Vec::new(),
             lanes: Vec::new(),
-            received: Vec::new(),
             messages: Vec::new(),
             collectives: Vec::new(),
             nonblocking: Vec::new(),
             notes: Vec::new(),
         };
-        Builder { run, names: HashMap::new() }
+        Builder { run, received: Vec::new(), names: HashMap::new() }
     }
 
     fn name(&mut self, name: &str) -> u32 {
@@ -201,11 +202,11 @@ impl Builder {
             }
             lane.spans = order.iter().map(|&k| lane.spans[k as usize]).collect();
             lane.parent = order.iter().map(|&k| lane.parent[k as usize].map(|p| place[p as usize])).collect();
-            for r in self.run.received.iter_mut().filter(|r| r.at.lane == l as u32) {
+            for r in self.received.iter_mut().filter(|r| r.at.lane == l as u32) {
                 r.at.span = place[r.at.span as usize];
             }
         }
-        self.run.join();
+        self.run.join(&self.received);
         self.run
     }
 
@@ -239,7 +240,7 @@ impl Builder {
                     let Some(span) = e.parent.and_then(|id| ids.get(&id).copied()) else { continue };
                     let got = st.read(|k| int(e.fields.get(k)), |k| text(e.fields.get(k)));
                     let at = At { lane, span };
-                    b.run.received.push(Received { at, value, request: got.request, bytes: got.bytes });
+                    b.received.push(Received { at, value, request: got.request, bytes: got.bytes });
                 }
             }
             let facts = &mut b.run.processes[p];

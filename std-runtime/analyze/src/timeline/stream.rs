@@ -123,8 +123,8 @@ impl Sink for FileSink<'_> {
             request: got.request,
             bytes: got.bytes,
         };
-        self.b.run.received.push(received);
-        self.last[thread] = Last::Received(self.b.run.received.len() - 1);
+        self.b.received.push(received);
+        self.last[thread] = Last::Received(self.b.received.len() - 1);
     }
 
     fn span_end(&mut self, thread: usize, span: At, ticks: u64, _ended: bool) {
@@ -162,7 +162,7 @@ impl Sink for FileSink<'_> {
     fn late_correlation(&mut self, thread: usize, value: u64) {
         match self.last[thread] {
             Last::Span(at) => self.b.run.lanes[at.lane as usize].spans[at.span as usize].value = value,
-            Last::Received(k) => self.b.run.received[k].value = value,
+            Last::Received(k) => self.b.received[k].value = value,
             Last::None => {}
         }
     }

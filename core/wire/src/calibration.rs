@@ -29,6 +29,12 @@ impl Calibration {
         i128::from(self.anchor_unix_ns).saturating_add(ns).clamp(0, i128::from(u64::MAX)) as u64
     }
 
+    /// Nanoseconds in `ticks` ticks (rounded down).
+    pub fn ns_in(&self, ticks: u64) -> u64 {
+        let ns = u128::from(ticks) * u128::from(self.ns) / u128::from(self.ticks.max(1));
+        ns.min(u128::from(u64::MAX)) as u64
+    }
+
     /// Ticks in `d`.
     pub fn ticks_in(&self, d: Duration) -> u64 {
         (d.as_nanos() * u128::from(self.ticks) / u128::from(self.ns.max(1))) as u64

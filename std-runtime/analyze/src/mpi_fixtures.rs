@@ -63,15 +63,15 @@ pub(crate) fn collective(id: u64, name: &str, times: (u64, u64), root: Option<i6
     Span { correlation: Some(0xc0 + k), ..span(id, None, name, times, &fields) }
 }
 
-/// The event of message `m` received at `at` ms inside span `parent`.
-pub(crate) fn received(id: u64, parent: u64, at: u64, m: u64) -> Event {
+/// The event of message `m`, sent by rank `from`, received at `at` ms inside span `parent`.
+pub(crate) fn received(id: u64, parent: u64, at: u64, (m, from): (u64, i64)) -> Event {
     Event {
         id,
         parent: Some(parent),
         links: vec![],
         correlation: Some(m),
-        callsite: site("MPI message received", Kind::Event, "mpi.message<", &["bytes", "request"]),
-        fields: vec![Value::U64(8), Value::U64(0)],
+        callsite: site("MPI message received", Kind::Event, "mpi.message<", &["bytes", "request", "peer"]),
+        fields: vec![Value::U64(8), Value::U64(0), Value::I64(from)],
         ts_ns: T0 + at * MS,
     }
 }
@@ -88,7 +88,7 @@ pub(crate) fn chain() -> Vec<Process> {
         rank(
             0,
             vec![span(0x10, None, "MPI_Recv", (0, 83), &[("peer", 1)])],
-            vec![received(0x11, 0x10, 83, 2)],
+            vec![received(0x11, 0x10, 83, (2, 1))],
         ),
         rank(
             1,
@@ -96,7 +96,7 @@ pub(crate) fn chain() -> Vec<Process> {
                 span(0x20, None, "MPI_Recv", (0, 81), &[("peer", 2)]),
                 send(0x21, "MPI_Send", (82, 83), 0, 2),
             ],
-            vec![received(0x22, 0x20, 81, 1)],
+            vec![received(0x22, 0x20, 81, (1, 2))],
         ),
         rank(
             2,

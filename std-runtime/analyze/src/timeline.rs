@@ -19,9 +19,11 @@ mod build;
 mod stream;
 mod whole;
 
+pub(crate) use build::{int, Builder, Site};
+pub(crate) use stream::{field_int, field_text};
 #[cfg(test)]
 pub(crate) use whole::check;
-pub(crate) use whole::cut_notes;
+pub(crate) use whole::{check_facts, cut_notes, notes_of};
 pub use whole::{read_run, RunError};
 
 /// A span of the run: lane and index in it.
@@ -82,14 +84,12 @@ pub(crate) struct Lane {
     pub(crate) events: Vec<(u64, u64)>,
 }
 
-/// An event of a received message: the span it was recorded in, its value, its request and
-/// the bytes that arrived.
+/// An event of a received message: the span it was recorded in, its value and its request.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Received {
     pub(crate) at: At,
     pub(crate) value: u64,
     pub(crate) request: u64,
-    pub(crate) bytes: u64,
 }
 
 /// One message: its send, and its receive as posted and as completed.
@@ -103,8 +103,6 @@ pub(crate) struct Message {
     pub(crate) posted: At,
     /// The call in which the receive completed (the receive itself, or a Wait or Test).
     pub(crate) received_in: At,
-    /// What arrived.
-    pub(crate) bytes: u64,
 }
 
 /// One file's process, as the checks and notes need it.
@@ -114,6 +112,8 @@ pub(crate) struct ProcessFacts {
     pub(crate) complete: bool,
     /// Its latest time: the last record, or the stop a CLOCK frame vouches for.
     pub(crate) last_ns: u64,
+    /// Its first span's begin and its last span's end, once read (`None`: no span).
+    pub(crate) times: Option<(u64, u64)>,
     /// The ranks its MPI calls name (peer, root, destination, target), each once, with the
     /// first call's name and the field.
     pub(crate) named: Vec<(i64, u32, &'static str)>,
@@ -148,7 +148,7 @@ fn blocking_send(name: &str) -> bool {
 }
 
 /// Each process's rank: its `rank` label, else its place.
-fn rank_of(k: usize, header: &Header) -> i64 {
+pub(crate) fn rank_of(k: usize, header: &Header) -> i64 {
     header.label("rank").and_then(|r| r.trim().parse().ok()).unwrap_or(k as i64)
 }
 
@@ -324,7 +324,7 @@ impl Run {
                     .flatten();
                 wait.filter(|&w| self.name(self.span(w)).starts_with("MPI_Wait"))
             };
-            self.messages.push(Message { send, send_blocked_in, posted, received_in: r.at, bytes: r.bytes });
+            self.messages.push(Message { send, send_blocked_in, posted, received_in: r.at });
         }
         let completion = |at: At| {
             let s = self.span(at);

@@ -209,10 +209,6 @@ fn both(paths: &[PathBuf]) -> Hang {
     let decoded = decode_files(paths).expect("decode");
     let from_model = hang(&decoded.trace);
     let (from_files, warnings) = hang_files(paths).expect("read");
-    if from_files != from_model {
-        std::fs::write("/tmp/hm.txt", format!("{from_model:#?}")).unwrap();
-        std::fs::write("/tmp/hf.txt", format!("{from_files:#?}")).unwrap();
-    }
     assert_eq!(from_files, from_model, "{}", from_model.to_text());
     assert_eq!(warnings, decoded.warnings);
     from_model

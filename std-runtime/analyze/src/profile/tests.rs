@@ -16,7 +16,7 @@ fn self_time_mpi_time_and_the_matrix() {
         span(0x14, None, "step", (100, 150), &[]),
     ];
     // Rank 1: a receive [0, 80] in which message 9 arrived, 4096 bytes.
-    let mut arrived = received(0x21, 0x20, 80, 9);
+    let mut arrived = received(0x21, 0x20, 80, (9, 0));
     arrived.fields[0] = Value::U64(4096);
     let r1 = vec![span(0x20, None, "MPI_Recv", (0, 80), &[])];
     let p = profile(&Trace { processes: vec![rank(1, r1, vec![arrived]), rank(0, r0, vec![])] });

@@ -19,33 +19,37 @@ const NAMING: [&str; 4] = ["peer", "root", "dest", "target"];
 
 /// What a callsite gives the lanes.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Site {
-    pub(super) name: u32,
-    pub(super) kind: u8,
+pub(crate) struct Site {
+    pub(crate) name: u32,
+    pub(crate) kind: u8,
     /// An event whose key is `mpi.message<`: a received message.
-    pub(super) received: bool,
-    pub(super) request: Option<usize>,
-    pub(super) requests: Option<usize>,
-    pub(super) step: Option<usize>,
-    pub(super) bytes: Option<usize>,
+    pub(crate) received: bool,
+    pub(crate) request: Option<usize>,
+    pub(crate) requests: Option<usize>,
+    pub(crate) step: Option<usize>,
+    pub(crate) bytes: Option<usize>,
     /// The positions of [`NAMING`]'s fields (`root` is also the span's root).
-    pub(super) naming: [Option<usize>; 4],
+    pub(crate) naming: [Option<usize>; 4],
+    /// A received message's `peer`: the rank it came from.
+    pub(crate) from: Option<usize>,
 }
 
 /// The fields of one item that the lanes keep.
 #[derive(Default)]
-pub(super) struct Got {
-    pub(super) request: u64,
-    pub(super) root: i64,
-    pub(super) requests: Vec<u64>,
-    pub(super) step: Option<i64>,
-    pub(super) bytes: u64,
-    pub(super) named: [Option<i64>; 4],
+pub(crate) struct Got {
+    pub(crate) request: u64,
+    pub(crate) root: i64,
+    pub(crate) requests: Vec<u64>,
+    pub(crate) step: Option<i64>,
+    pub(crate) bytes: u64,
+    pub(crate) named: [Option<i64>; 4],
+    /// The rank a received message came from.
+    pub(crate) from: Option<i64>,
 }
 
 impl Site {
     /// Reads the fields through `int` and `text` (by position).
-    pub(super) fn read(
+    pub(crate) fn read(
         &self,
         int: impl Fn(usize) -> Option<i64>,
         text: impl Fn(usize) -> Option<String>,
@@ -62,20 +66,21 @@ impl Site {
             step: self.step.and_then(&int),
             bytes: self.bytes.and_then(&int).and_then(|b| u64::try_from(b).ok()).unwrap_or(0),
             named,
+            from: self.from.and_then(&int),
         }
     }
 }
 
 /// The run being built.
-pub(super) struct Builder {
-    pub(super) run: Run,
+pub(crate) struct Builder {
+    pub(crate) run: Run,
     /// The receive events, until messages are joined.
-    pub(super) received: Vec<Received>,
+    pub(crate) received: Vec<Received>,
     names: HashMap<String, u32>,
 }
 
 impl Builder {
-    pub(super) fn new() -> Builder {
+    pub(crate) fn new() -> Builder {
         let run = Run {
             processes: Vec::new(),
             ranks: Vec::new(),
@@ -100,7 +105,7 @@ impl Builder {
         n
     }
 
-    pub(super) fn site(&mut self, cs: &Callsite) -> Site {
+    pub(crate) fn site(&mut self, cs: &Callsite) -> Site {
         let mpi = cs.name.starts_with("MPI_") && cs.module.starts_with(MPI_MODULE);
         let key = &*cs.correlate;
         let mut kind = if mpi { MPI } else { 0 };
@@ -120,10 +125,11 @@ impl Builder {
             step: if mpi { None } else { at("step").or_else(|| at("iteration")) },
             bytes: at("bytes"),
             naming: if mpi { NAMING.map(at) } else { [None; 4] },
+            from: if key == "mpi.message<" { at("peer") } else { None },
         }
     }
 
-    pub(super) fn process(&mut self, source: &str, header: &Header) -> usize {
+    pub(crate) fn process(&mut self, source: &str, header: &Header) -> usize {
         let k = self.run.processes.len();
         self.run.ranks.push(rank_of(k, header));
         self.run.processes.push(ProcessFacts {
@@ -131,12 +137,13 @@ impl Builder {
             header: header.clone(),
             complete: false,
             last_ns: 0,
+            times: None,
             named: Vec::new(),
         });
         k
     }
 
-    pub(super) fn lane(&mut self, process: usize, thread: usize) -> u32 {
+    pub(crate) fn lane(&mut self, process: usize, thread: usize) -> u32 {
         self.run.lanes.push(Lane {
             process,
             thread,
@@ -147,8 +154,18 @@ impl Builder {
         self.run.lanes.len() as u32 - 1
     }
 
+    /// The ranks a call of process `p` names, the first time each is named.
+    pub(crate) fn named(&mut self, p: usize, site: &Site, got: &Got) {
+        let facts = &mut self.run.processes[p];
+        for (k, r) in got.named.iter().enumerate() {
+            if let Some(r) = r.filter(|&r| r >= 0 && !facts.named.iter().any(|n| n.0 == r)) {
+                facts.named.push((r, site.name, NAMING[k]));
+            }
+        }
+    }
+
     /// A span begins on `lane` at `ts` (ticks while a file is read).
-    pub(super) fn span(
+    pub(crate) fn span(
         &mut self,
         lane: u32,
         site: &Site,
@@ -157,13 +174,7 @@ impl Builder {
         links: &[u64],
     ) -> At {
         let (id, ts, value, parent) = item;
-        let p = self.run.lanes[lane as usize].process;
-        for (k, r) in got.named.iter().enumerate() {
-            let facts = &mut self.run.processes[p];
-            if let Some(r) = r.filter(|&r| r >= 0 && !facts.named.iter().any(|n| n.0 == r)) {
-                facts.named.push((r, site.name, NAMING[k]));
-            }
-        }
+        self.named(self.run.lanes[lane as usize].process, site, &got);
         let extra = if links.is_empty() && got.requests.is_empty() && got.step.is_none() {
             u32::MAX
         } else {
@@ -188,7 +199,7 @@ impl Builder {
 
     /// Every lane by begin (a stream's records come in order, but a clock may step back), then
     /// messages and collectives.
-    pub(super) fn finish(mut self) -> Run {
+    pub(crate) fn finish(mut self) -> Run {
         for l in 0..self.run.lanes.len() {
             let lane = &mut self.run.lanes[l];
             if lane.spans.windows(2).all(|w| w[0].start_ns <= w[1].start_ns) {
@@ -211,7 +222,7 @@ impl Builder {
     }
 
     /// `trace`'s processes, by the same rules as files.
-    pub(super) fn from_trace(trace: &Trace) -> Run {
+    pub(crate) fn from_trace(trace: &Trace) -> Run {
         let mut b = Builder::new();
         let mut sites: HashMap<*const Callsite, Site> = HashMap::new();
         let mut site =
@@ -240,7 +251,7 @@ impl Builder {
                     let Some(span) = e.parent.and_then(|id| ids.get(&id).copied()) else { continue };
                     let got = st.read(|k| int(e.fields.get(k)), |k| text(e.fields.get(k)));
                     let at = At { lane, span };
-                    b.received.push(Received { at, value, request: got.request, bytes: got.bytes });
+                    b.received.push(Received { at, value, request: got.request });
                 }
             }
             let facts = &mut b.run.processes[p];
@@ -250,7 +261,7 @@ impl Builder {
     }
 }
 
-fn int(v: Option<&Value>) -> Option<i64> {
+pub(crate) fn int(v: Option<&Value>) -> Option<i64> {
     match v? {
         Value::I64(i) => Some(*i),
         Value::U64(u) => i64::try_from(*u).ok(),

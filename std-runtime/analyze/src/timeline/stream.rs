@@ -22,7 +22,7 @@ use crate::{
     Error,
 };
 
-fn field_int(v: Option<FieldValue<'_>>) -> Option<i64> {
+pub(crate) fn field_int(v: Option<FieldValue<'_>>) -> Option<i64> {
     match v? {
         FieldValue::I64(i) => Some(i),
         FieldValue::U64(u) => i64::try_from(u).ok(),
@@ -30,7 +30,7 @@ fn field_int(v: Option<FieldValue<'_>>) -> Option<i64> {
     }
 }
 
-fn field_text(v: Option<FieldValue<'_>>) -> Option<String> {
+pub(crate) fn field_text(v: Option<FieldValue<'_>>) -> Option<String> {
     match v? {
         FieldValue::Str(s) => Some(s.to_owned()),
         _ => None,
@@ -117,12 +117,8 @@ impl Sink for FileSink<'_> {
         let top = self.stacks[thread].last().copied();
         let (true, true, Some(span)) = (site.received, r.held, top) else { return };
         let got = site.read(|k| field_int(r.fields.iter().nth(k)), |_| None);
-        let received = Received {
-            at: At { lane, span },
-            value: r.correlation.unwrap_or(0),
-            request: got.request,
-            bytes: got.bytes,
-        };
+        let received =
+            Received { at: At { lane, span }, value: r.correlation.unwrap_or(0), request: got.request };
         self.b.received.push(received);
         self.last[thread] = Last::Received(self.b.received.len() - 1);
     }

@@ -5,7 +5,7 @@
 
 use std::{collections::HashMap, path::PathBuf};
 
-use super::{build, Run};
+use super::{build, ProcessFacts, Run};
 use crate::reader::Warning;
 
 /// Why files cannot be read as one run.
@@ -77,38 +77,52 @@ impl Run {
 /// What the checks noted, then a note for each file that did not end cleanly: what it holds is
 /// analysed, up to its cut.
 pub(crate) fn cut_notes(run: &Run) -> Vec<String> {
-    let first = run.lanes.iter().filter_map(|l| l.spans.first()).map(|s| s.start_ns).min();
-    let cut = run
-        .processes
-        .iter()
-        .filter(|p| !p.complete)
-        .map(|p| {
-            let at = p.last_ns.saturating_sub(first.unwrap_or(0));
-            format!(
-                "{} did not end cleanly (cut, or its program was killed): read up to its last record, {} into the run",
-                p.source,
-                crate::units::duration(at)
-            )
-        });
-    run.notes.iter().cloned().chain(cut).collect()
+    notes_of(&run.processes, &run.notes)
 }
 
-/// That the processes are one whole run (see the module docs).
+/// [`cut_notes`] of processes whose [`ProcessFacts::times`] are known, after the checks' `notes`.
+pub(crate) fn notes_of(processes: &[ProcessFacts], notes: &[String]) -> Vec<String> {
+    let first = processes.iter().filter_map(|p| p.times).map(|t| t.0).min();
+    let cut = processes.iter().filter(|p| !p.complete).map(|p| {
+        let at = p.last_ns.saturating_sub(first.unwrap_or(0));
+        format!(
+            "{} did not end cleanly (cut, or its program was killed): read up to its last record, {} into the run",
+            p.source,
+            crate::units::duration(at)
+        )
+    });
+    notes.iter().cloned().chain(cut).collect()
+}
+
+/// That the processes are one whole run (see the module docs); each process's times are taken
+/// from its lanes first.
 pub(crate) fn check(run: &mut Run) -> Result<(), RunError> {
-    let file = |p: usize| PathBuf::from(&run.processes[p].source);
-    // Each process's time: from its first span's begin to its last's end.
-    let mut times: Vec<Option<(u64, u64)>> = vec![None; run.processes.len()];
+    for p in &mut run.processes {
+        p.times = None;
+    }
     for lane in &run.lanes {
         for s in &lane.spans {
-            let t = &mut times[lane.process];
+            let t = &mut run.processes[lane.process].times;
             *t = Some(t.map_or((s.start_ns, s.end_ns), |(a, b)| (a.min(s.start_ns), b.max(s.end_ns))));
         }
     }
-    let overlap = |a: usize, b: usize| match (times[a], times[b]) {
+    run.notes = check_facts(&run.processes, &run.ranks, &run.names)?;
+    Ok(())
+}
+
+/// [`check`] of processes whose times are known: what it noted, or why they are not one run.
+/// `names` spells the calls' names that [`ProcessFacts::named`] numbers.
+pub(crate) fn check_facts(
+    processes: &[ProcessFacts],
+    ranks: &[i64],
+    names: &[String],
+) -> Result<Vec<String>, RunError> {
+    let file = |p: usize| PathBuf::from(&processes[p].source);
+    let overlap = |a: usize, b: usize| match (processes[a].times, processes[b].times) {
         (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
         _ => false,
     };
-    let with_id = run.processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
+    let with_id = processes.iter().enumerate().filter(|(_, p)| p.header.trace_id != 0);
     let mut first: Option<(usize, u128)> = None;
     let mut notes = Vec::new();
     for (k, p) in with_id {
@@ -132,8 +146,6 @@ pub(crate) fn check(run: &mut Run) -> Result<(), RunError> {
             Some(_) => {}
         }
     }
-    run.notes = notes;
-    let ranks = &run.ranks;
     let mut seen: HashMap<i64, usize> = HashMap::new();
     for (k, &r) in ranks.iter().enumerate() {
         if let Some(&f) = seen.get(&r) {
@@ -141,12 +153,12 @@ pub(crate) fn check(run: &mut Run) -> Result<(), RunError> {
         }
         seen.insert(r, k);
     }
-    let mut sorted = ranks.clone();
+    let mut sorted = ranks.to_vec();
     sorted.sort_unstable();
     let given = sorted.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
     let missing =
         |rank: i64, named_by: String| RunError::MissingRank { rank, named_by, given: given.clone() };
-    for p in &run.processes {
+    for p in processes {
         if let Some(size) = p.header.label("size").and_then(|s| s.trim().parse::<i64>().ok()) {
             if let Some(r) = (0..size).find(|r| !seen.contains_key(r)) {
                 let source = &p.source;
@@ -159,12 +171,12 @@ pub(crate) fn check(run: &mut Run) -> Result<(), RunError> {
             return Err(missing(r, format!("rank {top} is given")));
         }
     }
-    for (p, facts) in run.processes.iter().enumerate() {
+    for (p, facts) in processes.iter().enumerate() {
         if let Some(&(r, name, key)) = facts.named.iter().find(|n| !seen.contains_key(&n.0)) {
             let how = if key == "root" { "has it as its root" } else { "names it as its peer" };
-            let call = &run.names[name as usize];
+            let call = &names[name as usize];
             return Err(missing(r, format!("rank {}'s {call} {how}", ranks[p])));
         }
     }
-    Ok(())
+    Ok(notes)
 }

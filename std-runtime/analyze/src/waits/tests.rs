@@ -21,7 +21,7 @@ fn a_late_sender_is_charged_to_what_the_sender_did_meanwhile() {
         rank(
             0,
             vec![span(0x10, None, "MPI_Recv", (0, 100), &[("peer", 1)])],
-            vec![received(0x11, 0x10, 100, 1)],
+            vec![received(0x11, 0x10, 100, (1, 1))],
         ),
         rank(
             1,
@@ -145,7 +145,7 @@ fn a_synchronous_send_waits_for_a_late_receiver() {
                 span(0x21, None, "io", (0, 55), &[]),
                 span(0x20, None, "MPI_Recv", (55, 60), &[("peer", 0)]),
             ],
-            vec![received(0x22, 0x20, 60, 5)],
+            vec![received(0x22, 0x20, 60, (5, 0))],
         ),
     ]);
     let kinds: Vec<(i64, WaitKind, u64)> = w.waits.iter().map(|x| (x.rank, x.kind, x.wait_ns)).collect();
@@ -157,7 +157,7 @@ fn a_synchronous_send_waits_for_a_late_receiver() {
         rank(
             1,
             vec![span(0x20, None, "MPI_Recv", (55, 60), &[("peer", 0)])],
-            vec![received(0x22, 0x20, 60, 5)],
+            vec![received(0x22, 0x20, 60, (5, 0))],
         ),
     ]);
     assert!(w.waits.is_empty(), "{w:#?}");

@@ -4,7 +4,8 @@
 # buffer hand-off under ThreadSanitizer), the fuzz targets for a bounded time, and the Python
 # consumer tests. Installs what it needs (a rustup target, a nightly toolchain with rust-src,
 # cargo-fuzz, a local Python virtual environment) and nothing system-wide, except Open MPI
-# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, the real MPI programs the
+# (apt-get) for waffle-mpi and the MPI tests when mpicc is missing, Clang (apt-get) for the C++20
+# coroutine tests when clang++ is, the real MPI programs the
 # consumer tests trace (Debian's lammps, netpipe-openmpi, hpcc; apt-get) when one is, Chromium
 # (apt-get) for the diff page's consumer test when chromium is, and QEMU (apt-get, by
 # scripts/embedded-demo.sh) when qemu-system-arm is. Jaeger v2 is built once with Go (needed
@@ -70,6 +71,16 @@ step "bare metal under QEMU: the demo firmware on mps2-an386, its trace decoded 
 # The Python consumer tests below check the same file again (tests/consumers/test_embedded.py).
 export WAFFLE_EMBEDDED_PFTRACE="$(realpath -m "${CARGO_TARGET_DIR:-target}")/embedded.pftrace"
 ./scripts/embedded-demo.sh "$WAFFLE_EMBEDDED_PFTRACE"
+
+step "Clang: the C++ tests build with it as well as with GCC (C++20 coroutines among them)"
+if ! command -v clang++ >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    $sudo apt-get install -y --no-install-recommends clang
+fi
+# With this set, the tests that build with Clang fail instead of skipping when it is missing.
+export WAFFLE_REQUIRE_CLANG=1
 
 step "cargo test (waffle-ffi: header drift, C/C++ tests with -Werror, static link, MPI; waffle-mpi under mpirun)"
 cargo test --workspace

@@ -39,16 +39,23 @@ struct CBench {
 }
 
 impl CBench {
-    /// Builds `ffi_bench.c` linked with `link` (arguments after the source) and starts it.
-    fn start(name: &str, link: &[&std::ffi::OsStr]) -> CBench {
+    /// Builds `ffi_bench.c` linked with `link` (arguments after the source) and starts it: as
+    /// C11 with `$CC`, or (`cxx`) as C++20 with `$CXX`, where `waffle_macros.h` gives
+    /// `waffle.hpp`'s `WAFFLE_SPAN` (a `waffle::Span`).
+    fn start(name: &str, cxx: bool, link: &[&std::ffi::OsStr]) -> CBench {
         let profile = profile_dir();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
         let out = profile.join("waffle-c-bench");
         std::fs::create_dir_all(&out).expect("create the C bench directory");
         let exe = out.join(name);
-        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+        let (cc, lang): (String, &[&str]) = if cxx {
+            (std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned()), &["-x", "c++", "-std=c++20"])
+        } else {
+            (std::env::var("CC").unwrap_or_else(|_| "cc".to_owned()), &["-std=c11"])
+        };
         let status = Command::new(&cc)
-            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+            .args(lang)
+            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-I"])
             .arg(root.join("ffi/include"))
             .arg(root.join("benches/c/ffi_bench.c"))
             .arg("-o")
@@ -84,8 +91,8 @@ impl CBench {
 }
 
 /// Builds libwaffle and starts the C programs: linked with `libwaffle.so`, and with
-/// `libwaffle.a`.
-fn start_c_benches() -> (CBench, CBench) {
+/// `libwaffle.a`; and the same source as C++, linked with `libwaffle.so`.
+fn start_c_benches() -> (CBench, CBench, CBench) {
     let profile = profile_dir();
     let mut cargo = Command::new(env!("CARGO"));
     cargo.args(["build", "-p", "waffle-ffi", "--lib", "--target-dir"]);
@@ -95,16 +102,17 @@ fn start_c_benches() -> (CBench, CBench) {
     }
     assert!(cargo.status().expect("run cargo").success(), "building waffle-ffi failed");
     let rpath = format!("-Wl,-rpath,{}", profile.display());
-    let shared = CBench::start(
-        "ffi_bench_shared",
-        &["-L".as_ref(), profile.as_os_str(), "-lwaffle".as_ref(), rpath.as_ref()],
-    );
+    let dynamic: [&std::ffi::OsStr; 4] =
+        ["-L".as_ref(), profile.as_os_str(), "-lwaffle".as_ref(), rpath.as_ref()];
+    let shared = CBench::start("ffi_bench_shared", false, &dynamic);
     let archive = profile.join("libwaffle.a");
     let fixed = CBench::start(
         "ffi_bench_static",
+        false,
         &[archive.as_os_str(), "-lpthread".as_ref(), "-ldl".as_ref(), "-lm".as_ref()],
     );
-    (shared, fixed)
+    let cpp = CBench::start("ffi_bench_cpp", true, &dynamic);
+    (shared, fixed, cpp)
 }
 
 /// n spans without fields, back to back: the Rust twin of the C program's `span`.
@@ -134,40 +142,45 @@ fn timed(f: fn(u64)) -> impl FnMut(u64) -> Duration {
 /// The least time per span over `rounds` interleaved runs of `n` spans of every side: a shared
 /// or busy machine only ever adds time, so the minimum of interleaved runs is the steadiest
 /// comparison it allows. Prints it as a table.
-fn interleaved_min(shared: &mut CBench, fixed: &mut CBench, rounds: usize, n: u64) {
+fn interleaved_min(sides: &mut [&mut CBench; 3], rounds: usize, n: u64) {
     let ns = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
     for (bench, rust) in [("span", rust_span as fn(u64)), ("span_2_fields", rust_span_2_fields)] {
-        let mut best = [f64::MAX; 3];
+        let mut best = [f64::MAX; 4];
         for _ in 0..rounds {
             best[0] = best[0].min(ns(timed(rust)(n)));
-            best[1] = best[1].min(ns(shared.run(bench, n)));
-            best[2] = best[2].min(ns(fixed.run(bench, n)));
+            for (k, side) in sides.iter_mut().enumerate() {
+                best[k + 1] = best[k + 1].min(ns(side.run(bench, n)));
+            }
         }
-        let [r, s, f] = best;
+        let [r, s, f, p] = best;
         println!(
-            "interleaved minimum, {bench}: Rust {r:.2} ns, C shared {s:.2} ns ({:.2}x), C static {f:.2} ns ({:.2}x)",
+            "interleaved minimum, {bench}: Rust {r:.2} ns, C shared {s:.2} ns ({:.2}x), C static {f:.2} ns ({:.2}x), C++ shared {p:.2} ns ({:.2}x)",
             s / r,
-            f / r
+            f / r,
+            p / r
         );
     }
 }
 
 fn ffi_group(c: &mut Criterion) {
-    let (mut shared, mut fixed) = start_c_benches();
+    let (mut shared, mut fixed, mut cpp) = start_c_benches();
     let session = waffle_std::Config::new("/dev/null").start().expect("start the Rust session");
     let bench_mode = std::env::args().any(|a| a == "--bench");
-    // 3 sides × 2 benches × 30 rounds of 200 000 spans: about 1 s.
-    interleaved_min(&mut shared, &mut fixed, if bench_mode { 30 } else { 1 }, 200_000);
+    // 4 sides × 2 benches × 30 rounds of 200 000 spans: about 1.5 s.
+    interleaved_min(&mut [&mut shared, &mut fixed, &mut cpp], if bench_mode { 30 } else { 1 }, 200_000);
     let mut g = c.benchmark_group("ffi");
     g.bench_function("rust_span", |b| b.iter_custom(timed(rust_span)));
     g.bench_function("c_span_shared", |b| b.iter_custom(|n| shared.run("span", n)));
     g.bench_function("c_span_static", |b| b.iter_custom(|n| fixed.run("span", n)));
+    g.bench_function("cpp_span_shared", |b| b.iter_custom(|n| cpp.run("span", n)));
     g.bench_function("rust_span_2_fields", |b| b.iter_custom(timed(rust_span_2_fields)));
     g.bench_function("c_span_2_fields_shared", |b| b.iter_custom(|n| shared.run("span_2_fields", n)));
     g.bench_function("c_span_2_fields_static", |b| b.iter_custom(|n| fixed.run("span_2_fields", n)));
+    g.bench_function("cpp_span_2_fields_shared", |b| b.iter_custom(|n| cpp.run("span_2_fields", n)));
     g.finish();
     shared.stop();
     fixed.stop();
+    cpp.stop();
     let stats = session.stop().expect("stop the Rust session");
     println!("waffle Rust session totals: {} records dropped", stats.dropped);
 }
@@ -183,8 +196,10 @@ fn print_ratios() {
     for (rust, c) in [
         ("rust_span", "c_span_shared"),
         ("rust_span", "c_span_static"),
+        ("rust_span", "cpp_span_shared"),
         ("rust_span_2_fields", "c_span_2_fields_shared"),
         ("rust_span_2_fields", "c_span_2_fields_static"),
+        ("rust_span_2_fields", "cpp_span_2_fields_shared"),
     ] {
         for stat in ["median", "slope"] {
             if let (Some(a), Some(b)) = (estimate(c, stat), estimate(rust, stat)) {

@@ -1,6 +1,7 @@
 /* The C side of benches/benches/ffi.rs: spans through waffle's C macros, exactly as a C
- * program writes them. Built twice by the bench, linked with libwaffle.so and with
- * libwaffle.a, and driven over a pipe: each line on stdin is "<bench> <n>", and the program
+ * program writes them. Built three times by the bench: as C, linked with libwaffle.so and with
+ * libwaffle.a, and as C++ (where the macros are waffle.hpp's), linked with libwaffle.so; and
+ * driven over a pipe: each line on stdin is "<bench> <n>", and the program
  * answers with the nanoseconds its loop of n spans took, timed around the loop only. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>

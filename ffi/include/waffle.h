@@ -289,6 +289,17 @@ waffle_status_t waffle_context_to_traceparent(const struct waffle_context_t *ctx
 // writable.
 waffle_status_t waffle_context_from_traceparent(const char *text, struct waffle_context_t *out);
 
+// Takes the span `span` guards off this thread's stack so that it can end on any thread: what
+// this thread records next nests in the span's parent again, and `waffle_span_end`, called on
+// whichever thread, records the span's end by its id. Call it on the thread that began the
+// span, while the span is that thread's innermost. To make the span the parent of what another
+// thread records, enter its context there (`waffle_context_enter`). Detaching a null or an
+// already detached guard does nothing.
+//
+// # Safety
+// `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.
+waffle_status_t waffle_span_detach(struct waffle_span_t *span);
+
 // Opens a span at `callsite` with the `count` key-values at `kvs` (fields, causes, a
 // correlation) and makes it this thread's current span. End it with `waffle_span_end` on this
 // thread. Returns a null guard, recording nothing, while no session records or when an
@@ -312,8 +323,9 @@ struct waffle_span_t waffle_span_begin_named(const char *name,
                                              const struct waffle_kv_t *kvs,
                                              size_t count);
 
-// Ends the span `span` guards (on the thread that began it, innermost first) and zeroes the
-// guard, so ending it twice does nothing.
+// Ends the span `span` guards (on the thread that began it, innermost first; a detached span,
+// see `waffle_span_detach`, on any thread) and zeroes the guard, so ending it twice does
+// nothing.
 //
 // # Safety
 // `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.

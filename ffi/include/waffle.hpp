@@ -18,6 +18,9 @@
 //
 // waffle::Span and waffle::Event also take a run-time name; that form looks the name up on
 // every call, so keep it out of hot loops. Nothing here throws.
+//
+// waffle_task.hpp, included at the end, adds waffle::async (a std::async that carries the
+// caller's context) and, with C++20 coroutines, waffle::task<T> and waffle::sync_wait.
 #ifndef WAFFLE_HPP
 #define WAFFLE_HPP
 
@@ -246,14 +249,58 @@ inline std::uint32_t name_len(std::string_view name) noexcept {
   return static_cast<std::uint32_t>(name.size() < 4096 ? name.size() : 4096);
 }
 
-// The static callsite of a macro use (distinguishes the macros' constructor).
+// The static callsite of a macro use (distinguishes the macros' constructor), and the calling
+// thread's cache slot of the translation unit (see waffle_span_begin_t).
 struct MacroSite {
   waffle_callsite_t& callsite;
+  void** thread;
 };
 
 }  // namespace detail
 
-// An open span, ended when the object is destroyed (on the thread that made it).
+class Span;
+
+namespace detail {
+
+// What a waffle::task's coroutine (waffle_task.hpp) holds while it exists: the context it was
+// made in, the spans it opened and has not ended (innermost first, linked through the spans),
+// and the context it entered on the thread that runs it. While a task runs on a thread it is
+// that thread's current_task, and every Span made there joins it. When the task suspends, its
+// open spans are detached from the thread (waffle_span_detach) and the context is left; when it
+// resumes, on whatever thread, its innermost open span (else its context) is entered there. A
+// detached span ends by id on whichever thread ends it.
+class TaskScope {
+ public:
+  TaskScope() noexcept : context_(waffle_context_current()) {}
+  TaskScope(const TaskScope&) = delete;
+  TaskScope& operator=(const TaskScope&) = delete;
+
+  // The task runs on this thread from now on (a resumption); does nothing if it already does.
+  void enter() noexcept;
+  // The task stops running on this thread (a suspension, or its end).
+  void leave() noexcept;
+  // A span made while the task runs joins it.
+  void opened(Span& span) noexcept;
+  // A span that joined the task ends (on whatever thread, the task running or not).
+  void ended(Span& span) noexcept;
+
+ private:
+  void enter_innermost() noexcept;
+
+  waffle_context_t context_;
+  Span* open_ = nullptr;
+  waffle_context_guard_t entered_{};
+  TaskScope* outer_ = nullptr;
+  bool running_ = false;
+};
+
+// The task running on this thread, if any.
+inline thread_local TaskScope* current_task = nullptr;
+
+}  // namespace detail
+
+// An open span, ended when the object is destroyed (on the thread that made it; one made inside
+// a waffle::task may end on another thread, after the task moved there).
 class Span {
  public:
   // A span at a static callsite of your own (see waffle_callsite_t): "key", value pairs and tags.
@@ -261,6 +308,7 @@ class Span {
   explicit Span(waffle_callsite_t& callsite, const A&... args) noexcept {
     auto kv = detail::kvs(args...);
     raw_ = waffle_span_begin(&callsite, kv.data(), kv.size());
+    join_task();
   }
 
   // A span named at run time (one registry lookup per call).
@@ -268,14 +316,26 @@ class Span {
   explicit Span(std::string_view name, const A&... args) noexcept {
     auto kv = detail::kvs(args...);
     raw_ = waffle_span_begin_named(name.data(), detail::name_len(name), kv.data(), kv.size());
+    join_task();
   }
 
-  // What WAFFLE_SPAN expands to: the name is already in the callsite.
+  // What WAFFLE_SPAN expands to: the name is already in the callsite; the thread's state is
+  // reached through the translation unit's own cache (a fixed offset from the thread pointer)
+  // rather than the library's thread-local.
   template <class... A>
-  Span(detail::MacroSite site, const char* /*name*/, const A&... args) noexcept
-      : Span(site.callsite, args...) {}
+  Span(detail::MacroSite site, const char* /*name*/, const A&... args) noexcept : thread_(site.thread) {
+    auto kv = detail::kvs(args...);
+    raw_ = waffle_span_begin_t(thread_, &site.callsite, kv.data(), kv.size());
+    join_task();
+  }
 
-  ~Span() { waffle_span_end(&raw_); }
+  ~Span() {
+    if (task_ != nullptr) {
+      task_->ended(*this);
+    } else {
+      waffle_span_end_t(thread_, &raw_);
+    }
+  }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
@@ -283,8 +343,73 @@ class Span {
   SpanId id() const noexcept { return SpanId(raw_.id); }
 
  private:
+  friend class detail::TaskScope;
+
+  void join_task() noexcept {
+    if (raw_.id.id != 0 && detail::current_task != nullptr) detail::current_task->opened(*this);
+  }
+
   waffle_span_t raw_{};
+  // The cache slot of the thread that began it (macro spans), else null.
+  void** thread_ = nullptr;
+  // The task it joined, and the task's next span out.
+  detail::TaskScope* task_ = nullptr;
+  Span* outer_ = nullptr;
+  bool detached_ = false;
 };
+
+namespace detail {
+
+inline void TaskScope::enter_innermost() noexcept {
+  waffle_context_t ctx = context_;
+  if (open_ != nullptr) ctx.span_id = open_->raw_.id;
+  entered_ = waffle_context_enter(&ctx);
+}
+
+inline void TaskScope::enter() noexcept {
+  if (running_) return;
+  running_ = true;
+  outer_ = current_task;
+  current_task = this;
+  enter_innermost();
+}
+
+inline void TaskScope::leave() noexcept {
+  if (!running_) return;
+  // Spans opened since the task last resumed are innermost; older ones are detached already.
+  for (Span* s = open_; s != nullptr && !s->detached_; s = s->outer_) {
+    waffle_span_detach(&s->raw_);
+    s->detached_ = true;
+  }
+  waffle_context_exit(&entered_);
+  current_task = outer_;
+  outer_ = nullptr;
+  running_ = false;
+}
+
+inline void TaskScope::opened(Span& span) noexcept {
+  span.task_ = this;
+  span.outer_ = open_;
+  open_ = &span;
+}
+
+inline void TaskScope::ended(Span& span) noexcept {
+  Span** at = &open_;
+  while (*at != nullptr && *at != &span) at = &(*at)->outer_;
+  if (*at != nullptr) *at = span.outer_;
+  if (!span.detached_) {
+    waffle_span_end(&span.raw_);
+  } else if (running_ && current_task == this) {
+    // It is the span entered here: leave it, end it by id, enter the one around it.
+    waffle_context_exit(&entered_);
+    waffle_span_end(&span.raw_);
+    enter_innermost();
+  } else {
+    waffle_span_end(&span.raw_);
+  }
+}
+
+}  // namespace detail
 
 // Records an event at a static callsite of your own; returns its id.
 template <class... A>
@@ -381,6 +506,10 @@ inline const char* StatusString(waffle_status_t status) noexcept { return waffle
 // The original examples' spelling (Waffle::EventId, Waffle::CausedBy).
 namespace Waffle = waffle;
 
+// This thread's handle to its recording state, cached by waffle_span_begin_t on first use: one
+// per translation unit (internal linkage), named only by the macros' expansions.
+[[maybe_unused]] static thread_local void* waffle__cxx_thread = nullptr;
+
 #define WAFFLE__CAT_(a, b) a##b
 #define WAFFLE__CAT(a, b) WAFFLE__CAT_(a, b)
 #define WAFFLE__HEAD(...) WAFFLE__HEAD_(__VA_ARGS__, ~)
@@ -395,7 +524,8 @@ namespace Waffle = waffle;
 #define WAFFLE_SPAN_VAR(var, ...)                                                              \
   static waffle_callsite_t WAFFLE__CAT(var, _callsite) =                                      \
       WAFFLE__CALLSITE_CXX(WAFFLE__HEAD(__VA_ARGS__));                                         \
-  ::waffle::Span var(::waffle::detail::MacroSite{WAFFLE__CAT(var, _callsite)}, __VA_ARGS__)
+  ::waffle::Span var(::waffle::detail::MacroSite{WAFFLE__CAT(var, _callsite), &waffle__cxx_thread}, \
+                     __VA_ARGS__)
 
 // WAFFLE_EVENT(name, args...): records an event; evaluates to its waffle::EventId, which may be
 // ignored.
@@ -424,5 +554,7 @@ namespace Waffle = waffle;
 #define WAFFLE_KV_CAUSE_EVENT(id_) ::waffle::detail::kv_cause_event(id_)
 #define WAFFLE_KV_CORRELATE(key_, v_) \
   ::waffle::detail::kv_correlate(::waffle::Correlate((key_), static_cast<std::uint64_t>(v_)))
+
+#include "waffle_task.hpp"
 
 #endif  // WAFFLE_HPP

@@ -56,6 +56,7 @@ mod boundary;
 mod callsite;
 mod context;
 mod cstr;
+mod detached;
 mod interposed;
 mod kvs;
 mod record;
@@ -67,6 +68,7 @@ mod track;
 mod types;
 
 pub use context::*;
+pub use detached::*;
 pub use record::*;
 pub use report::*;
 pub use session::*;

@@ -264,7 +264,9 @@ unsafe fn span_end(span: *mut waffle_span_t, thread: *mut *mut c_void) -> crate:
     }
     // SAFETY: non-null, aligned, and pointing to a guard (the caller's promise).
     let s = unsafe { span.replace(waffle_span_t::NULL) };
-    if s.id.id != 0 {
+    if crate::detached::is_detached(&s) {
+        crate::detached::end_detached(s.id.id);
+    } else if s.id.id != 0 {
         // As the core's `Span` guard ends a span: in its session even if recording paused.
         let state = runtime::state();
         // SAFETY: `thread` as `with_thread` needs (the caller's promise).
@@ -273,8 +275,9 @@ unsafe fn span_end(span: *mut waffle_span_t, thread: *mut *mut c_void) -> crate:
     WAFFLE_OK
 }
 
-/// Ends the span `span` guards (on the thread that began it, innermost first) and zeroes the
-/// guard, so ending it twice does nothing.
+/// Ends the span `span` guards (on the thread that began it, innermost first; a detached span,
+/// see `waffle_span_detach`, on any thread) and zeroes the guard, so ending it twice does
+/// nothing.
 ///
 /// # Safety
 /// `span` is NULL or points to a `waffle_span_t` returned by a `waffle_span_begin*` call.

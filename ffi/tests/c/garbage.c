@@ -115,6 +115,10 @@ static void spans_and_events(void) {
   waffle_span_t null_guard = {{0}, 0};
   CHECK(waffle_span_end(&null_guard) == WAFFLE_OK);
   CHECK_LAST(WAFFLE_ERR_INVALID_ARGUMENT);
+  CHECK(waffle_span_detach(NULL) == WAFFLE_ERR_NULL);
+  CHECK(waffle_span_detach((waffle_span_t *)(void *)(big + 1)) == WAFFLE_ERR_INVALID_ARGUMENT);
+  CHECK(waffle_span_detach(&null_guard) == WAFFLE_OK);
+  CHECK_LAST(WAFFLE_ERR_INVALID_ARGUMENT);
 
   /* What is recorded despite odd input: the trace must still decode cleanly. A garbage
    * cached id is treated as unregistered. */

@@ -8,11 +8,9 @@
 
 use crate::{
     boundary::guard,
-    record::with_thread,
     status::{fail, waffle_status_t::*},
     types::waffle_span_t,
 };
-use std::ptr;
 use waffle::{local::with_local, runtime};
 
 /// Whether guard `s` is of a detached span.
@@ -52,9 +50,9 @@ pub unsafe extern "C" fn waffle_span_detach(span: *mut waffle_span_t) -> crate::
             return WAFFLE_OK;
         }
         let state = runtime::state();
-        // SAFETY: no thread slot: the library's thread-local is used.
-        unsafe { with_thread(ptr::null_mut(), |l| l.detach(state, s.id.id, s.restore)) };
-        // SAFETY: as above; the guard is the caller's to write through.
+        with_local(|l| l.detach(state, s.id.id, s.restore));
+        // SAFETY: non-null and aligned (checked above); the guard is the caller's to write
+        // through.
         unsafe { span.write(waffle_span_t { id: s.id, restore: s.id.id }) };
         WAFFLE_OK
     })

@@ -304,14 +304,23 @@ pub fn critical_path_of(run: &Run, step: Option<i64>) -> Result<CriticalPath, Ru
         (i.b, matches!(i.what, What::Wait(_)), l, k)
     };
     order.sort_unstable_by_key(key);
+    // A replay keeps each lane's order, so a lane's times move monotonically: its earliest
+    // begin and latest end in the window stay its earliest and latest.
+    let bounds: Vec<Option<(u64, u64)>> = (run.lanes.iter())
+        .map(|lane| {
+            let mut chosen = lane.spans.iter().filter(|s| in_window(s));
+            let first = chosen.next()?;
+            Some(
+                chosen.fold((first.start_ns, first.end_ns), |(a, b), s| (a.min(s.start_ns), b.max(s.end_ns))),
+            )
+        })
+        .collect();
     let measured = |end: &[Vec<u64>]| -> u64 {
         let mut lo = u64::MAX;
         let mut hi = 0;
-        for (l, lane) in run.lanes.iter().enumerate() {
-            for s in lane.spans.iter().filter(|s| in_window(s)) {
-                lo = lo.min(path.moved(end, l as u32, s.start_ns));
-                hi = hi.max(path.moved(end, l as u32, s.end_ns));
-            }
+        for (l, &(a, b)) in bounds.iter().enumerate().filter_map(|(l, w)| Some((l, w.as_ref()?))) {
+            lo = lo.min(path.moved(end, l as u32, a));
+            hi = hi.max(path.moved(end, l as u32, b));
         }
         hi.saturating_sub(lo)
     };

@@ -35,6 +35,7 @@ use waffle_read::{correlation, decode, matching, model, reader, Error};
 pub mod critical_path;
 pub mod diff;
 pub mod hang;
+mod json_out;
 #[cfg(test)]
 mod mpi_fixtures;
 mod page;

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use waffle_read::id_hash::IdMap;
 use waffle_wire::Header;
 
 mod build;
@@ -264,15 +265,15 @@ impl Run {
 
     /// Messages and collectives, from the spans and the receive events.
     fn join(&mut self, received: &[Received]) {
-        let mut sends: HashMap<u64, At> = HashMap::new();
-        let mut started: HashMap<(usize, u64), At> = HashMap::new();
-        let mut completed: HashMap<(usize, u64), At> = HashMap::new();
-        let mut groups: HashMap<u64, Vec<At>> = HashMap::new();
-        let mut started_groups: HashMap<u64, Vec<At>> = HashMap::new();
+        let mut sends: IdMap<u64, At> = IdMap::default();
+        let mut started: IdMap<(usize, u64), At> = IdMap::default();
+        let mut completed: IdMap<(usize, u64), At> = IdMap::default();
+        let mut groups: IdMap<u64, Vec<At>> = IdMap::default();
+        let mut started_groups: IdMap<u64, Vec<At>> = IdMap::default();
         // MPI_Init and MPI_Finalize carry no correlation, yet every rank takes part in each
         // (the launch's wire-up, the closing fence): one group each, of each process's first.
-        let mut init: HashMap<usize, At> = HashMap::new();
-        let mut finalize: HashMap<usize, At> = HashMap::new();
+        let mut init: IdMap<usize, At> = IdMap::default();
+        let mut finalize: IdMap<usize, At> = IdMap::default();
         for (l, lane) in self.lanes.iter().enumerate() {
             for (k, s) in lane.spans.iter().enumerate() {
                 let at = At { lane: l as u32, span: k as u32 };

@@ -1,57 +1,10 @@
 //! Lookups the two passes make per reference, without hashing a string or trusting ids: maps
-//! keyed by ids, and correlation keys by number.
+//! keyed by ids (`waffle_read::id_hash`), and correlation keys by number.
 
 use crate::correlation::{self, group_key, Role};
-use std::{
-    borrow::Cow,
-    collections::{hash_map::RandomState, HashMap},
-    hash::{BuildHasher, Hasher},
-};
+use std::{borrow::Cow, collections::HashMap};
 
-/// Hashes ids (and small tuples of them) with one multiply-xorshift round per word, keyed at
-/// random per map so that a file cannot choose colliding ids in advance.
-#[derive(Clone)]
-pub(crate) struct IdHash(u64);
-
-impl Default for IdHash {
-    fn default() -> Self {
-        IdHash(RandomState::new().hash_one(0x5741_4646u64))
-    }
-}
-
-impl BuildHasher for IdHash {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(self.0)
-    }
-}
-
-/// See [`IdHash`].
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.write_u64(u64::from(b)));
-    }
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        // splitmix64's finaliser.
-        let mut x = self.0 ^ v;
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        self.0 = x ^ (x >> 31);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by ids.
-pub(crate) type IdMap<K, V> = HashMap<K, V, IdHash>;
+pub(crate) use waffle_read::id_hash::{IdHash, IdMap};
 
 /// Correlation keys by number, so that a group is found by `(key, value)` without hashing a
 /// string per item: each callsite's key is looked up once per process. Groups are numbered by

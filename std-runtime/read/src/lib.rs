@@ -40,6 +40,7 @@ pub mod decode;
 mod error;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
+pub mod id_hash;
 pub mod matching;
 pub mod model;
 pub mod reader;

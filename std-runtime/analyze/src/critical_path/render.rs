@@ -2,10 +2,14 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Value as Json};
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use super::CriticalPath;
-use crate::units::duration;
+use crate::{
+    json_out::{self, Hex, Seq},
+    units::{duration, first_by},
+};
 
 /// Version of the JSON's shape; it changes only when a field is renamed or removed.
 pub const JSON_VERSION: u32 = 1;
@@ -50,46 +54,82 @@ impl CriticalPath {
             );
         }
         s += "\nlongest segments:\n";
-        let mut longest: Vec<_> = self.segments.iter().collect();
-        longest.sort_by(|a, b| b.dur_ns.cmp(&a.dur_ns).then(a.start_ns.cmp(&b.start_ns)));
-        for x in longest.into_iter().take(LISTED) {
+        let longest = first_by(&self.segments, LISTED, |a, b| {
+            b.dur_ns.cmp(&a.dur_ns).then(a.start_ns.cmp(&b.start_ns))
+        });
+        for x in longest {
             let at = x.start_ns.saturating_sub(self.start_ns);
             let _ = writeln!(s, "  +{}: rank {} {} for {}", duration(at), x.rank, x.span, duration(x.dur_ns));
         }
         s
     }
 
-    /// The path as JSON (its shape in `docs/waits.md`).
+    /// The path as JSON (its shape in docs/waits.md).
     pub fn to_json(&self) -> Json {
-        let segments: Vec<Json> = self
-            .segments
-            .iter()
-            .map(|x| {
-                json!({
-                    "rank": x.rank, "thread": x.thread, "span": x.span,
-                    "span_id": format!("{:016x}", x.span_id), "start_ns": x.start_ns, "dur_ns": x.dur_ns,
+        json_out::value(&self.json_shape())
+    }
+
+    /// [`to_json`](Self::to_json) written to `out` as pretty JSON while it is made, with a
+    /// newline: no JSON tree is held, however many segments there are.
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        json_out::write_pretty(out, &self.json_shape())
+    }
+
+    fn json_shape(&self) -> impl Serialize + '_ {
+        #[derive(Serialize)]
+        struct Path<C, S> {
+            contributors: C,
+            end_ns: u64,
+            length_ns: u64,
+            notes: Vec<String>,
+            segments: S,
+            start_ns: u64,
+            step: Option<i64>,
+            version: u32,
+        }
+        #[derive(Serialize)]
+        struct SegmentJson<'a> {
+            dur_ns: u64,
+            rank: i64,
+            span: &'a str,
+            span_id: Hex,
+            start_ns: u64,
+            thread: usize,
+        }
+        #[derive(Serialize)]
+        struct ContributorJson<'a> {
+            if_free_ns: Option<u64>,
+            on_path_ns: u64,
+            rank: i64,
+            span: &'a str,
+            thread: usize,
+        }
+        Path {
+            contributors: Seq(|| {
+                self.contributors.iter().map(|c| ContributorJson {
+                    if_free_ns: c.if_free_ns,
+                    on_path_ns: c.on_path_ns,
+                    rank: c.rank,
+                    span: &c.span,
+                    thread: c.thread,
                 })
-            })
-            .collect();
-        let contributors: Vec<Json> = self
-            .contributors
-            .iter()
-            .map(|c| {
-                json!({
-                    "rank": c.rank, "thread": c.thread, "span": c.span, "on_path_ns": c.on_path_ns,
-                    "if_free_ns": c.if_free_ns,
+            }),
+            end_ns: self.end_ns,
+            length_ns: self.length_ns,
+            notes: self.notes.clone(),
+            segments: Seq(|| {
+                self.segments.iter().map(|x| SegmentJson {
+                    dur_ns: x.dur_ns,
+                    rank: x.rank,
+                    span: &x.span,
+                    span_id: Hex(x.span_id),
+                    start_ns: x.start_ns,
+                    thread: x.thread,
                 })
-            })
-            .collect();
-        json!({
-            "version": JSON_VERSION,
-            "step": self.step,
-            "start_ns": self.start_ns,
-            "end_ns": self.end_ns,
-            "length_ns": self.length_ns,
-            "segments": segments,
-            "contributors": contributors,
-            "notes": self.notes,
-        })
+            }),
+            start_ns: self.start_ns,
+            step: self.step,
+            version: JSON_VERSION,
+        }
     }
 }

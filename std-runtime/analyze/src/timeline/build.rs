@@ -48,6 +48,12 @@ pub(crate) struct Got {
 }
 
 impl Site {
+    /// Whether the lanes keep any of its items' field values (else they are stepped over).
+    pub(crate) fn has_fields(&self) -> bool {
+        let kept = [self.request, self.requests, self.step, self.bytes, self.from];
+        kept.iter().chain(&self.naming).any(Option::is_some)
+    }
+
     /// Reads the fields through `int` and `text` (by position).
     pub(crate) fn read(
         &self,

@@ -1,7 +1,8 @@
 //! Files read into the builder as a stream of records: a decoder [`Sink`] that keeps each span
 //! compact (ticks until the file is read, then times on its last calibration), the receive
 //! events and the other events' ids and times, and applies correlations and links recorded
-//! after their item to it.
+//! after their item to it. Field values are decoded only for the callsites whose fields the
+//! lanes keep.
 
 use std::{path::Path, sync::Arc};
 
@@ -14,7 +15,7 @@ use super::{
 use crate::{
     decode::{
         run::decode_path,
-        stream::{FileEnd, Header, Item, Sink},
+        stream::{FileEnd, Hand, Header, Item, Sink},
         FieldValue,
     },
     model::Callsite,
@@ -80,6 +81,15 @@ impl FileSink<'_> {
 
 impl Sink for FileSink<'_> {
     type Span = At;
+    const FIELDS: bool = false;
+
+    fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
+        if self.site(index, callsite).has_fields() {
+            Hand::Every
+        } else {
+            Hand::Referring
+        }
+    }
 
     fn process(&mut self, source: &str, header: &Header) {
         self.process = self.b.process(source, header);

@@ -2,20 +2,20 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Value as Json};
+use serde::Serialize;
+use serde_json::Value as Json;
 
 use super::Waits;
-use crate::units::{duration, plural};
+use crate::{
+    json_out::{self, Hex, Seq},
+    units::{duration, first_by, plural},
+};
 
 /// Version of the JSON's shape; it changes only when a field is renamed or removed.
 pub const JSON_VERSION: u32 = 1;
 
 /// How many root causes, call sites and waits the text lists.
 const LISTED: usize = 10;
-
-fn id(id: u64) -> String {
-    format!("{id:016x}")
-}
 
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -88,9 +88,9 @@ impl Waits {
             );
         }
         s += "\nlongest waits:\n";
-        let mut longest: Vec<_> = self.waits.iter().collect();
-        longest.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.start_ns.cmp(&b.start_ns)));
-        for w in longest.into_iter().take(LISTED) {
+        let longest =
+            first_by(&self.waits, LISTED, |a, b| b.wait_ns.cmp(&a.wait_ns).then(a.start_ns.cmp(&b.start_ns)));
+        for w in longest {
             let cause = w.root_cause.map_or(String::new(), |k| {
                 let c = &self.root_causes[k];
                 format!("; root cause: rank {} {}", c.rank, c.span)
@@ -111,49 +111,110 @@ impl Waits {
 
     /// The report as JSON (its shape in the crate's `waits` docs and `docs/waits.md`).
     pub fn to_json(&self) -> Json {
-        let waits: Vec<Json> = self
-            .waits
-            .iter()
-            .map(|w| {
-                json!({
-                    "rank": w.rank, "thread": w.thread, "call": &*w.call, "site": &*w.site,
-                    "span_id": id(w.span_id), "kind": w.kind.name(), "start_ns": w.start_ns,
-                    "wait_ns": w.wait_ns, "waited_for_rank": w.waited_for_rank,
-                    "waited_for": &*w.waited_for, "root_cause": w.root_cause,
+        json_out::value(&self.json_shape())
+    }
+
+    /// [`to_json`](Self::to_json) written to `out` as pretty JSON while it is made, with a
+    /// newline: no JSON tree is held, however many waits there are.
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        json_out::write_pretty(out, &self.json_shape())
+    }
+
+    fn json_shape(&self) -> impl Serialize + '_ {
+        #[derive(Serialize)]
+        struct Report<W, C, R, S> {
+            notes: Vec<String>,
+            per_rank: R,
+            per_site: S,
+            root_causes: C,
+            total_wait_ns: u64,
+            version: u32,
+            waits: W,
+        }
+        #[derive(Serialize)]
+        struct WaitJson<'a> {
+            call: &'a str,
+            kind: &'static str,
+            rank: i64,
+            root_cause: Option<usize>,
+            site: &'a str,
+            span_id: Hex,
+            start_ns: u64,
+            thread: usize,
+            wait_ns: u64,
+            waited_for: &'a str,
+            waited_for_rank: i64,
+        }
+        #[derive(Serialize)]
+        struct CauseJson<'a> {
+            caused_wait_ns: u64,
+            delay_ns: u64,
+            direct_ns: u64,
+            propagated_ns: u64,
+            rank: i64,
+            span: &'a str,
+            span_id: Hex,
+            start_ns: u64,
+            thread: usize,
+        }
+        #[derive(Serialize)]
+        struct RankJson {
+            rank: i64,
+            wait_ns: u64,
+            waits: usize,
+        }
+        #[derive(Serialize)]
+        struct SiteJson<'a> {
+            kind: &'static str,
+            rank: i64,
+            site: &'a str,
+            wait_ns: u64,
+            waits: usize,
+        }
+        Report {
+            notes: self.notes.clone(),
+            per_rank: Seq(|| {
+                self.per_rank.iter().map(|r| RankJson { rank: r.rank, wait_ns: r.wait_ns, waits: r.waits })
+            }),
+            per_site: Seq(|| {
+                self.per_site.iter().map(|t| SiteJson {
+                    kind: t.kind.name(),
+                    rank: t.rank,
+                    site: &t.site,
+                    wait_ns: t.wait_ns,
+                    waits: t.waits,
                 })
-            })
-            .collect();
-        let causes: Vec<Json> = self
-            .root_causes
-            .iter()
-            .map(|c| {
-                json!({
-                    "rank": c.rank, "thread": c.thread, "span": c.span, "delay_ns": c.delay_ns,
-                    "caused_wait_ns": c.caused_wait_ns, "direct_ns": c.direct_ns,
-                    "propagated_ns": c.propagated_ns, "span_id": id(c.span_id), "start_ns": c.start_ns,
+            }),
+            root_causes: Seq(|| {
+                self.root_causes.iter().map(|c| CauseJson {
+                    caused_wait_ns: c.caused_wait_ns,
+                    delay_ns: c.delay_ns,
+                    direct_ns: c.direct_ns,
+                    propagated_ns: c.propagated_ns,
+                    rank: c.rank,
+                    span: &c.span,
+                    span_id: Hex(c.span_id),
+                    start_ns: c.start_ns,
+                    thread: c.thread,
                 })
-            })
-            .collect();
-        let ranks: Vec<Json> = self
-            .per_rank
-            .iter()
-            .map(|r| json!({ "rank": r.rank, "waits": r.waits, "wait_ns": r.wait_ns }))
-            .collect();
-        let sites: Vec<Json> = self
-            .per_site
-            .iter()
-            .map(|t| {
-                json!({ "rank": t.rank, "site": t.site, "kind": t.kind.name(), "waits": t.waits, "wait_ns": t.wait_ns })
-            })
-            .collect();
-        json!({
-            "version": JSON_VERSION,
-            "total_wait_ns": self.total_wait_ns,
-            "waits": waits,
-            "root_causes": causes,
-            "per_rank": ranks,
-            "per_site": sites,
-            "notes": self.notes,
-        })
+            }),
+            total_wait_ns: self.total_wait_ns,
+            version: JSON_VERSION,
+            waits: Seq(|| {
+                self.waits.iter().map(|w| WaitJson {
+                    call: &w.call,
+                    kind: w.kind.name(),
+                    rank: w.rank,
+                    root_cause: w.root_cause,
+                    site: &w.site,
+                    span_id: Hex(w.span_id),
+                    start_ns: w.start_ns,
+                    thread: w.thread,
+                    wait_ns: w.wait_ns,
+                    waited_for: &w.waited_for,
+                    waited_for_rank: w.waited_for_rank,
+                })
+            }),
+        }
     }
 }

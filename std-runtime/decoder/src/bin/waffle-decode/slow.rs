@@ -63,6 +63,12 @@ fn print(text: &str) -> Result<(), String> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
 }
 
+/// Writes a report's JSON to stdout as it is serialized (`write_json`).
+fn print_json(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write(&mut out).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
+}
+
 fn pretty(json: &serde_json::Value) -> Result<String, String> {
     serde_json::to_string_pretty(json).map(|s| s + "\n").map_err(|e| e.to_string())
 }
@@ -71,7 +77,10 @@ fn pretty(json: &serde_json::Value) -> Result<String, String> {
 pub(crate) fn waits(args: &WaitsArgs) -> Result<(), String> {
     let (report, warnings) = waffle_analyze::waits::waits_files(&args.inputs).map_err(|e| e.to_string())?;
     warn(&warnings, &report.notes);
-    print(&if args.json { pretty(&report.to_json())? } else { report.to_text() })
+    if args.json {
+        return print_json(|out| report.write_json(out));
+    }
+    print(&report.to_text())
 }
 
 /// `waffle-decode critical-path`: the path on stdout, warnings and errors on stderr.
@@ -79,7 +88,10 @@ pub(crate) fn critical_path(args: &CriticalPathArgs) -> Result<(), String> {
     let (path, warnings) = waffle_analyze::critical_path::critical_path_files(&args.inputs, args.step)
         .map_err(|e| e.to_string())?;
     warn(&warnings, &path.notes);
-    print(&if args.json { pretty(&path.to_json())? } else { path.to_text() })
+    if args.json {
+        return print_json(|out| path.write_json(out));
+    }
+    print(&path.to_text())
 }
 
 /// `waffle-decode profile`: the profile on stdout, or the page in --html's file.

@@ -15,7 +15,7 @@ use waffle_read::model::Trace;
 const FLAGS: &[&str] = &["-std=c++20", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-g"];
 
 /// What `coroutines.cpp` records, across threads: siblings in text order (tasks run at once on
-/// the pool, so their order in time is not fixed).
+/// the pool, so their order in time is not fixed). The pool's eight tasks follow (`expected`).
 const TREE: &str = r#"
 async
   doubled x=21
@@ -32,47 +32,19 @@ failed
   failing
     about to throw
 pool
-  work i=0
-    ! done i=0 got=0
-    nested i=0
-      ! leaf i=0
-    part i=0
-  work i=1
-    ! done i=1 got=10
-    nested i=1
-      ! leaf i=1
-    part i=1
-  work i=2
-    ! done i=2 got=20
-    nested i=2
-      ! leaf i=2
-    part i=2
-  work i=3
-    ! done i=3 got=30
-    nested i=3
-      ! leaf i=3
-    part i=3
-  work i=4
-    ! done i=4 got=40
-    nested i=4
-      ! leaf i=4
-    part i=4
-  work i=5
-    ! done i=5 got=50
-    nested i=5
-      ! leaf i=5
-    part i=5
-  work i=6
-    ! done i=6 got=60
-    nested i=6
-      ! leaf i=6
-    part i=6
-  work i=7
-    ! done i=7 got=70
-    nested i=7
-      ! leaf i=7
-    part i=7
 "#;
+
+/// [`TREE`] and, under `pool`, task `i`'s work for each of the eight: a part, a nested task and
+/// what it returned.
+fn expected() -> String {
+    let mut tree = TREE.trim_start_matches('\n').to_owned();
+    for i in 0..8 {
+        let got = i * 10;
+        write!(tree, "  work i={i}\n    ! done i={i} got={got}\n    nested i={i}\n      ! leaf i={i}\n    part i={i}\n")
+            .unwrap();
+    }
+    tree
+}
 
 /// The trace's items as one tree by parent across all threads, siblings sorted by their text;
 /// a span that did not end says so. Also: how many threads recorded, and the names of the
@@ -132,7 +104,7 @@ fn run_with(compiler: &str, name: &str) {
     run_ok(command(&exe).arg(&trace_file));
     let trace = decode(&[trace_file]);
     let (text, threads, hopped) = tree(&trace);
-    let expected = TREE.trim_start_matches('\n');
+    let expected = expected();
     assert!(text == expected, "{compiler}: the tree differs.\n--- actual\n{text}--- expected\n{expected}");
     // The main thread, one of the pool's at least, and std::async's own.
     assert!(threads >= 3, "{compiler}: only {threads} threads recorded");

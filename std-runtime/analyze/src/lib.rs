@@ -40,6 +40,8 @@ mod json_out;
 mod mpi_fixtures;
 mod page;
 pub mod profile;
+#[cfg(test)]
+mod recorded;
 mod timeline;
 mod units;
 pub mod waits;

@@ -20,7 +20,7 @@ mod build;
 mod stream;
 mod whole;
 
-pub(crate) use build::{int, Builder, Site};
+pub(crate) use build::{int, Builder, Site, Sites};
 pub(crate) use stream::{field_int, field_text};
 #[cfg(test)]
 pub(crate) use whole::check;

@@ -185,23 +185,14 @@ fn a_rank_recorded_alone() {
 
 /// A run's files, and a copy of the first cut short.
 fn run(name: &str, stuck: bool, relabel: bool) -> Vec<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("waffle-hang-stream-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut paths: Vec<PathBuf> = (0..3).map(|r| dir.join(format!("rank{r}.bin"))).collect();
-    for (rank, p) in paths.iter().enumerate() {
-        let what = format!("{},{rank},{},{}", p.display(), u8::from(stuck), u8::from(relabel));
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "hang::stream_tests::a_rank_recorded_alone", "--test-threads=1"])
-            .env(RECORD, what)
-            .output()
-            .expect("record a rank");
-        assert!(out.status.success(), "recording rank {rank}: {out:?}");
-    }
-    let whole = std::fs::read(&paths[0]).unwrap();
-    let cut = dir.join("cut.bin");
-    std::fs::write(&cut, &whole[..whole.len() * 3 / 5]).unwrap();
-    paths.push(cut);
-    paths
+    let extra = format!(",{},{}", u8::from(stuck), u8::from(relabel));
+    crate::recorded::ranks(
+        &format!("hang-stream-{name}"),
+        "hang::stream_tests::a_rank_recorded_alone",
+        RECORD,
+        3,
+        &extra,
+    )
 }
 
 /// Both reports on `paths`; they must agree.

@@ -14,7 +14,7 @@ use crate::{
     },
     model::Callsite,
     reader::Warning,
-    timeline::{field_int, field_text, Builder, Site, MPI},
+    timeline::{field_int, field_text, Builder, Site, Sites, MPI},
     Error,
 };
 
@@ -23,7 +23,7 @@ struct FileSink<'b> {
     b: &'b mut Builder,
     tally: FileTally,
     process: usize,
-    sites: Vec<Option<Site>>,
+    sites: Sites,
     stacks: Vec<Vec<Handle>>,
     cal: Option<Calibration>,
     last_ticks: u64,
@@ -33,16 +33,7 @@ struct FileSink<'b> {
 
 impl FileSink<'_> {
     fn site(&mut self, index: u32, cs: &Arc<Callsite>) -> Site {
-        let k = index as usize;
-        if self.sites.len() <= k {
-            self.sites.resize(k + 1, None);
-        }
-        if let Some(s) = self.sites[k] {
-            return s;
-        }
-        let s = self.b.site(cs);
-        self.sites[k] = Some(s);
-        s
+        self.sites.get(self.b, index, cs)
     }
 
     fn ends(&mut self, thread: usize, h: Handle, ticks: u64) {
@@ -154,7 +145,7 @@ pub(super) fn read_files<P: AsRef<Path>>(
             b: &mut *b,
             tally: FileTally::default(),
             process: 0,
-            sites: Vec::new(),
+            sites: Sites::default(),
             stacks: Vec::new(),
             cal: None,
             last_ticks: 0,

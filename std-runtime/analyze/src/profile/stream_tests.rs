@@ -59,22 +59,7 @@ fn a_rank_recorded_alone() {
 
 /// The two ranks' files, and a copy of rank 0's cut short.
 fn run() -> Vec<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("waffle-profile-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut paths: Vec<PathBuf> = (0..2).map(|r| dir.join(format!("rank{r}.bin"))).collect();
-    for (rank, p) in paths.iter().enumerate() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "profile::stream_tests::a_rank_recorded_alone", "--test-threads=1"])
-            .env(RECORD, format!("{},{rank}", p.display()))
-            .output()
-            .expect("record a rank");
-        assert!(out.status.success(), "recording rank {rank}: {out:?}");
-    }
-    let whole = std::fs::read(&paths[0]).unwrap();
-    let cut = dir.join("cut.bin");
-    std::fs::write(&cut, &whole[..whole.len() * 3 / 5]).unwrap();
-    paths.push(cut);
-    paths
+    crate::recorded::ranks("profile-stream", "profile::stream_tests::a_rank_recorded_alone", RECORD, 2, "")
 }
 
 /// Both profiles of `paths`, which must agree.

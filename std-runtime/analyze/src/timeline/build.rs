@@ -34,6 +34,22 @@ pub(crate) struct Site {
     pub(crate) from: Option<usize>,
 }
 
+/// One file's callsites as the builder learnt them, by their index in the file: each callsite
+/// is learnt once however many items it has.
+#[derive(Default)]
+pub(crate) struct Sites(Vec<Option<Site>>);
+
+impl Sites {
+    /// What callsite `cs`, numbered `index` in its file, gives.
+    pub(crate) fn get(&mut self, b: &mut Builder, index: u32, cs: &Callsite) -> Site {
+        let k = index as usize;
+        if self.0.len() <= k {
+            self.0.resize(k + 1, None);
+        }
+        *self.0[k].get_or_insert_with(|| b.site(cs))
+    }
+}
+
 /// The fields of one item that the lanes keep.
 #[derive(Default)]
 pub(crate) struct Got {

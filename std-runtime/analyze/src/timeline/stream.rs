@@ -9,7 +9,7 @@ use std::{path::Path, sync::Arc};
 use waffle_wire::Calibration;
 
 use super::{
-    build::{Builder, Site},
+    build::{Builder, Site, Sites},
     At, Extra, Received,
 };
 use crate::{
@@ -50,7 +50,7 @@ enum Last {
 struct FileSink<'b> {
     b: &'b mut Builder,
     process: usize,
-    sites: Vec<Option<Site>>,
+    sites: Sites,
     lanes: Vec<u32>,
     stacks: Vec<Vec<u32>>,
     last: Vec<Last>,
@@ -62,16 +62,7 @@ struct FileSink<'b> {
 
 impl FileSink<'_> {
     fn site(&mut self, index: u32, cs: &Arc<Callsite>) -> Site {
-        let k = index as usize;
-        if self.sites.len() <= k {
-            self.sites.resize(k + 1, None);
-        }
-        if let Some(s) = self.sites[k] {
-            return s;
-        }
-        let s = self.b.site(cs);
-        self.sites[k] = Some(s);
-        s
+        self.sites.get(self.b, index, cs)
     }
 
     fn seen(&mut self, ticks: u64) {
@@ -211,7 +202,7 @@ pub(super) fn read_files<P: AsRef<Path>>(b: &mut Builder, paths: &[P]) -> Result
         let mut sink = FileSink {
             b: &mut *b,
             process: 0,
-            sites: Vec::new(),
+            sites: Sites::default(),
             lanes: Vec::new(),
             stacks: Vec::new(),
             last: Vec::new(),

@@ -55,6 +55,34 @@ fn c_macros_record_the_exact_tree_statically_linked() {
     c_tree(Link::Static, "tree-static");
 }
 
+/// `tests/c/detach.c`: a span detached on the main thread and ended on a worker that recorded
+/// inside it is one span, ended, with the worker's span as its child; what the main thread
+/// records after detaching is not inside it.
+#[test]
+fn a_detached_span_ends_on_another_thread() {
+    let dir = scratch("detach");
+    let exe = dir.join("detach");
+    compile(&common::cc(), C_FLAGS, &[c_source("detach.c")], &exe, Link::Shared, &[]);
+    let trace_file = dir.join("trace.bin");
+    run_ok(command(&exe).arg(&trace_file));
+    let trace = decode(&[trace_file]);
+    assert_tree(
+        &render(&trace),
+        r#"
+process detach
+  thread
+    job
+    after
+  thread
+    step (in span "job")
+"#,
+    );
+    let job = trace.processes[0].threads[0].spans.iter().find(|s| s.name() == "job").expect("job");
+    let step = trace.processes[0].threads[1].spans.iter().find(|s| s.name() == "step").expect("step");
+    assert!(job.ended && job.end_ns >= step.end_ns, "job ends after its step, on the worker");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn every_function_survives_null_and_garbage_arguments() {
     let dir = scratch("garbage");

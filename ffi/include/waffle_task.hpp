@@ -72,7 +72,8 @@ decltype(auto) awaiter_of(A&& a) {
 }
 
 // Any awaiter inside a task: the task leaves its thread before the awaiter may hand the
-// coroutine to another thread, and enters wherever it resumes.
+// coroutine to another thread, and enters wherever it resumes. `W` is the awaiter, or a
+// reference to it.
 template <class W>
 struct Traced {
   W inner;
@@ -129,9 +130,11 @@ class PromiseBase {
   Final final_suspend() noexcept { return {}; }
   void unhandled_exception() noexcept { error_ = std::current_exception(); }
 
+  // The awaiter is held as co_await would hold it: by value when made by an operator co_await,
+  // else by reference to the awaitable itself, which lives until the co_await completes.
   template <class A>
   auto await_transform(A&& a) {
-    using W = std::remove_cvref_t<decltype(awaiter_of(std::forward<A>(a)))>;
+    using W = decltype(awaiter_of(std::forward<A>(a)));
     return Traced<W>{awaiter_of(std::forward<A>(a)), &scope_};
   }
 

@@ -2,7 +2,8 @@
 // their spans open across co_await and thread hops. Records to argv[1]; the test decodes it and
 // compares the tree, across threads, with the one these scenarios make:
 //   pool:      8 tasks in flight at once on 3 threads, each awaiting a nested task;
-//   awaited:   a task awaited by another, its value returned through sync_wait;
+//   awaited:   a task awaited by another, its value returned through sync_wait (the inner one
+//              awaits an awaiter kept in a variable);
 //   abandoned: a task destroyed while suspended, with spans open;
 //   failed:    a task that throws after a thread hop;
 //   async:     waffle::async, with the async and deferred policies.
@@ -45,6 +46,20 @@ class Pool {
     };
     return Hop{this};
   }
+
+  // An awaiter to keep as a variable and co_await as an lvalue: it counts its suspensions, so
+  // the caller can tell that the awaiter it holds is the one that was awaited (not a copy).
+  struct Counted {
+    Pool* pool;
+    int suspended = 0;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) {
+      ++suspended;
+      pool->post(h);
+    }
+    void await_resume() const noexcept {}
+  };
+  Counted counted() { return Counted{this}; }
 
   // Waits until every posted coroutine has run up to its next suspension or its end, and no
   // thread of the pool is inside one: a suspended coroutine can then be destroyed safely.
@@ -143,8 +158,9 @@ waffle::task<void> work(Pool& pool, int i) {
 
 waffle::task<int> inner(Pool& pool) {
   WAFFLE_SPAN("inner");
-  co_await pool.schedule();
-  co_return 42;
+  auto hop = pool.counted();
+  co_await hop;  // awaited in place: the task's wrapper holds a reference to it
+  co_return hop.suspended == 1 ? 42 : -1;
 }
 
 waffle::task<int> outer(Pool& pool) {

@@ -32,13 +32,19 @@ process PROGRAM
       item i=1
 "#;
 
-fn c_tree(link: Link, exe_name: &str) {
+/// `tests/c/SOURCE` compiled as `exe_name` (linked as `link`) in a scratch directory, run with a
+/// trace file to write, and the trace decoded; and the directory, to remove.
+fn recorded(source: &str, exe_name: &str, link: Link) -> (waffle_read::model::Trace, PathBuf) {
     let dir = scratch(exe_name);
     let exe = dir.join(exe_name);
-    compile(&common::cc(), C_FLAGS, &[c_source("tree.c")], &exe, link, &[]);
+    compile(&common::cc(), C_FLAGS, &[c_source(source)], &exe, link, &[]);
     let trace_file = dir.join("trace.bin");
     run_ok(command(&exe).arg(&trace_file));
-    let trace = decode(&[trace_file]);
+    (decode(&[trace_file]), dir)
+}
+
+fn c_tree(link: Link, exe_name: &str) {
+    let (trace, dir) = recorded("tree.c", exe_name, link);
     assert_tree(&render(&trace), &TREE.replace("PROGRAM", exe_name));
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -60,12 +66,7 @@ fn c_macros_record_the_exact_tree_statically_linked() {
 /// records after detaching is not inside it.
 #[test]
 fn a_detached_span_ends_on_another_thread() {
-    let dir = scratch("detach");
-    let exe = dir.join("detach");
-    compile(&common::cc(), C_FLAGS, &[c_source("detach.c")], &exe, Link::Shared, &[]);
-    let trace_file = dir.join("trace.bin");
-    run_ok(command(&exe).arg(&trace_file));
-    let trace = decode(&[trace_file]);
+    let (trace, dir) = recorded("detach.c", "detach", Link::Shared);
     assert_tree(
         &render(&trace),
         r#"
@@ -85,12 +86,7 @@ process detach
 
 #[test]
 fn every_function_survives_null_and_garbage_arguments() {
-    let dir = scratch("garbage");
-    let exe = dir.join("garbage");
-    compile(&common::cc(), C_FLAGS, &[c_source("garbage.c")], &exe, Link::Shared, &[]);
-    let trace_file = dir.join("trace.bin");
-    run_ok(command(&exe).arg(&trace_file));
-    let trace = decode(&[trace_file]);
+    let (trace, dir) = recorded("garbage.c", "garbage", Link::Shared);
     let p = &trace.processes[0];
     assert_eq!(p.header.label("site"), Some("lab"));
     let g = "g".repeat(1024);

@@ -64,7 +64,7 @@ impl Sink for FileSink<'_> {
 
     fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
         let s = self.site(index, callsite);
-        if s.naming.iter().any(Option::is_some) || s.received {
+        if s.names_ranks() || s.received {
             Hand::Every
         } else {
             Hand::Referring
@@ -86,7 +86,7 @@ impl Sink for FileSink<'_> {
     fn span_begin(&mut self, thread: usize, r: &Item<'_>) -> Handle {
         self.last_ticks = self.last_ticks.max(r.ticks);
         let site = self.site(r.callsite_index, r.callsite);
-        if site.naming.iter().any(Option::is_some) {
+        if site.names_ranks() {
             let got =
                 site.read(|k| field_int(r.fields.iter().nth(k)), |k| field_text(r.fields.iter().nth(k)));
             self.b.named(self.process, &site, &got);

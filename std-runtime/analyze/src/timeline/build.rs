@@ -64,10 +64,17 @@ pub(crate) struct Got {
 }
 
 impl Site {
-    /// Whether the lanes keep any of its items' field values (else they are stepped over).
+    /// Whether it is an MPI call that names other ranks (the whole-run checks read them).
+    pub(crate) fn names_ranks(&self) -> bool {
+        self.naming.iter().any(Option::is_some)
+    }
+
+    /// Whether the lanes keep any of its items' field values (else they are stepped over): a
+    /// request, the requests a Wait lists, a step, the ranks a call names, and what a received
+    /// message's event says.
     pub(crate) fn has_fields(&self) -> bool {
-        let kept = [self.request, self.requests, self.step, self.bytes, self.from];
-        kept.iter().chain(&self.naming).any(Option::is_some)
+        let kept = [self.request, self.requests, self.step];
+        self.received || self.names_ranks() || kept.iter().any(Option::is_some)
     }
 
     /// Reads the fields through `int` and `text` (by position).

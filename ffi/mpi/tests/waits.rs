@@ -278,6 +278,29 @@ fn waits_cli(files: &[std::path::PathBuf]) -> (bool, String, String) {
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
+/// Where to cut `path` so that the delay is before the cut: in the middle of its last DATA
+/// frame. The delay is in iteration 2 of 300, so its chunk is an earlier frame, whole. (A cut at
+/// a fixed share of the bytes could fall inside the delay's own frame: a thread blocked for the
+/// delay's length is copied as TAIL frames, ahead of its DATA, and a TAIL copied between the
+/// receive's event and the correlation recorded after it leaves the message unjoined.)
+fn cut_offset(path: &Path) -> usize {
+    let mut reader = waffle_read::reader::FrameReader::open(path).expect("open");
+    let (mut warnings, mut payload) = (Vec::new(), Vec::new());
+    let mut data = Vec::new();
+    while let Some((kind, offset)) = reader.read_frame(&mut warnings, &mut payload) {
+        if kind == waffle::wire::frame::DATA {
+            data.push(offset as usize + payload.len() / 2);
+        }
+    }
+    assert!(
+        data.len() >= 2,
+        "{}: {} DATA frames; the test needs the delay in an earlier one",
+        path.display(),
+        data.len()
+    );
+    *data.last().unwrap()
+}
+
 /// Files of two runs, a rank's file missing: clear errors, no report. A file cut short: the
 /// waits up to the cut (those of the whole file that begin before it), and a warning; the run
 /// has 300 iterations, so that its records are in several chunks, the delay's in an early one.
@@ -295,7 +318,7 @@ fn bad_input_is_a_clear_error_or_a_warning() {
 
     let cut = direct.join("cut.bin");
     let bytes = std::fs::read(rank(&direct, 0)).unwrap();
-    std::fs::write(&cut, &bytes[..bytes.len() * 6 / 10]).unwrap();
+    std::fs::write(&cut, &bytes[..cut_offset(&rank(&direct, 0))]).unwrap();
     let (ok, stdout, stderr) = waits_cli(&[cut.clone(), rank(&direct, 1), rank(&direct, 2)]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("warning") && stderr.contains("cut.bin"), "{stderr}");

@@ -51,6 +51,18 @@ pub const STEP_SPAN: &str = "step";
 /// ordinary EVENT known by its callsite's name or schema; `docs/wire-format.md` ("Reserved
 /// fields") gives the rules and `docs/device-tracks.md` the clock mapping.
 pub mod track {
+    /// The OS thread id a device's timeline is given as a thread of its own (a device track's
+    /// slices, a GPU stream of another tool's trace): above any Linux tid (at most 2^22),
+    /// below `i32::MAX` (formats that keep tids as 32-bit signed numbers), plus the
+    /// timeline's number in its process. A reader knows a device queue by it.
+    pub const DEVICE_TID_BASE: u64 = 2_000_000_000;
+
+    /// A HEADER label: how many of the process's threads are device queues (tids from
+    /// [`DEVICE_TID_BASE`] up), written by a conversion of another tool's trace whose host
+    /// threads hold the CPU side of the work. `diff` then compares the queues' work (kernels,
+    /// copies) and the host's only when asked.
+    pub const DEVICE_QUEUES: &str = "device.queues";
+
     /// The name of the event that defines a track (`waffle::Track::new`); its schema is
     /// [`NAME`], [`RATE`]. The track's id is this event's id.
     pub const DEFINE: &str = "track";

@@ -1,7 +1,8 @@
 //! One run read into what `diff` compares: a decoder [`Sink`] that sums kernels per (step, name)
 //! and keeps one small record per tensor, streaming.
 //!
-//! A kernel is any span but a step marker; its step is the step it lies in (see
+//! A kernel is any span but a step marker (in a file with device queues, a span of a queue
+//! unless `--cpu`, and no profiler annotation); its step is the step it lies in (see
 //! [`steps`](super::steps)). A span is added to its step's sums as it ends, and steps are
 //! folded into a few numbers per name and per run of like steps (see
 //! [`window`](super::window)): what the sink keeps does not grow with the spans. Tensors
@@ -22,6 +23,7 @@ use std::{
     collections::{BTreeMap, HashMap},
     sync::{mpsc::SyncSender, Arc, Mutex, MutexGuard},
 };
+use waffle_wire::reserved::track::{DEVICE_QUEUES, DEVICE_TID_BASE};
 use waffle_wire::{Calibration, Converter, FieldType};
 
 /// One tensor fingerprint.
@@ -61,6 +63,8 @@ pub(crate) struct Run {
     pub spans: u64,
     /// Step markers ended, and their time, ns.
     pub steps: (u64, u64),
+    /// The time of the kernels counted, ns.
+    pub kernel_ns: u64,
 }
 
 /// What a run's reader hands to the comparison, in the order it reads it.
@@ -130,6 +134,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The category (the callsite's module, from `waffle-foreign`) of the PyTorch profiler's
+/// annotations on a GPU stream: ranges that hold kernels, not work of their own.
+const GPU_ANNOTATION: &str = "gpu_user_annotation";
+
 /// A span open on a thread, as the sink knows it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Open {
@@ -158,6 +166,12 @@ pub(crate) struct FileSink<'a> {
     /// Per thread, the steps open on it, innermost last.
     stacks: Vec<Vec<i64>>,
     steps: Steps<Pending>,
+    /// Whether host spans are compared too (`--cpu`) in a file with [`DEVICE_QUEUES`].
+    cpu: bool,
+    /// Whether only device queues' spans are read: the file holds some, and `cpu` is off.
+    queues_only: bool,
+    /// Per thread, whether it is a device queue (its tid from [`DEVICE_TID_BASE`] up).
+    device: Vec<bool>,
 }
 
 /// What waits for its step to be known.
@@ -173,7 +187,7 @@ impl<'a> FileSink<'a> {
     pub(crate) fn new(
         (run, names, shapes): (&'a mut Run, &'a Mutex<Names>, &'a Mutex<Shapes>),
         out: &'a SyncSender<Msg>,
-        rank: u32,
+        (rank, cpu): (u32, bool),
         calibration: Option<Calibration>,
     ) -> Self {
         let conv = Calibration { anchor_ticks: 0, anchor_unix_ns: 0, ticks: 1, ns: 1 }.converter();
@@ -189,6 +203,9 @@ impl<'a> FileSink<'a> {
             roles: Vec::new(),
             stacks: Vec::new(),
             steps: Steps::default(),
+            cpu,
+            queues_only: false,
+            device: Vec::new(),
         }
     }
 
@@ -237,21 +254,31 @@ impl Sink for FileSink<'_> {
 
     fn process(&mut self, _source: &str, header: &Header) {
         self.conv = self.fixed.unwrap_or(header.calibration).converter();
+        let queues = header.label(DEVICE_QUEUES).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        self.queues_only = queues > 0 && !self.cpu;
     }
 
     fn thread(&mut self, thread: usize, _stream: u32) {
         if self.stacks.len() <= thread {
             self.stacks.resize(thread + 1, Vec::new());
+            self.device.resize(thread + 1, false);
         }
         self.steps.thread(thread);
     }
 
-    fn thread_named(&mut self, _thread: usize, _tid: u64, _name: &str) {}
+    fn thread_named(&mut self, thread: usize, tid: u64, _name: &str) {
+        if let Some(d) = self.device.get_mut(thread) {
+            *d = tid >= DEVICE_TID_BASE;
+        }
+    }
 
     fn span_begin(&mut self, thread: usize, span: &Item<'_>) -> Open {
         self.run.spans += 1;
         let start = self.conv.to_unix_ns(span.ticks);
         self.steps.progress(thread, start);
+        if self.queues_only && !self.device[thread] {
+            return Open { start, ..Open::default() };
+        }
         let Role::Kernel { name, step_field } = self.role(span.callsite_index, span.callsite) else {
             return Open { start, ..Open::default() };
         };
@@ -262,7 +289,9 @@ impl Sink for FileSink<'_> {
             self.steps.open(thread, start, step);
             self.window.open(step, start);
         }
-        Open { start, name, step: own.or_else(|| stack.last().copied()), marker: own.is_some(), kernel: true }
+        // A profiler's annotation on a device queue holds kernels; it is none itself.
+        let kernel = !(self.queues_only && span.callsite.module == GPU_ANNOTATION);
+        Open { start, name, step: own.or_else(|| stack.last().copied()), marker: own.is_some(), kernel }
     }
 
     fn event(&mut self, thread: usize, event: &Item<'_>) {
@@ -343,14 +372,18 @@ impl FileSink<'_> {
             self.steps.close(thread, span.start, end, step);
             self.window.close(step, self.rank as usize, &mut self.run.kernels, &mut lock(self.shapes));
             // A step is not a kernel: it holds them, and would lead every regression.
-            self.run.steps.0 += 1;
-            self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);
+            // A queue's markers count where only queues are read, a host's otherwise.
+            if self.queues_only == self.device.get(thread).copied().unwrap_or(false) {
+                self.run.steps.0 += 1;
+                self.run.steps.1 = self.run.steps.1.saturating_add(end - span.start);
+            }
             return;
         }
         if !span.kernel {
             return;
         }
         let dur = end - span.start;
+        self.run.kernel_ns = self.run.kernel_ns.saturating_add(dur);
         match span.step {
             Some(step) => self.window.add(step, span.name, span.start, dur, &mut self.run.kernels),
             None => self.place(span.start, Pending::Kernel { name: span.name, dur }),

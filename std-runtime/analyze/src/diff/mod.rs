@@ -29,8 +29,10 @@
 //!   "version": 1,
 //!   "base": {"files": ["a.bin"], "spans": 1200, "tensors": 40, "steps": 4,
 //!            "step_ns": 2150000,              // step markers' time, summed
+//!            "kernel_ns": 1830000,            // the compared kernels' time, summed
 //!            "late": 0},                      // kernels counted but not aligned (window.rs)
-//!   "new":  {"files": ["b.bin"], "spans": 1200, "tensors": 40, "steps": 4, "step_ns": 11600000},
+//!   "new":  {"files": ["b.bin"], "spans": 1200, "tensors": 40, "steps": 4, "step_ns": 11600000,
+//!            "kernel_ns": 9800000, "late": 0},
 //!   "first_divergence": {                     // null when every aligned tensor is equal
 //!     "name": "blk2/attn", "step": 0,         // step: null when the tensor is in no step
 //!     "rank": 0, "occurrence": 0,             // file position in its run; k-th of name and step
@@ -102,6 +104,17 @@ pub struct RunInfo {
     pub late: u64,
     /// The time of its step markers, summed, ns.
     pub step_ns: u64,
+    /// The time of the kernels it compared, summed, ns.
+    pub kernel_ns: u64,
+}
+
+/// What a diff compares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// In files that hold device queues (another tool's profile, converted: its header's
+    /// `device.queues` label), compare the host threads' spans (CPU ops) too, not only the
+    /// queues' kernels, copies and sets. Files without device queues always compare every span.
+    pub cpu: bool,
 }
 
 /// What changed between two runs.
@@ -129,6 +142,16 @@ pub fn diff_files<P: AsRef<Path> + Sync>(
     new: &[P],
     progress: &mut dyn FnMut(u64),
 ) -> Result<Diff, Error> {
+    diff_files_with(base, new, DiffOptions::default(), progress)
+}
+
+/// [`diff_files`] with options.
+pub fn diff_files_with<P: AsRef<Path> + Sync>(
+    base: &[P],
+    new: &[P],
+    options: DiffOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Diff, Error> {
     let (names, shapes) = (Mutex::new(Names::default()), Mutex::new(Shapes::default()));
     let mut matcher = tensors::Matcher::default();
     let (base_read, new_read) = thread::scope(|s| {
@@ -138,7 +161,7 @@ pub fn diff_files<P: AsRef<Path> + Sync>(
             let (tx, r) = mpsc::sync_channel(CHANNEL);
             rx.push(r);
             let (names, shapes) = (&names, &shapes);
-            readers.push(s.spawn(move || read_run(files, (names, shapes), &tx)));
+            readers.push(s.spawn(move || read_run(files, (names, shapes), options, &tx)));
         }
         compare_as_read(&rx, &mut matcher, progress);
         let mut joined =
@@ -193,6 +216,7 @@ type Read = (collect::Run, RunInfo, Vec<Warning>);
 fn read_run<P: AsRef<Path>>(
     files: &[P],
     (names, shapes): (&Mutex<Names>, &Mutex<Shapes>),
+    options: DiffOptions,
     out: &mpsc::SyncSender<Msg>,
 ) -> Result<Read, Error> {
     let mut run = collect::Run::default();
@@ -201,7 +225,8 @@ fn read_run<P: AsRef<Path>>(
     for (rank, path) in files.iter().enumerate() {
         let path = path.as_ref();
         let calibration = run::final_calibration(path);
-        let mut sink = collect::FileSink::new((&mut run, names, shapes), out, rank as u32, calibration);
+        let mut sink =
+            collect::FileSink::new((&mut run, names, shapes), out, (rank as u32, options.cpu), calibration);
         warnings.extend(run::decode_path(path, &mut sink)?);
         let _ = out.send(Msg::Read(std::fs::metadata(path).map_or(0, |m| m.len())));
         info.files.push(path.display().to_string());
@@ -212,5 +237,6 @@ fn read_run<P: AsRef<Path>>(
     info.steps = runs.map(|r| (i128::from(r.last) - i128::from(r.first) + 1) as u64).sum();
     info.late = run.kernels.late;
     info.step_ns = run.steps.1;
+    info.kernel_ns = run.kernel_ns;
     Ok((run, info, warnings))
 }

@@ -15,7 +15,12 @@ impl Diff {
     pub fn to_text(&self, limit: Option<usize>) -> String {
         let mut out = String::new();
         let run = |r: &RunInfo| {
-            let mut steps = format!("{} steps, {} in steps", r.steps, duration(r.step_ns as f64));
+            let mut steps = format!(
+                "{} steps, {} in steps, {} in kernels",
+                r.steps,
+                duration(r.step_ns as f64),
+                duration(r.kernel_ns as f64)
+            );
             if r.late > 0 {
                 let _ = write!(steps, ", {} kernels too late for their step to be aligned", r.late);
             }
@@ -79,7 +84,7 @@ impl Diff {
 
     /// The report as JSON (the [module docs](super) give its shape).
     pub fn to_json(&self) -> Json {
-        let run = |r: &RunInfo| json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns, "late": r.late});
+        let run = |r: &RunInfo| json!({"files": r.files, "spans": r.spans, "tensors": r.tensors, "steps": r.steps, "step_ns": r.step_ns, "kernel_ns": r.kernel_ns, "late": r.late});
         let t = &self.tensors;
         let divergence = t.first_divergence.as_ref().map(|d| {
             let mut v = at_json(&d.at);

@@ -40,6 +40,8 @@ use std::{
 mod diff;
 #[path = "waffle-decode/follow.rs"]
 mod follow;
+#[path = "waffle-decode/foreign.rs"]
+mod foreign;
 #[path = "waffle-decode/hang.rs"]
 mod hang;
 #[path = "waffle-decode/progress.rs"]
@@ -74,7 +76,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// trace.bin files written by waffle, one per process.
+    /// trace.bin files written by waffle, one per process; Chrome trace JSON and PyTorch
+    /// profiler traces (.json, .json.gz) too, each converted first.
     #[arg(required = true, value_name = "IN")]
     inputs: Vec<PathBuf>,
 
@@ -161,8 +164,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.command {
+    let mut cli = Cli::parse();
+    // Other tools' traces become trace.bin files that live as long as `foreign`.
+    let mut foreign = foreign::Foreign::new(cli.quiet);
+    let converted = match &mut cli.command {
+        Some(Command::Why(args)) => foreign.convert(&mut args.inputs),
+        Some(Command::Diff(args)) => args.inputs_mut().into_iter().try_for_each(|p| foreign.convert(p)),
+        Some(Command::Hang(args)) => foreign.convert(&mut args.inputs),
+        Some(Command::Waits(args)) => foreign.convert(&mut args.inputs),
+        Some(Command::CriticalPath(args)) => foreign.convert(&mut args.inputs),
+        Some(Command::Profile(args)) => foreign.convert(&mut args.inputs),
+        None if cli.follow.follow => Ok(()),
+        None => foreign.convert(&mut cli.inputs),
+    };
+    let result = converted.and_then(|()| match &cli.command {
         Some(Command::Why(args)) => why::why(args),
         Some(Command::Diff(args)) => diff::diff(args),
         Some(Command::Hang(args)) => hang::hang(args),
@@ -171,7 +186,7 @@ fn main() -> ExitCode {
         Some(Command::Profile(args)) => slow::profile(args),
         None if cli.follow.follow => follow::run(&cli),
         None => run(&cli),
-    };
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
@@ -359,7 +374,7 @@ fn summary(processes: &[ProcessStats]) {
     for p in processes {
         eprintln!(
             "{}: pid {} ({}), {} threads, {} spans, {} events{}{}{}",
-            p.source,
+            foreign::display(Path::new(&p.source)),
             p.pid,
             p.name,
             p.threads,

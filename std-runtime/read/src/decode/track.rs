@@ -29,9 +29,8 @@ mod clock;
 mod sink;
 pub use clock::DeviceClock;
 
-/// The OS thread id a device track is given: above any Linux tid (at most 2^22), below
-/// `i32::MAX` (formats that keep tids as 32-bit signed numbers), plus the track's number.
-pub const DEVICE_TID_BASE: u64 = 2_000_000_000;
+/// The OS thread id a device track is given, plus the track's number (the grammar's).
+pub use waffle_wire::reserved::track::DEVICE_TID_BASE;
 
 /// The stream number a device track is given: counted down from `u32::MAX` (slots are
 /// numbered below 4 096).

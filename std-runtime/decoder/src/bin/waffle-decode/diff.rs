@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::{io::Write, path::PathBuf};
-use waffle_analyze::diff::diff_files;
+use waffle_analyze::diff::{diff_files_with, DiffOptions};
 
 #[derive(Args, Debug)]
 pub(crate) struct DiffArgs {
@@ -26,9 +26,22 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "OUT")]
     html: Option<PathBuf>,
 
+    /// Also compare the CPU side: in another tool's profile (a PyTorch profiler trace), the
+    /// host threads' ops beside the GPU's kernels, copies and sets. Without it such a profile
+    /// compares only the device's work; waffle's own traces always compare every span.
+    #[arg(long)]
+    cpu: bool,
+
     /// The most kernel rows the text shows (all with 0).
     #[arg(long, value_name = "N", default_value_t = 30)]
     top: usize,
+}
+
+impl DiffArgs {
+    /// Every list of files it names.
+    pub(crate) fn inputs_mut(&mut self) -> [&mut Vec<PathBuf>; 3] {
+        [&mut self.pair, &mut self.base, &mut self.new]
+    }
 }
 
 /// `waffle-decode diff`: the report on stdout (and the page in --html's file), warnings and
@@ -39,7 +52,11 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<(), String> {
         ([], false) => (args.base.as_slice(), args.new.as_slice()),
         _ => return Err("give two files, BASE NEW, or --base FILES... --new FILES...".into()),
     };
-    let report = diff_files(base, new, &mut |_| {}).map_err(|e| e.to_string())?;
+    let options = DiffOptions { cpu: args.cpu };
+    let mut report = diff_files_with(base, new, options, &mut |_| {}).map_err(|e| e.to_string())?;
+    for f in report.base.files.iter_mut().chain(&mut report.new.files) {
+        *f = crate::foreign::display(std::path::Path::new(f.as_str()));
+    }
     for w in &report.warnings {
         eprintln!("waffle-decode: warning: {w}");
     }

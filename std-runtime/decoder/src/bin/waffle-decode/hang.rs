@@ -7,7 +7,7 @@ use std::{io::Write, path::PathBuf};
 pub(crate) struct HangArgs {
     /// trace.bin files written by waffle, one per process (rank).
     #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 
     /// Print JSON (its shape is documented in `waffle_analyze::hang`) instead of
     /// text.

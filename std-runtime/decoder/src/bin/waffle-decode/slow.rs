@@ -9,7 +9,7 @@ use waffle_export::perfetto::overlay::{Overlay, OverlaySlice, OverlayTrack};
 pub(crate) struct WaitsArgs {
     /// trace.bin files of one run, one per process (rank).
     #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 
     /// Print JSON (its shape is documented in `waffle_analyze::waits` and docs/waits.md)
     /// instead of text.
@@ -21,7 +21,7 @@ pub(crate) struct WaitsArgs {
 pub(crate) struct CriticalPathArgs {
     /// trace.bin files of one run, one per process (rank).
     #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 
     /// Print JSON (its shape is documented in docs/waits.md) instead of text.
     #[arg(long)]
@@ -36,7 +36,7 @@ pub(crate) struct CriticalPathArgs {
 pub(crate) struct ProfileArgs {
     /// trace.bin files of one run, one per process (rank).
     #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 
     /// Print JSON (its shape is documented in docs/waits.md) instead of text.
     #[arg(long, conflicts_with = "html")]

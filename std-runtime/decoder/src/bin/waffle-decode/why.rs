@@ -11,7 +11,7 @@ use waffle_wire::reserved::tensor;
 pub(crate) struct WhyArgs {
     /// trace.bin files written by waffle, one per process.
     #[arg(required = true, value_name = "FILES")]
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 
     /// The symptom: an event's name (spans are searched when no event has it).
     #[arg(long, value_name = "NAME")]
@@ -70,6 +70,7 @@ pub(crate) fn why(args: &WhyArgs) -> Result<(), String> {
     } else {
         explanation.to_text()
     };
+    let text = crate::foreign::name_inputs(text);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("stdout: {e}"))
 }

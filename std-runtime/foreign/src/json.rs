@@ -1,16 +1,20 @@
 //! The JSON read as a stream: the top-level object's keys as they come, and `traceEvents` one
 //! event at a time, each handed to the [`Collector`] and dropped. Nothing holds the document.
 
+use crate::Form;
 use crate::{
     collect::{Collector, RawEvent},
     values::lenient_u64,
 };
+use flate2::read::MultiGzDecoder;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::{
     cell::Cell,
     fmt,
-    io::{self, Read},
+    fs::File,
+    io::{self, BufRead, BufReader, Read},
+    path::Path,
     rc::Rc,
 };
 
@@ -82,56 +86,73 @@ impl<'de> Visitor<'de> for Events<'_> {
     }
 }
 
-/// Where the reading is: bytes handed on, lines begun, and where the last two lines began.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Position {
-    pub read: u64,
-    lines: u64,
-    line_start: u64,
-    previous_start: u64,
+/// What the reader reads: the file, or its gzip stream decompressed.
+pub(crate) enum Source {
+    Plain(File),
+    Gzip(Box<MultiGzDecoder<BufReader<File>>>),
 }
 
-impl Position {
-    /// The byte offset of the parser's (1-based) `line` and `column`: the parser reads a byte or
-    /// two ahead, so the line is the current one or the one before; else what was read.
-    pub(crate) fn offset(&self, line: usize, column: usize) -> u64 {
-        let col = (column as u64).saturating_sub(1);
-        match (line as u64).checked_sub(1) {
-            Some(l) if l == self.lines => self.line_start + col,
-            Some(l) if l + 1 == self.lines => self.previous_start + col,
-            _ => self.read,
+impl Source {
+    pub(crate) fn open(path: &Path, form: Option<Form>) -> io::Result<Source> {
+        let file = File::open(path)?;
+        Ok(match form {
+            Some(Form::Gzip) => Source::Gzip(Box::new(MultiGzDecoder::new(BufReader::new(file)))),
+            _ => Source::Plain(file),
+        })
+    }
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::Plain(f) => f.read(buf),
+            Source::Gzip(g) => g.read(buf),
         }
     }
 }
 
-/// A reader that counts the bytes and lines it has handed on, so that an error can name its
-/// byte offset.
+/// A reader that counts the bytes it has handed on (under the parser's `BufReader`, whose
+/// byte-at-a-time reads the standard library serves from its buffer): at the end of a cut
+/// file, the offset of the cut.
 pub(crate) struct Counted<R> {
     inner: R,
-    at: Rc<Cell<Position>>,
+    read: Rc<Cell<u64>>,
 }
 
 impl<R> Counted<R> {
-    pub(crate) fn new(inner: R) -> (Counted<R>, Rc<Cell<Position>>) {
-        let at = Rc::new(Cell::new(Position::default()));
-        (Counted { inner, at: Rc::clone(&at) }, at)
+    pub(crate) fn new(inner: R) -> (Counted<R>, Rc<Cell<u64>>) {
+        let read = Rc::new(Cell::new(0));
+        (Counted { inner, read: Rc::clone(&read) }, read)
     }
 }
 
 impl<R: Read> Read for Counted<R> {
-    #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        let mut at = self.at.get();
-        for (i, &b) in buf[..n].iter().enumerate() {
-            if b == b'\n' {
-                at.lines += 1;
-                at.previous_start = at.line_start;
-                at.line_start = at.read + i as u64 + 1;
-            }
-        }
-        at.read += n as u64;
-        self.at.set(at);
+        self.read.set(self.read.get() + n as u64);
         Ok(n)
     }
+}
+
+/// The byte offset of the parser's (1-based) `line` and `column` in what `source` yields,
+/// found by reading it again (only when a file is bad).
+pub(crate) fn offset_of(source: impl Read, line: usize, column: usize) -> io::Result<u64> {
+    let (mut at, mut lines) = (0u64, 1usize);
+    let mut input = BufReader::new(source);
+    while lines < line {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                lines += 1;
+                i + 1
+            }
+            None => buf.len(),
+        };
+        at += n as u64;
+        input.consume(n);
+    }
+    Ok(at + (column as u64).saturating_sub(1))
 }

@@ -119,26 +119,20 @@ impl Conversion {
     pub fn read(path: &Path) -> Result<Conversion, Error> {
         let io_err = |source| Error::Io { path: path.to_owned(), source };
         let form = sniff(path).map_err(io_err)?;
-        let file = File::open(path).map_err(io_err)?;
-        let (reader, of): (Box<dyn Read>, &'static str) = match form {
-            Some(Form::Gzip) => (
-                Box::new(BufReader::with_capacity(
-                    1 << 16,
-                    flate2::read::MultiGzDecoder::new(BufReader::new(file)),
-                )),
-                " of the decompressed JSON",
-            ),
-            _ => (Box::new(BufReader::with_capacity(1 << 16, file)), ""),
-        };
-        let (counted, read) = json::Counted::new(reader);
+        let of = if form == Some(Form::Gzip) { " of the decompressed JSON" } else { "" };
+        let (counted, read) = json::Counted::new(json::Source::open(path, form).map_err(io_err)?);
         let mut c = collect::Collector::default();
         let mut warnings = Vec::new();
-        let mut de = serde_json::Deserializer::from_reader(counted);
+        let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, counted));
         let result = de.deserialize_any(json::Top(&mut c)).and_then(|()| de.end());
         if let Err(e) = result {
             let cut = e.is_eof() || (e.is_io() && e.io_error_kind() == Some(io::ErrorKind::UnexpectedEof));
-            let at = read.get();
-            let offset = if cut { at.read } else { at.offset(e.line(), e.column()) };
+            let offset = match cut {
+                true => read.get(),
+                false => json::Source::open(path, form)
+                    .and_then(|s| json::offset_of(s, e.line(), e.column()))
+                    .unwrap_or_else(|_| read.get()),
+            };
             if !cut || c.events == 0 {
                 let what = if e.is_io() { format!("{e}") } else { strip_position(&e.to_string()) };
                 return Err(Error::Syntax {

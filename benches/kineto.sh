@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Other tools' traces: two PyTorch-profiler-shaped traces of SIZE_MB each (default 100; the
+# issue's bar is set at 400), made by repeating a small step (benches/kineto_profile.py), then
+# `waffle-decode diff` of the two and the Perfetto export of one, each under /usr/bin/time:
+# wall and CPU time, JSON read per CPU second, peak resident memory. Figures in
+# benches/README.md ("Other tools' traces").
+#
+#   benches/kineto.sh [SIZE_MB]
+set -euo pipefail
+size="${1:-100}"
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+cargo build --release -q -p waffle-decode --bin waffle-decode
+decode="$target/release/waffle-decode"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+python3 benches/kineto_profile.py "$work/base.json" "$size"
+python3 benches/kineto_profile.py "$work/new.json" "$size" --new
+bytes=$(( $(stat -c %s "$work/base.json") + $(stat -c %s "$work/new.json") ))
+one=$(stat -c %s "$work/base.json")
+printf 'two profiles: %.1f + %.1f MB of JSON\n' "$(awk -v b="$one" 'BEGIN { print b / 1e6 }')" \
+    "$(awk -v b="$(( bytes - one ))" 'BEGIN { print b / 1e6 }')"
+
+measure() { # NAME BYTES COMMAND...
+    local name="$1" b="$2"
+    shift 2
+    /usr/bin/time -v "$@" >"$work/out" 2>"$work/time.txt"
+    local wall cpu rss
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt")
+    cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$work/time.txt")
+    rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
+    awk -v name="$name" -v w="$wall" -v c="$cpu" -v r="$rss" -v b="$b" 'BEGIN {
+        printf "  %-22s %6.2f s wall  %6.2f s CPU  %6.1f MB/s per CPU s  peak RSS %7.1f MiB\n",
+            name, w, c, b / 1e6 / (c > 0 ? c : 1e-9), r / 1024 }'
+}
+
+measure "diff" "$bytes" "$decode" diff "$work/base.json" "$work/new.json"
+measure "perfetto export (one)" "$one" "$decode" -q "$work/base.json" -o "$work/out.pftrace"
+head -n 12 "$work/out" >/dev/null

@@ -18,10 +18,13 @@ use std::{
     rc::Rc,
 };
 
-/// The top level: an object (`traceEvents` and the profiler's keys) or a bare array of events.
-pub(crate) struct Top<'c>(pub &'c mut Collector);
+/// The message of the error that stops the parser when the collector has stopped.
+pub(crate) const STOPPED: &str = "the conversion stopped";
 
-impl<'de> Visitor<'de> for Top<'_> {
+/// The top level: an object (`traceEvents` and the profiler's keys) or a bare array of events.
+pub(crate) struct Top<'c, 'a>(pub &'c mut Collector<'a>);
+
+impl<'de> Visitor<'de> for Top<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,9 +41,15 @@ impl<'de> Visitor<'de> for Top<'_> {
                     let info = map.next_value::<Value>()?;
                     c.meta.rank = info.get("rank").and_then(lenient_u64);
                 }
-                "schemaVersion" | "deviceProperties" => {
+                "schemaVersion" => {
                     c.meta.kineto = true;
                     map.next_value::<IgnoredAny>()?;
+                }
+                "deviceProperties" => {
+                    c.meta.kineto = true;
+                    if let Value::Array(devices) = map.next_value::<Value>()? {
+                        c.meta.devices = devices.len();
+                    }
                 }
                 "traceName" | "trace_id" => {
                     if let Value::String(s) = map.next_value::<Value>()? {
@@ -61,9 +70,9 @@ impl<'de> Visitor<'de> for Top<'_> {
 }
 
 /// `traceEvents`: each event handed over as it is parsed.
-struct Events<'c>(&'c mut Collector);
+struct Events<'c, 'a>(&'c mut Collector<'a>);
 
-impl<'de> DeserializeSeed<'de> for Events<'_> {
+impl<'de> DeserializeSeed<'de> for Events<'_, '_> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -71,7 +80,7 @@ impl<'de> DeserializeSeed<'de> for Events<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Events<'_> {
+impl<'de> Visitor<'de> for Events<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -81,6 +90,9 @@ impl<'de> Visitor<'de> for Events<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(ev) = seq.next_element::<RawEvent>()? {
             self.0.event(ev);
+            if self.0.stop.is_some() {
+                return Err(de::Error::custom(STOPPED));
+            }
         }
         Ok(())
     }

@@ -1,31 +1,40 @@
 //! Other tools' traces as `trace.bin` files: Chrome trace-event JSON, and the PyTorch
 //! profiler's (Kineto's) dialect of it, plain or gzipped.
 //!
-//! A [`Conversion`] reads one JSON file as a stream of events (the document is never held) and
-//! gathers them per thread; each process then becomes one `trace.bin` that every reader of
-//! waffle takes as if waffle had recorded it: `why`, `diff`, and every export. What is kept:
+//! [`convert`] reads one JSON file as a stream of events and writes each process it meets as
+//! a `trace.bin` that every reader of waffle takes as if waffle had recorded it: `why`,
+//! `diff`, and every export. Neither the document nor its events are held: each thread keeps
+//! a window of its latest events (a stream's records must be in time order and nested, and
+//! files are mostly in order per thread), and writes the earliest once the window is full. A
+//! file whose events come out of order on a thread by more than the window is read again,
+//! holding them all (with a warning). What is kept:
 //!
-//! - **processes and threads**, with the names the `M` events give them;
+//! - **processes and threads**, named by the `M` events met before them (a thread renamed by
+//!   a later one; a process keeps the name it was met with);
 //! - **slices** (`X`, and `B`/`E` pairs) as spans, nested per thread as their times nest (one
 //!   that outlasts the slice holding it is cut at that slice's end, and counted in a warning);
 //!   instants and counters as events; every argument as a field (numbers, booleans and strings
-//!   as themselves; arrays and objects, such as `Input Dims`, as their JSON text); the category
-//!   as the callsite's module;
-//! - **causes**: device work whose `correlation` argument matches a host item's (a CUDA
-//!   runtime launch and the kernel or copy it launched) is caused by it; each flow (`s`, `t`,
-//!   `f`) links its slices in order, bound as the format binds them (the enclosing slice, or
-//!   the next one for an `f` without `"bp": "e"`). The profiler's `ac2g` flows repeat the
-//!   `correlation` arguments and are not read twice;
+//!   as themselves; arrays and objects, such as `Input Dims`, as their JSON text; an `E`'s own
+//!   arguments are not kept); the category as the callsite's module;
+//! - **causes**, as directed correlations (`docs/wire-format.md`): a host item with a
+//!   `correlation` argument (a CUDA runtime launch) is the cause, `launch>`, of the device
+//!   work with the same one (the kernel or copy it launched), `launch<`; a flow's points (`s`,
+//!   `t`, `f`) become events on their threads, inside the slices that hold them, each the
+//!   cause (`flow>`) of the next (`flow<`). The profiler's `ac2g` flows repeat the
+//!   `correlation` arguments and are not read twice. Values are salted with the file's name,
+//!   so that two files' correlations do not meet;
 //! - **device queues**: the threads of kernels, copies, sets and GPU annotations (a GPU
 //!   stream) join the host process as threads of their own, with thread ids from
 //!   [`DEVICE_TID_BASE`](waffle_wire::reserved::track::DEVICE_TID_BASE) up, named after the
-//!   device and the stream;
-//! - **steps**: a slice named `ProfilerStep#N` gets a first field `step` = N, which makes it a
-//!   step marker for every reader;
+//!   device and the stream; a profile that lists its devices says how many in the
+//!   `device.queues` label, which makes `diff` compare the device's work;
+//! - **steps**: a slice named `ProfilerStep#N` becomes a span `ProfilerStep` whose first field
+//!   `step` is N, which makes it a step marker for every reader (one callsite for all steps);
 //! - **time**: microseconds become nanoseconds on a clock whose tick is one nanosecond, from
-//!   `baseTimeNanoseconds` where the file gives it; the rank from `distributedInfo`.
+//!   `baseTimeNanoseconds` (a CLOCK frame at the end, wherever the file gives it); the rank
+//!   from `distributedInfo` when it comes before the events.
 //!
-//! What has no counterpart is counted and said in [`Conversion::warnings`]: async and object
+//! What has no counterpart is counted and said in [`Converted::warnings`]: async and object
 //! events, samples, ends without a begin. A file cut short keeps every event before the cut,
 //! with a warning; a file that is not JSON, or not a trace, is an error naming the byte.
 //!
@@ -38,27 +47,30 @@
 //!     {"ph": "X", "name": "matmul", "pid": 7, "tid": 7, "ts": 10.0, "dur": 5.5},
 //!     {"ph": "X", "name": "gemm", "cat": "kernel", "pid": 0, "tid": 3, "ts": 12.0, "dur": 2.0}
 //! ]}"#).unwrap();
-//! let mut conv = waffle_foreign::Conversion::read(&path).unwrap();
-//! assert_eq!(conv.processes().len(), 1);
-//! assert_eq!(conv.processes()[0].device_threads, 1);
-//! let mut bytes = Vec::new();
-//! conv.write(0, &mut bytes).unwrap();
-//! assert_eq!(&bytes[..4], b"\x89WFL");
+//! let done = waffle_foreign::convert(&path, &mut |i, _process| {
+//!     Ok(Box::new(std::fs::File::create(dir.join(format!("small.{i}.bin")))?) as Box<dyn Write>)
+//! }).unwrap();
+//! assert_eq!(done.processes.len(), 1);
+//! assert_eq!((done.processes[0].threads, done.processes[0].device_threads), (1, 1));
+//! assert_eq!(&std::fs::read(dir.join("small.0.bin")).unwrap()[..4], b"\x89WFL");
 //! ```
 
+mod chunk;
 mod collect;
+mod emit;
 mod json;
+mod place;
+mod sites;
 mod values;
-mod write;
 
 use serde::de::Deserializer as _;
 use std::{
     fs::File,
-    io::{self, BufReader, Read},
+    io::{self, BufReader, Read, Write},
     path::{Path, PathBuf},
 };
 
-pub use write::Process;
+pub use place::Process;
 
 /// What a file is, by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,99 +107,121 @@ pub fn sniff(path: &Path) -> io::Result<Option<Form>> {
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// It could not be opened or read.
+    /// It could not be opened or read, or an output could not be written.
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     /// It is not a Chrome trace: not JSON, or not shaped as one. The offset is 0-based.
     #[error("{path}: not a Chrome trace: {what} at byte {offset}{of} (line {line}, column {column})")]
     Syntax { path: PathBuf, what: String, offset: u64, of: &'static str, line: usize, column: usize },
-    /// It holds what no `trace.bin` can.
+    /// It holds nothing a `trace.bin` can.
     #[error("{path}: {what}")]
     Unfit { path: PathBuf, what: String },
 }
 
-/// One JSON trace, read and planned as `trace.bin` files (one per [`Process`]).
-pub struct Conversion {
-    collector: collect::Collector,
-    plan: write::Plan,
-    warnings: Vec<String>,
-    trace_id: u128,
+/// Where [`convert`] writes each process's file: asked with the process's number, counted from
+/// 0, and what is known of it when it is met.
+pub type OpenOutput<'a> = dyn FnMut(usize, &Process) -> io::Result<Box<dyn Write>> + 'a;
+
+/// What a conversion wrote and said.
+#[derive(Clone, Debug, Default)]
+pub struct Converted {
+    /// The processes, one `trace.bin` each, in the order their outputs were asked for.
+    pub processes: Vec<Process>,
+    /// What was not kept, or kept changed.
+    pub warnings: Vec<String>,
+    /// Whether the file is the PyTorch profiler's.
+    pub profiler: bool,
+    /// Events read, of any kind.
+    pub events: u64,
 }
 
-impl Conversion {
-    /// Reads the trace at `path` (JSON or gzipped JSON).
-    pub fn read(path: &Path) -> Result<Conversion, Error> {
-        let io_err = |source| Error::Io { path: path.to_owned(), source };
-        let form = sniff(path).map_err(io_err)?;
-        let of = if form == Some(Form::Gzip) { " of the decompressed JSON" } else { "" };
-        let (counted, read) = json::Counted::new(json::Source::open(path, form).map_err(io_err)?);
-        let mut c = collect::Collector::default();
-        let mut warnings = Vec::new();
-        let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, counted));
-        let result = de.deserialize_any(json::Top(&mut c)).and_then(|()| de.end());
-        if let Err(e) = result {
-            let cut = e.is_eof() || (e.is_io() && e.io_error_kind() == Some(io::ErrorKind::UnexpectedEof));
-            let offset = match cut {
-                true => read.get(),
-                false => json::Source::open(path, form)
-                    .and_then(|s| json::offset_of(s, e.line(), e.column()))
-                    .unwrap_or_else(|_| read.get()),
-            };
-            if !cut || c.events == 0 {
-                let what = if e.is_io() { format!("{e}") } else { strip_position(&e.to_string()) };
-                return Err(Error::Syntax {
-                    path: path.to_owned(),
-                    what,
-                    offset,
-                    of,
-                    line: e.line(),
-                    column: e.column(),
-                });
-            }
-            warnings.push(format!(
-                "{}: the file ends inside its JSON at byte {offset}{of}: cut short; the {} events before the cut are kept",
-                path.display(),
-                c.events
+/// Converts the trace at `path` (JSON or gzipped JSON): each process met is written as a
+/// `trace.bin` into what `open` gives for it (its number, counted from 0, and what is known of
+/// it), as the file is read. When a thread's events come out of time order by more than a
+/// window holds, the file is read again holding all of them, and `open` is asked again for
+/// the same numbers.
+pub fn convert(path: &Path, open: &mut OpenOutput<'_>) -> Result<Converted, Error> {
+    convert_window(path, open, emit::WINDOW)
+}
+
+/// [`convert`] with a window of `window` events per thread (the tests' small windows).
+fn convert_window(path: &Path, open: &mut OpenOutput<'_>, window: usize) -> Result<Converted, Error> {
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let salt = values::fnv(0xcbf2_9ce4_8422_2325, &[file.as_bytes()]);
+    match attempt(path, &mut *open, salt, window)? {
+        Ok(done) => Ok(done),
+        Err(at) => {
+            let mut done = attempt(path, open, salt, usize::MAX)?.expect("a window of the whole file");
+            done.warnings.insert(0, format!(
+                "{}: a thread's events are out of time order (by byte {at}); the file was read again holding every event, so memory grew with it",
+                path.display()
             ));
+            Ok(done)
         }
-        let closed = c.close_open();
-        let plan = write::Plan::new(&mut c).map_err(|what| Error::Unfit { path: path.to_owned(), what })?;
-        if plan.processes.is_empty() {
-            return Err(Error::Unfit {
+    }
+}
+
+/// One reading with a window of `window` events per thread; `Err(offset)` when the events
+/// came out of order by more than it.
+fn attempt(
+    path: &Path,
+    open: &mut OpenOutput<'_>,
+    salt: u64,
+    window: usize,
+) -> Result<Result<Converted, u64>, Error> {
+    let io_err = |source| Error::Io { path: path.to_owned(), source };
+    let form = sniff(path).map_err(io_err)?;
+    let of = if form == Some(Form::Gzip) { " of the decompressed JSON" } else { "" };
+    let (counted, read) = json::Counted::new(json::Source::open(path, form).map_err(io_err)?);
+    let mut c = collect::Collector::new(open, salt, window);
+    c.meta.salt = salt;
+    let mut warnings = Vec::new();
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, counted));
+    let result = de.deserialize_any(json::Top(&mut c)).and_then(|()| de.end());
+    match c.stop.take() {
+        Some(collect::Stop::Disorder(_)) => return Ok(Err(read.get())),
+        Some(collect::Stop::Io(e)) => return Err(io_err(e)),
+        None => {}
+    }
+    if let Err(e) = result {
+        let cut = e.is_eof() || (e.is_io() && e.io_error_kind() == Some(io::ErrorKind::UnexpectedEof));
+        let offset = match cut {
+            true => read.get(),
+            false => json::Source::open(path, form)
+                .and_then(|s| json::offset_of(s, e.line(), e.column()))
+                .unwrap_or_else(|_| read.get()),
+        };
+        if !cut || c.events == 0 {
+            let what = if e.is_io() { format!("{e}") } else { strip_position(&e.to_string()) };
+            return Err(Error::Syntax {
                 path: path.to_owned(),
-                what: "no slice or instant in its events".into(),
+                what,
+                offset,
+                of,
+                line: e.line(),
+                column: e.column(),
             });
         }
-        warnings.extend(notes(path, &c, &plan, closed));
-        let trace_id = trace_id(&c, path);
-        Ok(Conversion { collector: c, plan, warnings, trace_id })
+        warnings.push(format!(
+            "{}: the file ends inside its JSON at byte {offset}{of}: cut short; the {} events before the cut are kept",
+            path.display(),
+            c.events
+        ));
     }
-
-    /// The processes, one `trace.bin` each.
-    pub fn processes(&self) -> &[Process] {
-        &self.plan.processes
+    if c.places.processes.is_empty() {
+        return Err(Error::Unfit { path: path.to_owned(), what: "no slice or instant in its events".into() });
     }
-
-    /// Whether the file is the PyTorch profiler's.
-    pub fn is_profiler(&self) -> bool {
-        self.collector.meta.kineto
+    if let Some(base) = c.meta.base_ns {
+        for o in 0..c.places.processes.len() {
+            c.emit.calibrate(
+                o,
+                waffle_wire::Calibration { anchor_ticks: 0, anchor_unix_ns: base, ticks: 1, ns: 1 },
+            );
+        }
     }
-
-    /// Events read, of any kind.
-    pub fn events(&self) -> u64 {
-        self.collector.events
-    }
-
-    /// What was not kept, or kept changed.
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
-    }
-
-    /// Writes process `i` as a `trace.bin`.
-    pub fn write(&mut self, i: usize, out: &mut dyn io::Write) -> io::Result<()> {
-        let meta = (self.collector.meta.base_ns.unwrap_or(0), self.trace_id, self.collector.meta.rank);
-        self.plan.write(&self.collector, i, meta, out)
-    }
+    c.emit.finish(&c.sites).map_err(io_err)?;
+    warnings.extend(notes(path, &c));
+    Ok(Ok(Converted { processes: c.places.processes, warnings, profiler: c.meta.kineto, events: c.events }))
 }
 
 /// serde_json's message without its " at line L column C" (the error names the byte instead).
@@ -198,18 +232,21 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
-fn notes(path: &Path, c: &collect::Collector, plan: &write::Plan, closed: u64) -> Vec<String> {
+fn notes(path: &Path, c: &collect::Collector<'_>) -> Vec<String> {
     let p = path.display();
     let mut out = Vec::new();
-    let s = &c.skipped;
+    let (s, changed) = (&c.skipped, &c.emit.changed);
     if s.no_time > 0 {
         out.push(format!("{p}: {} events without a time (`ts`) were skipped", s.no_time));
     }
-    if s.unmatched_end > 0 {
-        out.push(format!("{p}: {} ends (`E`) without a begin were skipped", s.unmatched_end));
+    if changed.unmatched_end > 0 {
+        out.push(format!("{p}: {} ends (`E`) without a begin were skipped", changed.unmatched_end));
     }
-    if closed > 0 {
-        out.push(format!("{p}: {closed} begins (`B`) without an end were ended at their thread's last time"));
+    if changed.unclosed > 0 {
+        out.push(format!(
+            "{p}: {} begins (`B`) without an end were ended at their thread's last time",
+            changed.unclosed
+        ));
     }
     let mut phases: Vec<_> = s.phases.iter().collect();
     phases.sort();
@@ -218,25 +255,13 @@ fn notes(path: &Path, c: &collect::Collector, plan: &write::Plan, closed: u64) -
             "{p}: {n} events of phase {ph:?} have no counterpart in waffle's model and were skipped"
         ));
     }
-    if plan.cut > 0 {
+    if changed.cut > 0 {
         out.push(format!(
             "{p}: {} slices outlasted the slice holding them and were cut at its end",
-            plan.cut
+            changed.cut
         ));
     }
     out
-}
-
-/// The trace id the file's processes share: from its own id or name, else its base time,
-/// else its file name, so that converting the same file twice gives the same id.
-fn trace_id(c: &collect::Collector, path: &Path) -> u128 {
-    let seed = match (&c.meta.trace_name, c.meta.base_ns) {
-        (Some(name), _) => name.clone(),
-        (None, Some(base)) => base.to_string(),
-        (None, None) => path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-    };
-    let fnv = |basis: u64| seed.bytes().fold(basis, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    (u128::from(fnv(0xcbf2_9ce4_8422_2325)) << 64 | u128::from(fnv(0x6c62_272e_07bb_0142))).max(1)
 }
 
 #[cfg(test)]

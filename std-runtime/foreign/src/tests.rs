@@ -40,23 +40,37 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// Converts the file at `path` with a window of `window` events per thread into files beside
+/// it, and returns what was said and each file's bytes.
+fn convert_at(path: &Path, window: usize) -> Result<(Converted, Vec<Vec<u8>>), Error> {
+    let d = path.parent().unwrap().to_owned();
+    let stem = path.file_name().unwrap().to_string_lossy().into_owned();
+    let out = |i: usize| d.join(format!("{stem}.{i}.bin"));
+    let done = convert_window(
+        path,
+        &mut |i, _| Ok(Box::new(std::fs::File::create(out(i))?) as Box<dyn Write>),
+        window,
+    )?;
+    let bytes = (0..done.processes.len()).map(|i| std::fs::read(out(i)).unwrap()).collect();
+    Ok((done, bytes))
+}
+
 /// Converts `json` and decodes every process it gives.
-fn convert(name: &str, bytes: &[u8]) -> (Conversion, Vec<Model>) {
+fn convert(name: &str, bytes: &[u8]) -> (Converted, Vec<Model>) {
     let d = dir(name);
     let path = d.join(name);
     std::fs::write(&path, bytes).unwrap();
-    let mut conv = Conversion::read(&path).unwrap();
-    let mut models = Vec::new();
-    for i in 0..conv.processes().len() {
-        let out = d.join(format!("{i}.bin"));
-        let mut f = std::fs::File::create(&out).unwrap();
-        conv.write(i, &mut f).unwrap();
-        drop(f);
-        let (p, warnings) = waffle_read::decode::decode_file(&out).unwrap();
-        assert!(warnings.is_empty(), "{warnings:?}");
-        models.push(p);
-    }
-    (conv, models)
+    let (done, files) = convert_at(&path, emit::WINDOW).unwrap();
+    let models = files
+        .iter()
+        .map(|f| {
+            let (p, warnings) =
+                waffle_read::decode::decode_reader(f.as_slice(), Path::new("converted")).unwrap();
+            assert!(warnings.is_empty(), "{warnings:?}");
+            p
+        })
+        .collect();
+    (done, models)
 }
 
 fn span<'a>(p: &'a Model, name: &str) -> &'a Span {
@@ -74,14 +88,15 @@ fn field<'a>(s: &'a Span, key: &str) -> &'a Value {
 #[test]
 fn a_profile_keeps_threads_nesting_causes_and_steps() {
     let (conv, models) = convert("profile.json", PROFILE.as_bytes());
-    assert!(conv.is_profiler());
+    assert!(conv.profiler);
     let [p] = models.as_slice() else { panic!("one process, not {}", models.len()) };
     assert_eq!((p.header.pid, p.header.name.as_str(), p.header.label("rank")), (100, "python3", Some("3")));
     // The host thread, then GPU 0's stream 7.
     let names: Vec<_> = p.threads.iter().map(|t| (t.tid, t.name.as_str())).collect();
     assert_eq!(names, [(101, "main"), (DEVICE_TID_BASE, "GPU 0 stream 7")]);
+    assert_eq!(p.header.label("device.queues"), Some("1"), "one device listed");
 
-    let step = span(p, "ProfilerStep#1");
+    let step = span(p, "ProfilerStep");
     let mm = span(p, "aten::mm");
     let launch = span(p, "cudaLaunchKernel");
     let copy = span(p, "cudaMemcpyAsync");
@@ -98,22 +113,28 @@ fn a_profile_keeps_threads_nesting_causes_and_steps() {
     let gpu = &p.threads[1];
     let kernel = gpu.spans.iter().find(|s| s.callsite.name == "sm90_gemm").unwrap();
     let memcpy = gpu.spans.iter().find(|s| s.callsite.name.starts_with("Memcpy")).unwrap();
-    let gpu_step = gpu.spans.iter().find(|s| s.callsite.name == "ProfilerStep#1").unwrap();
-    assert_eq!(
-        (kernel.links.as_slice(), memcpy.links.as_slice()),
-        ([launch.id].as_slice(), [copy.id].as_slice())
-    );
+    let gpu_step = gpu.spans.iter().find(|s| s.callsite.name == "ProfilerStep").unwrap();
+    // Each launch is the cause of its work: one directed correlation value per pair.
+    assert_eq!((&*launch.callsite.correlate, &*kernel.callsite.correlate), ("launch>", "launch<"));
+    assert_eq!(kernel.correlation, launch.correlation);
+    assert_eq!(memcpy.correlation, copy.correlation);
+    assert!(kernel.correlation.is_some() && kernel.correlation != memcpy.correlation);
     assert_eq!((kernel.parent, memcpy.parent), (Some(gpu_step.id), Some(gpu_step.id)));
     assert_eq!(kernel.end_ns - kernel.start_ns, 12_250);
 
-    // The backward op is caused by its forward op (the flow), and the ac2g flow adds nothing.
+    // The forward-backward flow: an event inside each op, the backward's caused by the
+    // forward's; the ac2g flow adds nothing.
     let bwd = span(p, "aten::mm_backward");
-    assert_eq!(bwd.links, [mm.id]);
+    let flow: Vec<_> = p.threads[0].events.iter().filter(|e| e.callsite.name == "fwdbwd").collect();
+    let keys: Vec<_> = flow.iter().map(|e| (e.parent, &*e.callsite.correlate)).collect();
+    assert_eq!(keys, [(Some(mm.id), "flow>"), (Some(bwd.id), "flow<")]);
+    assert_eq!(flow[0].correlation, flow[1].correlation);
+    assert!(!p.threads.iter().flat_map(|t| &t.events).any(|e| e.callsite.name == "ac2g"));
     let instant = p.threads[0].events.iter().find(|e| e.callsite.name == "[memory]").unwrap();
     assert_eq!(instant.fields, [Value::I64(-512)]);
     assert_eq!(instant.parent, Some(bwd.id));
     // The async event is said, not silently dropped.
-    assert!(conv.warnings().iter().any(|w| w.contains("1 events of phase \"b\"")), "{:?}", conv.warnings());
+    assert!(conv.warnings.iter().any(|w| w.contains("1 events of phase \"b\"")), "{:?}", conv.warnings);
 }
 
 #[test]
@@ -126,12 +147,15 @@ fn gzip_gives_the_same_trace() {
     std::fs::write(&plain, PROFILE).unwrap();
     std::fs::write(&zipped, gz).unwrap();
     assert_eq!((sniff(&plain).unwrap(), sniff(&zipped).unwrap()), (Some(Form::Json), Some(Form::Gzip)));
-    let bytes = |p: &Path| {
-        let mut out = Vec::new();
-        Conversion::read(p).unwrap().write(0, &mut out).unwrap();
-        out
+    let bytes = |p: &Path| convert_at(p, emit::WINDOW).unwrap().1;
+    // The same bytes but for the correlation values, which are salted with the file's name.
+    let unsalted = |p: &Path| {
+        let copy = d.join("same-name");
+        std::fs::copy(p, &copy).unwrap();
+        bytes(&copy)
     };
-    assert_eq!(bytes(&plain), bytes(&zipped));
+    assert_eq!(unsalted(&plain), unsalted(&zipped));
+    assert_ne!(bytes(&plain), bytes(&zipped));
 }
 
 #[test]
@@ -155,15 +179,16 @@ fn overlapping_streams_are_threads_of_their_own_and_overlap_on_one_is_cut() {
     );
     let c = span(p, "c");
     assert_eq!((c.parent, c.end_ns - c.start_ns), (Some(span(p, "a").id), 5_000), "cut at a's end");
-    assert!(conv.warnings().iter().any(|w| w.contains("1 slices outlasted")), "{:?}", conv.warnings());
+    assert!(conv.warnings.iter().any(|w| w.contains("1 slices outlasted")), "{:?}", conv.warnings);
 }
 
 #[test]
 fn begin_end_pairs_nest_and_processes_stay_apart() {
     let json = r#"{"traceEvents": [
       {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 0, "args": {"a": 1}},
-      {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 1},
-      {"ph": "E", "pid": 1, "tid": 1, "ts": 2, "args": {"b": true}},
+      {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 1, "args": {"b": true}},
+      {"ph": "X", "name": "leaf", "pid": 1, "tid": 1, "ts": 1.5, "dur": 0.2},
+      {"ph": "E", "pid": 1, "tid": 1, "ts": 2, "args": {"c": true}},
       {"ph": "E", "pid": 1, "tid": 1, "ts": 3},
       {"ph": "E", "pid": 1, "tid": 1, "ts": 4},
       {"ph": "X", "name": "other", "pid": 2, "tid": 5, "ts": 1, "dur": 1},
@@ -174,9 +199,11 @@ fn begin_end_pairs_nest_and_processes_stay_apart() {
     let (a, b) = (&models[0], &models[1]);
     let (outer, inner) = (span(a, "outer"), span(a, "inner"));
     assert_eq!((inner.parent, field(inner, "b")), (Some(outer.id), &Value::Bool(true)));
+    assert_eq!((inner.start_ns, inner.end_ns, outer.end_ns), (1_000, 2_000, 3_000));
+    assert_eq!(span(a, "leaf").parent, Some(inner.id));
     assert_eq!(span(b, "open").end_ns, 3_000, "ended at its thread's last time");
     assert_ne!(outer.id, span(b, "other").id, "the processes' ids differ");
-    let w = conv.warnings().join("\n");
+    let w = conv.warnings.join("\n");
     assert!(w.contains("1 ends (`E`) without a begin") && w.contains("1 begins (`B`) without an end"), "{w}");
 }
 
@@ -187,7 +214,7 @@ fn a_cut_file_keeps_what_came_before_with_a_warning() {
     let p = &models[0];
     assert!(p.threads.iter().flat_map(|t| &t.spans).any(|s| s.callsite.name == "cudaLaunchKernel"));
     assert!(!p.threads.iter().flat_map(|t| &t.spans).any(|s| s.callsite.name == "aten::mm_backward"));
-    let w = conv.warnings().join("\n");
+    let w = conv.warnings.join("\n");
     assert!(w.contains(&format!("at byte {}", cut.len())) && w.contains("cut short"), "{w}");
 }
 
@@ -197,7 +224,7 @@ fn bad_input_names_the_byte() {
     let path = d.join("bad.json");
     let text = r#"{"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]}"#;
     std::fs::write(&path, text).unwrap();
-    let err = Conversion::read(&path).err().expect("an error").to_string();
+    let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
     let at = text.find(",,").unwrap() + 1;
     assert!(
         err.contains(&format!("at byte {at}")) && err.contains("bad.json") && err.contains("column"),
@@ -205,7 +232,7 @@ fn bad_input_names_the_byte() {
     );
 
     std::fs::write(&path, r#"{"traceEvents": 7}"#).unwrap();
-    let err = Conversion::read(&path).err().expect("an error").to_string();
+    let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
     assert!(err.contains("array of trace events"), "{err}");
 
     std::fs::write(
@@ -213,9 +240,52 @@ fn bad_input_names_the_byte() {
         r#"{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]}"#,
     )
     .unwrap();
-    let err = Conversion::read(&path).err().expect("an error").to_string();
+    let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
     assert!(err.contains("no slice or instant"), "{err}");
 
     std::fs::write(&path, b"\x89WFL\r\n\x1a\n").unwrap();
     assert_eq!(sniff(&path).unwrap(), None);
+}
+
+/// Events of one thread in reverse time order, `n` of them, each holding an instant.
+fn reversed(n: usize) -> String {
+    let ev: Vec<String> = (0..n)
+        .rev()
+        .flat_map(|i| {
+            let ts = i as f64 * 10.0;
+            [
+                format!(r#"{{"ph": "X", "name": "s{}", "pid": 1, "tid": 2, "ts": {ts}, "dur": 5}}"#, i % 3),
+                format!(r#"{{"ph": "i", "name": "mark", "pid": 1, "tid": 2, "ts": {}}}"#, ts + 1.0),
+            ]
+        })
+        .collect();
+    format!("[{}]", ev.join(",\n"))
+}
+
+#[test]
+fn a_small_window_writes_the_same_file_and_disorder_reads_again() {
+    let d = dir("window");
+    // In order: a window of 4 events writes what a window of the whole file writes.
+    let ordered = d.join("ordered.json");
+    std::fs::write(&ordered, PROFILE).unwrap();
+    let (small, whole) = (convert_at(&ordered, 4).unwrap(), convert_at(&ordered, usize::MAX).unwrap());
+    assert_eq!(small.1, whole.1);
+    assert!(small.0.warnings.iter().all(|w| !w.contains("out of time order")), "{:?}", small.0.warnings);
+
+    // Out of order by more than the window: read again holding every event, the same trace.
+    let backwards = d.join("backwards.json");
+    std::fs::write(&backwards, reversed(50)).unwrap();
+    let (done, files) = convert_at(&backwards, 4).unwrap();
+    assert!(
+        done.warnings[0].contains("out of time order") && done.warnings[0].contains("read again"),
+        "{:?}",
+        done.warnings
+    );
+    assert_eq!(files, convert_at(&backwards, usize::MAX).unwrap().1);
+    let (p, _) = waffle_read::decode::decode_reader(files[0].as_slice(), Path::new("b")).unwrap();
+    let spans = &p.threads[0].spans;
+    assert_eq!(spans.len(), 50);
+    assert!(spans.windows(2).all(|w| w[0].start_ns < w[1].start_ns));
+    let marks = &p.threads[0].events;
+    assert!(marks.iter().zip(spans).all(|(m, s)| m.parent == Some(s.id)), "each mark inside its slice");
 }

@@ -73,3 +73,9 @@ fn string(s: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(&buf[..len]);
     out.extend_from_slice(&s.as_bytes()[..end]);
 }
+
+/// FNV-1a over `parts`, from `basis`.
+pub(crate) fn fnv(basis: u64, parts: &[&[u8]]) -> u64 {
+    let step = |h: u64, b: &u8| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    parts.iter().fold(basis, |h, p| p.iter().fold(step(h, &0xff), step))
+}

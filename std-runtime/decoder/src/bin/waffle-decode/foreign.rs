@@ -8,7 +8,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{Mutex, PoisonError},
 };
-use waffle_foreign::{sniff, Conversion};
+use waffle_foreign::{convert, sniff};
 
 /// Each converted file, by the input it came from (its process's pid beside it when the input
 /// held several): what reports name instead of the temporary file.
@@ -64,33 +64,26 @@ impl Foreign {
     }
 
     fn one(&mut self, path: &Path) -> Result<Vec<PathBuf>, String> {
-        let mut conv = Conversion::read(path).map_err(|e| e.to_string())?;
-        for w in conv.warnings() {
-            eprintln!("waffle-decode: warning: {w}");
-        }
         if self.dir.is_none() {
             let dir = tempfile::Builder::new().prefix("waffle-decode-").tempdir();
             self.dir = Some(dir.map_err(|e| format!("a temporary directory for {}: {e}", path.display()))?);
         }
         let dir = self.dir.as_ref().expect("made above").path().to_owned();
         let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let kind = if conv.is_profiler() { "PyTorch profiler trace" } else { "Chrome trace" };
+        // Named after the input and the process's number, so that messages about it still say
+        // where it came from.
+        let target = |i: usize| dir.join(format!("{file}.{i}.bin"));
+        let done = convert(path, &mut |i, _| {
+            let f = std::fs::File::create(target(i))?;
+            Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, f)) as Box<dyn std::io::Write>)
+        })
+        .map_err(|e| e.to_string())?;
+        for w in &done.warnings {
+            eprintln!("waffle-decode: warning: {w}");
+        }
+        let kind = if done.profiler { "PyTorch profiler trace" } else { "Chrome trace" };
         let mut written = Vec::new();
-        for i in 0..conv.processes().len() {
-            let p = conv.processes()[i].clone();
-            // Named after the input, so that messages about it still say where it came from.
-            let name = if conv.processes().len() == 1 {
-                format!("{file}.bin")
-            } else {
-                format!("{file}.{}.bin", p.pid)
-            };
-            let target = dir.join(name);
-            let mut f = std::io::BufWriter::new(
-                std::fs::File::create(&target).map_err(|e| format!("{}: {e}", target.display()))?,
-            );
-            conv.write(i, &mut f)
-                .and_then(|()| std::io::Write::flush(&mut f))
-                .map_err(|e| format!("{}: {e}", target.display()))?;
+        for (i, p) in done.processes.iter().enumerate() {
             if !self.quiet {
                 eprintln!(
                     "{}: {kind}, process {} (pid {}): {} threads, {} device queues, {} spans and events",
@@ -102,7 +95,7 @@ impl Foreign {
                     p.events
                 );
             }
-            let origin = match conv.processes().len() {
+            let origin = match done.processes.len() {
                 1 => path.display().to_string(),
                 _ => format!("{} (pid {})", path.display(), p.pid),
             };
@@ -110,8 +103,8 @@ impl Foreign {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get_or_insert_with(HashMap::new)
-                .insert(target.clone(), origin);
-            written.push(target);
+                .insert(target(i), origin);
+            written.push(target(i));
         }
         Ok(written)
     }

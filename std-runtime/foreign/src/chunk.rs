@@ -6,9 +6,8 @@ use waffle_wire::{tag, write_varint, zigzag, ChunkHead, MAX_VARINT_LEN};
 /// Bytes of records after which a chunk is closed (the recorder's default staging area).
 const CHUNK: usize = 16 << 10;
 
-/// A DATA frame's payload (the stream, one chunk) and when its first record happened.
+/// A DATA frame's payload: the stream, one chunk.
 pub(super) struct Chunk {
-    pub(super) first_ts: u64,
     pub(super) payload: Vec<u8>,
 }
 
@@ -75,9 +74,9 @@ impl ChunkWriter {
         self.records += 1;
     }
 
-    pub(super) fn link(&mut self, target: u64) {
-        self.bytes.push(tag::LINK_FULL);
-        self.bytes.extend_from_slice(&target.to_le_bytes());
+    pub(super) fn correlate(&mut self, value: u64) {
+        self.bytes.push(tag::CORRELATE);
+        self.varint(value);
         self.records += 1;
     }
 
@@ -99,7 +98,7 @@ impl ChunkWriter {
         payload.extend_from_slice(&buf[..n]);
         payload.extend_from_slice(prefix);
         payload.extend_from_slice(&self.bytes);
-        let chunk = Chunk { first_ts: self.base, payload };
+        let chunk = Chunk { payload };
         self.bytes.clear();
         (self.records, self.first_id, self.depth, self.base) = (0, self.next_id, depth as u64, self.prev);
         chunk

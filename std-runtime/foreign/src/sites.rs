@@ -1,0 +1,80 @@
+//! The callsites a conversion makes: one per kind, name, category (kept as the module), field
+//! keys and correlation key, numbered once for every file the conversion writes.
+
+use std::collections::HashMap;
+use waffle_wire::{
+    frames::{CallsiteDesc, FieldDesc},
+    FieldType, Kind,
+};
+
+/// The correlation key of a runtime call that launched device work (the cause), and of the
+/// work (the effect): their `correlation` arguments are the value.
+pub(crate) const LAUNCH: [&str; 2] = ["launch>", "launch<"];
+
+/// The correlation key of a flow's start or step (the cause) and of its step or end (the
+/// effect): its category, name and id are the value.
+pub(crate) const FLOW: [&str; 2] = ["flow>", "flow<"];
+
+/// One callsite.
+#[derive(Debug)]
+pub(crate) struct Site {
+    pub span: bool,
+    pub name: String,
+    pub cat: String,
+    pub keys: Vec<String>,
+    pub correlate: &'static str,
+}
+
+impl Site {
+    pub(crate) fn desc(&self) -> CallsiteDesc<'_> {
+        CallsiteDesc {
+            kind: if self.span { Kind::Span } else { Kind::Event },
+            name: self.name.as_str().into(),
+            module: self.cat.as_str().into(),
+            file: "".into(),
+            line: 0,
+            fields: self
+                .keys
+                .iter()
+                .map(|k| FieldDesc { name: k.as_str().into(), ty: FieldType::Dynamic })
+                .collect(),
+            correlate: self.correlate.into(),
+        }
+    }
+}
+
+/// Every callsite made so far, found by what makes it.
+#[derive(Default)]
+pub(crate) struct Sites {
+    pub list: Vec<Site>,
+    index: HashMap<String, u32>,
+    id: String,
+}
+
+impl Sites {
+    /// The number of the callsite of these parts, made the first time.
+    pub(crate) fn get(
+        &mut self,
+        span: bool,
+        (name, cat): (&str, &str),
+        keys: &[(String, serde_json::Value)],
+        correlate: &'static str,
+    ) -> u32 {
+        let id = &mut self.id;
+        id.clear();
+        id.push(if span { 'S' } else { 'E' });
+        id.push_str(correlate);
+        for part in [name, cat].into_iter().chain(keys.iter().map(|(k, _)| k.as_str())) {
+            id.push('\0');
+            id.push_str(part);
+        }
+        if let Some(&s) = self.index.get(id.as_str()) {
+            return s;
+        }
+        let s = self.list.len() as u32;
+        let keys = keys.iter().map(|(k, _)| k.clone()).collect();
+        self.list.push(Site { span, name: name.to_owned(), cat: cat.to_owned(), keys, correlate });
+        self.index.insert(id.clone(), s);
+        s
+    }
+}

@@ -5,14 +5,13 @@
 
 use crate::{
     emit::{Disorder, Emit, Ev, What},
+    event::{Arg, Args, Event},
     place::{Key, Meta, Places},
     sites::{Sites, FLOW, LAUNCH},
-    values::{encode, fnv, lenient_f64, lenient_u64, ns},
+    values::{encode, fnv, ns},
     OpenOutput,
 };
-use serde::Deserialize;
-use serde_json::Value;
-use std::{collections::HashMap, io};
+use std::{borrow::Cow, collections::HashMap, io};
 use waffle_wire::reserved::track::DEVICE_TID_BASE;
 
 /// Categories whose events ran on a device (a GPU stream), in the profiler's dialect and its
@@ -26,24 +25,6 @@ const LAUNCH_FLOW_CAT: &str = "ac2g";
 
 /// The argument that pairs a runtime launch with the device work it launched.
 pub(crate) const CORRELATION: &str = "correlation";
-
-/// One entry of `traceEvents`, every field as the file gives it: tools disagree on types
-/// (`pid` and `tid` may be numbers or strings, `id` too), so they are taken as values and
-/// read leniently by the collector.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(crate) struct RawEvent {
-    pub ph: Option<Value>,
-    pub name: Option<Value>,
-    pub cat: Option<Value>,
-    pub pid: Option<Value>,
-    pub tid: Option<Value>,
-    pub ts: Option<Value>,
-    pub dur: Option<Value>,
-    pub id: Option<Value>,
-    pub bp: Option<Value>,
-    pub args: Option<Value>,
-}
 
 /// Events the conversion could not keep, by reason, for one warning each.
 #[derive(Debug, Default)]
@@ -74,16 +55,7 @@ pub(crate) struct Collector<'a> {
     pub events: u64,
     /// Set when the conversion must stop; later events are not read.
     pub stop: Option<Stop>,
-    keys: Vec<(String, Value)>,
     fields: Vec<u8>,
-}
-
-fn text(v: Option<Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 /// The name the profiler's step markers, `ProfilerStep#N`, are given: one callsite for every
@@ -106,84 +78,76 @@ impl<'a> Collector<'a> {
             skipped: Skipped::default(),
             events: 0,
             stop: None,
-            keys: Vec::new(),
             fields: Vec::new(),
         }
     }
 
-    pub(crate) fn event(&mut self, ev: RawEvent) {
+    pub(crate) fn event(&mut self, ev: Event<'_>) {
         if self.stop.is_some() {
             return;
         }
         self.events += 1;
-        let ph = text(ev.ph);
-        match ph.as_str() {
-            "M" => return self.metadata(ev.pid.as_ref(), ev.tid.as_ref(), &text(ev.name), ev.args),
+        let ph = ev.ph.text();
+        match &*ph {
+            "M" => return self.metadata((Key::of(&ev.pid), Key::of(&ev.tid)), &ev.name.text(), ev.args),
             "X" | "B" | "E" | "i" | "I" | "n" | "C" | "s" | "t" | "f" => {}
             _ => {
-                *self.skipped.phases.entry(ph).or_default() += 1;
+                *self.skipped.phases.entry(ph.into_owned()).or_default() += 1;
                 return;
             }
         }
-        let Some(ts) = ev.ts.as_ref().and_then(lenient_f64) else {
+        let Some(ts) = ev.ts.as_f64() else {
             self.skipped.no_time += 1;
             return;
         };
         let at = ns(ts);
-        let cat = text(ev.cat);
-        if matches!(ph.as_str(), "s" | "t" | "f") && cat == LAUNCH_FLOW_CAT {
+        let cat = ev.cat.text();
+        let flow = matches!(&*ph, "s" | "t" | "f");
+        if flow && cat == LAUNCH_FLOW_CAT {
             return;
         }
-        let device = !matches!(ph.as_str(), "E" | "s" | "t" | "f")
-            && DEVICE_CATS.iter().any(|c| cat.eq_ignore_ascii_case(c));
-        let (pid, tid) = (Key::of(ev.pid.as_ref()), Key::of(ev.tid.as_ref()));
-        let thread = match self.places.thread(&mut self.emit, &self.meta, (pid, tid), device) {
+        let device = !flow && ph != "E" && DEVICE_CATS.iter().any(|c| cat.eq_ignore_ascii_case(c));
+        let thread = match self.places.thread(
+            &mut self.emit,
+            &self.meta,
+            (Key::of(&ev.pid), Key::of(&ev.tid)),
+            device,
+        ) {
             Ok(t) => t,
             Err(e) => return self.stop = Some(Stop::Io(e)),
         };
-        let name = text(ev.name);
-        match ph.as_str() {
+        let name = ev.name.text();
+        let args = ev.args.0;
+        match &*ph {
             "X" => {
-                let dur = ev.dur.as_ref().and_then(lenient_f64).unwrap_or(0.0);
+                let dur = ev.dur.as_f64().unwrap_or(0.0);
                 let end = ns(ts + dur.max(0.0)).max(at);
-                self.item(thread, (What::Span, at, end), (&name, &cat), ev.args.as_ref(), None);
+                self.item(thread, (What::Span, at, end), (&name, &cat), args, None);
             }
-            "B" => self.item(thread, (What::Span, at, u64::MAX), (&name, &cat), ev.args.as_ref(), None),
+            "B" => self.item(thread, (What::Span, at, u64::MAX), (&name, &cat), args, None),
             "E" => self.put(thread, Ev::new(What::End, (at, at), 0, None)),
             "s" | "t" | "f" => {
-                let id = ev.id.unwrap_or(Value::Null);
-                let value = fnv(self.salt, &[cat.as_bytes(), name.as_bytes(), id.to_string().as_bytes()]);
-                let args = serde_json::json!({ "id": id });
+                let id = ev.id.text();
+                let value = fnv(self.salt, &[cat.as_bytes(), name.as_bytes(), id.as_bytes()]);
+                let id = || vec![(Cow::Borrowed("id"), Arg::Str(id.clone()))];
                 // A step is the effect of the point before and the cause of the next.
                 if ph != "s" {
-                    self.item(
-                        thread,
-                        (What::Instant, at, at),
-                        (&name, &cat),
-                        Some(&args),
-                        Some((FLOW[1], value)),
-                    );
+                    self.item(thread, (What::Instant, at, at), (&name, &cat), id(), Some((FLOW[1], value)));
                 }
                 if ph != "f" {
-                    self.item(
-                        thread,
-                        (What::Instant, at, at),
-                        (&name, &cat),
-                        Some(&args),
-                        Some((FLOW[0], value)),
-                    );
+                    self.item(thread, (What::Instant, at, at), (&name, &cat), id(), Some((FLOW[0], value)));
                 }
             }
             // Instants and counters: an event with the arguments as fields.
-            _ => self.item(thread, (What::Instant, at, at), (&name, &cat), ev.args.as_ref(), None),
+            _ => self.item(thread, (What::Instant, at, at), (&name, &cat), args, None),
         }
     }
 
-    fn metadata(&mut self, pid: Option<&Value>, tid: Option<&Value>, what: &str, args: Option<Value>) {
-        let Some(Value::String(name)) = args.and_then(|a| a.get("name").cloned()) else { return };
+    fn metadata(&mut self, (pid, tid): (Key, Key), what: &str, args: Args<'_>) {
+        let Some((_, Arg::Str(name))) = args.0.into_iter().find(|(k, _)| k == "name") else { return };
         match what {
-            "process_name" => self.places.name_process(Key::of(pid), name),
-            "thread_name" => self.places.name_thread(&mut self.emit, (Key::of(pid), Key::of(tid)), name),
+            "process_name" => self.places.name_process(pid, name.into_owned()),
+            "thread_name" => self.places.name_thread(&mut self.emit, (pid, tid), name.into_owned()),
             _ => {}
         }
     }
@@ -196,35 +160,29 @@ impl<'a> Collector<'a> {
         thread: usize,
         (what, start, end): (What, u64, u64),
         (name, cat): (&str, &str),
-        args: Option<&Value>,
+        mut args: Vec<(Cow<'_, str>, Arg<'_>)>,
         flow: Option<(&'static str, u64)>,
     ) {
-        let mut keys = std::mem::take(&mut self.keys);
-        keys.clear();
         let step = profiler_step(name);
         if let Some(step) = step {
-            keys.push((waffle_wire::reserved::STEP.to_owned(), Value::from(step)));
+            let value = u64::try_from(step).map_or(Arg::I64(step), Arg::U64);
+            args.insert(0, (Cow::Borrowed(waffle_wire::reserved::STEP), value));
         }
         let name = if step.is_some() { STEP_NAME } else { name };
         let mut correlation = flow;
-        if let Some(Value::Object(map)) = args {
-            let first = keys.len();
-            for (k, v) in map {
-                if k == CORRELATION && flow.is_none() {
-                    let key = LAUNCH[usize::from(self.emit.threads[thread].tid >= DEVICE_TID_BASE)];
-                    correlation = lenient_u64(v).map(|c| (key, fnv(self.salt, &[&c.to_le_bytes()])));
-                }
-                keys.push((k.clone(), v.clone()));
+        if flow.is_none() {
+            if let Some((_, v)) = args.iter().find(|(k, _)| k == CORRELATION) {
+                let key = LAUNCH[usize::from(self.emit.threads[thread].tid >= DEVICE_TID_BASE)];
+                correlation = v.as_u64().map(|c| (key, fnv(self.salt, &[&c.to_le_bytes()])));
             }
-            keys[first..].sort_by(|a, b| a.0.cmp(&b.0));
         }
-        let site = self.sites.get(what == What::Span, (name, cat), &keys, correlation.map_or("", |c| c.0));
+        let keys = args.iter().map(|(k, _)| &**k);
+        let site = self.sites.get(what == What::Span, (name, cat), keys, correlation.map_or("", |c| c.0));
         let mut fields = std::mem::take(&mut self.fields);
         fields.clear();
-        for (_, v) in &keys {
+        for (_, v) in &args {
             encode(v, &mut fields);
         }
-        self.keys = keys;
         let ev = Ev::new(what, (start, end), site, correlation.map(|c| c.1));
         self.put_fields(thread, ev, &fields);
         self.fields = fields;

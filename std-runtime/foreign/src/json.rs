@@ -1,102 +1,21 @@
-//! The JSON read as a stream: the top-level object's keys as they come, and `traceEvents` one
-//! event at a time, each handed to the [`Collector`] and dropped. Nothing holds the document.
+//! The JSON read as a stream: the top-level object's keys as they come (`traceEvents`, and the
+//! profiler's `baseTimeNanoseconds`, `distributedInfo`, `deviceProperties`...), and each
+//! event of `traceEvents` parsed from its own bytes and handed to the [`Collector`]. Nothing
+//! holds the document; an error names its byte.
 
-use crate::Form;
 use crate::{
-    collect::{Collector, RawEvent},
-    values::lenient_u64,
+    collect::Collector,
+    event::Event,
+    scan::{position, Parsed, ScanError, Scanner},
+    Form,
 };
 use flate2::read::MultiGzDecoder;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::{
-    cell::Cell,
-    fmt,
     fs::File,
-    io::{self, BufRead, BufReader, Read},
+    io::{self, BufReader, Read},
     path::Path,
-    rc::Rc,
 };
-
-/// The message of the error that stops the parser when the collector has stopped.
-pub(crate) const STOPPED: &str = "the conversion stopped";
-
-/// The top level: an object (`traceEvents` and the profiler's keys) or a bare array of events.
-pub(crate) struct Top<'c, 'a>(pub &'c mut Collector<'a>);
-
-impl<'de> Visitor<'de> for Top<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a Chrome trace: an object with \"traceEvents\", or an array of events")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let c = self.0;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "traceEvents" => map.next_value_seed(Events(c))?,
-                "baseTimeNanoseconds" => c.meta.base_ns = lenient_u64(&map.next_value::<Value>()?),
-                "distributedInfo" => {
-                    let info = map.next_value::<Value>()?;
-                    c.meta.rank = info.get("rank").and_then(lenient_u64);
-                }
-                "schemaVersion" => {
-                    c.meta.kineto = true;
-                    map.next_value::<IgnoredAny>()?;
-                }
-                "deviceProperties" => {
-                    c.meta.kineto = true;
-                    if let Value::Array(devices) = map.next_value::<Value>()? {
-                        c.meta.devices = devices.len();
-                    }
-                }
-                "traceName" | "trace_id" => {
-                    if let Value::String(s) = map.next_value::<Value>()? {
-                        c.meta.trace_name.get_or_insert(s);
-                    }
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        Events(self.0).visit_seq(seq)
-    }
-}
-
-/// `traceEvents`: each event handed over as it is parsed.
-struct Events<'c, 'a>(&'c mut Collector<'a>);
-
-impl<'de> DeserializeSeed<'de> for Events<'_, '_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Events<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of trace events")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(ev) = seq.next_element::<RawEvent>()? {
-            self.0.event(ev);
-            if self.0.stop.is_some() {
-                return Err(de::Error::custom(STOPPED));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// What the reader reads: the file, or its gzip stream decompressed.
 pub(crate) enum Source {
@@ -123,48 +42,119 @@ impl Read for Source {
     }
 }
 
-/// A reader that counts the bytes it has handed on (under the parser's `BufReader`, whose
-/// byte-at-a-time reads the standard library serves from its buffer): at the end of a cut
-/// file, the offset of the cut.
-pub(crate) struct Counted<R> {
-    inner: R,
-    read: Rc<Cell<u64>>,
-}
-
-impl<R> Counted<R> {
-    pub(crate) fn new(inner: R) -> (Counted<R>, Rc<Cell<u64>>) {
-        let read = Rc::new(Cell::new(0));
-        (Counted { inner, read: Rc::clone(&read) }, read)
-    }
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// The byte offset of the parser's (1-based) `line` and `column` in what `source` yields,
-/// found by reading it again (only when a file is bad).
-pub(crate) fn offset_of(source: impl Read, line: usize, column: usize) -> io::Result<u64> {
-    let (mut at, mut lines) = (0u64, 1usize);
-    let mut input = BufReader::new(source);
-    while lines < line {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        let n = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => {
-                lines += 1;
-                i + 1
+/// Reads the whole trace from `source` into `c`, stopping early when the collector does; the
+/// offset reached.
+pub(crate) fn read(source: impl Read, c: &mut Collector<'_>) -> Result<u64, ScanError> {
+    let mut s = Scanner::new(source);
+    match s.peek()? {
+        Some(b'[') => {
+            events(&mut s, c)?;
+            if c.stop.is_some() {
+                return Ok(s.offset());
             }
-            None => buf.len(),
-        };
-        at += n as u64;
-        input.consume(n);
+        }
+        Some(b'{') => {
+            s.expect(b"{", "`{`")?;
+            if s.peek()? == Some(b'}') {
+                s.expect(b"}", "`}`")?;
+            } else {
+                loop {
+                    let (at, buf) = s.value()?;
+                    let key: String = serde_json::from_slice(buf).map_err(|e| bad(at, buf, &e))?;
+                    s.expect(b":", "`:`")?;
+                    if key == "traceEvents" {
+                        events(&mut s, c)?;
+                        if c.stop.is_some() {
+                            return Ok(s.offset());
+                        }
+                    } else {
+                        let (at, buf) = s.value()?;
+                        let value: Value = serde_json::from_slice(buf).map_err(|e| bad(at, buf, &e))?;
+                        meta(c, &key, value);
+                    }
+                    if s.expect(b",}", "`,` or `}`")? == b'}' {
+                        break;
+                    }
+                }
+            }
+        }
+        Some(b) => {
+            let what = format!(
+                "expected an object with \"traceEvents\", or an array of events, found {:?}",
+                b as char
+            );
+            return Err(ScanError::Bad { offset: s.offset(), what });
+        }
+        None => return Err(ScanError::Bad { offset: 0, what: "the file is empty".into() }),
     }
-    Ok(at + (column as u64).saturating_sub(1))
+    match s.peek()? {
+        None => Ok(s.offset()),
+        Some(_) => Err(ScanError::Bad { offset: s.offset(), what: "data after the trace".into() }),
+    }
+}
+
+/// `traceEvents`: each event parsed from its bytes and handed over.
+fn events<R: Read>(s: &mut Scanner<R>, c: &mut Collector<'_>) -> Result<(), ScanError> {
+    s.expect(b"[", "an array of trace events")?;
+    if s.peek()? == Some(b']') {
+        s.expect(b"]", "`]`")?;
+        return Ok(());
+    }
+    loop {
+        // Parsed where it lies in the buffer: an object ends itself, so the parser stops at
+        // its close (the event's end), and says when the bytes read end inside it.
+        s.parse(|bytes| {
+            let mut one = serde_json::Deserializer::from_slice(bytes).into_iter::<Event<'_>>();
+            match one.next() {
+                Some(Ok(ev)) => {
+                    let n = one.byte_offset();
+                    c.event(ev);
+                    Parsed::Done((), n)
+                }
+                Some(Err(e)) if e.is_eof() => Parsed::More,
+                None => Parsed::More,
+                Some(Err(e)) => {
+                    let msg = e.to_string();
+                    let what = msg.rfind(" at line ").map_or(msg.clone(), |i| msg[..i].to_owned());
+                    Parsed::Failed { at: position(bytes, e.line(), e.column()), what }
+                }
+            }
+        })?;
+        if c.stop.is_some() {
+            return Ok(());
+        }
+        if s.expect(b",]", "`,` or `]`")? == b']' {
+            return Ok(());
+        }
+    }
+}
+
+/// A parser's error in the value at `at`, whose bytes are `bytes`, at its byte.
+fn bad(at: u64, bytes: &[u8], e: &serde_json::Error) -> ScanError {
+    let msg = e.to_string();
+    let what = match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg,
+    };
+    ScanError::Bad { offset: at + position(bytes, e.line(), e.column()) as u64, what }
+}
+
+/// What a top-level key says of the whole trace.
+fn meta(c: &mut Collector<'_>, key: &str, value: Value) {
+    let u64_of = |v: &Value| v.as_u64().or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64));
+    match key {
+        "baseTimeNanoseconds" => c.meta.base_ns = u64_of(&value),
+        "distributedInfo" => c.meta.rank = value.get("rank").and_then(u64_of),
+        "schemaVersion" => c.meta.kineto = true,
+        "deviceProperties" => {
+            c.meta.kineto = true;
+            c.meta.devices = value.as_array().map_or(0, Vec::len);
+        }
+        "traceName" | "trace_id" => {
+            if let Value::String(s) = value {
+                c.meta.trace_name.get_or_insert(s);
+            }
+        }
+        _ => {}
+    }
 }

@@ -58,15 +58,16 @@
 mod chunk;
 mod collect;
 mod emit;
+mod event;
 mod json;
 mod place;
+mod scan;
 mod sites;
 mod values;
 
-use serde::de::Deserializer as _;
 use std::{
     fs::File,
-    io::{self, BufReader, Read, Write},
+    io::{self, Read, Write},
     path::{Path, PathBuf},
 };
 
@@ -111,8 +112,8 @@ pub enum Error {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     /// It is not a Chrome trace: not JSON, or not shaped as one. The offset is 0-based.
-    #[error("{path}: not a Chrome trace: {what} at byte {offset}{of} (line {line}, column {column})")]
-    Syntax { path: PathBuf, what: String, offset: u64, of: &'static str, line: usize, column: usize },
+    #[error("{path}: not a Chrome trace: {what} at byte {offset}{of}")]
+    Syntax { path: PathBuf, what: String, offset: u64, of: &'static str },
     /// It holds nothing a `trace.bin` can.
     #[error("{path}: {what}")]
     Unfit { path: PathBuf, what: String },
@@ -172,41 +173,31 @@ fn attempt(
     let io_err = |source| Error::Io { path: path.to_owned(), source };
     let form = sniff(path).map_err(io_err)?;
     let of = if form == Some(Form::Gzip) { " of the decompressed JSON" } else { "" };
-    let (counted, read) = json::Counted::new(json::Source::open(path, form).map_err(io_err)?);
+    let source = json::Source::open(path, form).map_err(io_err)?;
     let mut c = collect::Collector::new(open, salt, window);
     c.meta.salt = salt;
     let mut warnings = Vec::new();
-    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 16, counted));
-    let result = de.deserialize_any(json::Top(&mut c)).and_then(|()| de.end());
-    match c.stop.take() {
-        Some(collect::Stop::Disorder(_)) => return Ok(Err(read.get())),
-        Some(collect::Stop::Io(e)) => return Err(io_err(e)),
-        None => {}
+    let result = json::read(source, &mut c);
+    match (c.stop.take(), &result) {
+        (Some(collect::Stop::Disorder(_)), Ok(at)) => return Ok(Err(*at)),
+        (Some(collect::Stop::Io(e)), _) => return Err(io_err(e)),
+        _ => {}
     }
-    if let Err(e) = result {
-        let cut = e.is_eof() || (e.is_io() && e.io_error_kind() == Some(io::ErrorKind::UnexpectedEof));
-        let offset = match cut {
-            true => read.get(),
-            false => json::Source::open(path, form)
-                .and_then(|s| json::offset_of(s, e.line(), e.column()))
-                .unwrap_or_else(|_| read.get()),
-        };
-        if !cut || c.events == 0 {
-            let what = if e.is_io() { format!("{e}") } else { strip_position(&e.to_string()) };
-            return Err(Error::Syntax {
-                path: path.to_owned(),
-                what,
-                offset,
-                of,
-                line: e.line(),
-                column: e.column(),
-            });
+    match result {
+        Ok(_) => {}
+        Err(scan::ScanError::Io(e)) => return Err(io_err(e)),
+        Err(scan::ScanError::Bad { offset, what }) => {
+            return Err(Error::Syntax { path: path.to_owned(), what, offset, of });
         }
-        warnings.push(format!(
+        Err(scan::ScanError::Cut(offset)) if c.events > 0 => warnings.push(format!(
             "{}: the file ends inside its JSON at byte {offset}{of}: cut short; the {} events before the cut are kept",
             path.display(),
             c.events
-        ));
+        )),
+        Err(scan::ScanError::Cut(offset)) => {
+            let what = "the file ends before its first event".to_owned();
+            return Err(Error::Syntax { path: path.to_owned(), what, offset, of });
+        }
     }
     if c.places.processes.is_empty() {
         return Err(Error::Unfit { path: path.to_owned(), what: "no slice or instant in its events".into() });
@@ -222,14 +213,6 @@ fn attempt(
     c.emit.finish(&c.sites).map_err(io_err)?;
     warnings.extend(notes(path, &c));
     Ok(Ok(Converted { processes: c.places.processes, warnings, profiler: c.meta.kineto, events: c.events }))
-}
-
-/// serde_json's message without its " at line L column C" (the error names the byte instead).
-fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_owned(),
-        None => msg.to_owned(),
-    }
 }
 
 fn notes(path: &Path, c: &collect::Collector<'_>) -> Vec<String> {

@@ -3,8 +3,12 @@
 //! profiler's named rows join the first such process (a queue met before any host thread
 //! makes a process of its own pid); thread ids, and names from the metadata met so far.
 
-use crate::{emit::Emit, values::fnv, OpenOutput};
-use serde_json::Value;
+use crate::{
+    emit::Emit,
+    event::Lenient,
+    values::{fnv, FnvMap},
+    OpenOutput,
+};
 use std::{collections::HashMap, io};
 use waffle_wire::{
     frames::Header,
@@ -52,15 +56,14 @@ pub(crate) enum Key {
 }
 
 impl Key {
-    pub(crate) fn of(v: Option<&Value>) -> Key {
+    pub(crate) fn of(v: &Lenient<'_>) -> Key {
         match v {
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .or_else(|| n.as_f64().map(|f| f as i64))
-                .map_or_else(|| Key::Str(n.to_string()), Key::Int),
-            Some(Value::String(s)) => s.trim().parse().map_or_else(|_| Key::Str(s.clone()), Key::Int),
-            Some(other) => Key::Str(other.to_string()),
-            None => Key::Int(0),
+            Lenient::Int(i) => Key::Int(*i),
+            Lenient::UInt(u) => i64::try_from(*u).map_or_else(|_| Key::Str(u.to_string()), Key::Int),
+            Lenient::Float(f) => Key::Int(*f as i64),
+            Lenient::Str(s) => s.trim().parse().map_or_else(|_| Key::Str(s.clone().into_owned()), Key::Int),
+            Lenient::Null => Key::Int(0),
+            other => Key::Str(other.text().into_owned()),
         }
     }
 }
@@ -70,7 +73,7 @@ pub(crate) struct Places<'a> {
     /// Where each output file goes, asked when a process is met.
     open: &'a mut OpenOutput<'a>,
     pub processes: Vec<Process>,
-    threads: HashMap<(Key, Key), usize>,
+    threads: FnvMap<(Key, Key), usize>,
     /// Output by the pid it was made for.
     outputs: HashMap<Key, usize>,
     /// The first host process, which device queues and named rows join.
@@ -99,7 +102,7 @@ impl<'a> Places<'a> {
         Places {
             open,
             processes: Vec::new(),
-            threads: HashMap::new(),
+            threads: FnvMap::default(),
             outputs: HashMap::new(),
             main: None,
             process_names: HashMap::new(),
@@ -130,9 +133,11 @@ impl<'a> Places<'a> {
         (pid, tid): (Key, Key),
         device: bool,
     ) -> io::Result<usize> {
-        if let Some(&t) = self.threads.get(&(pid.clone(), tid.clone())) {
+        let key = (pid, tid);
+        if let Some(&t) = self.threads.get(&key) {
             return Ok(t);
         }
+        let (pid, tid) = key;
         let host = !device && matches!(pid, Key::Int(_));
         let home = match (&self.main, host) {
             (_, true) => pid.clone(),

@@ -1,7 +1,7 @@
 //! The callsites a conversion makes: one per kind, name, category (kept as the module), field
 //! keys and correlation key, numbered once for every file the conversion writes.
 
-use std::collections::HashMap;
+use crate::values::FnvMap;
 use waffle_wire::{
     frames::{CallsiteDesc, FieldDesc},
     FieldType, Kind,
@@ -47,24 +47,28 @@ impl Site {
 #[derive(Default)]
 pub(crate) struct Sites {
     pub list: Vec<Site>,
-    index: HashMap<String, u32>,
+    index: FnvMap<String, u32>,
     id: String,
 }
 
 impl Sites {
     /// The number of the callsite of these parts, made the first time.
-    pub(crate) fn get(
+    pub(crate) fn get<'k>(
         &mut self,
         span: bool,
         (name, cat): (&str, &str),
-        keys: &[(String, serde_json::Value)],
+        keys: impl Iterator<Item = &'k str> + Clone,
         correlate: &'static str,
     ) -> u32 {
         let id = &mut self.id;
         id.clear();
         id.push(if span { 'S' } else { 'E' });
         id.push_str(correlate);
-        for part in [name, cat].into_iter().chain(keys.iter().map(|(k, _)| k.as_str())) {
+        for part in [name, cat] {
+            id.push('\0');
+            id.push_str(part);
+        }
+        for part in keys.clone() {
             id.push('\0');
             id.push_str(part);
         }
@@ -72,7 +76,7 @@ impl Sites {
             return s;
         }
         let s = self.list.len() as u32;
-        let keys = keys.iter().map(|(k, _)| k.clone()).collect();
+        let keys = keys.map(str::to_owned).collect();
         self.list.push(Site { span, name: name.to_owned(), cat: cat.to_owned(), keys, correlate });
         self.index.insert(id.clone(), s);
         s

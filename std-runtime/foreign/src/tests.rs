@@ -227,7 +227,9 @@ fn bad_input_names_the_byte() {
     let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
     let at = text.find(",,").unwrap() + 1;
     assert!(
-        err.contains(&format!("at byte {at}")) && err.contains("bad.json") && err.contains("column"),
+        err.contains(&format!("at byte {at}"))
+            && err.contains("bad.json")
+            && err.contains("key must be a string"),
         "{err}"
     );
 
@@ -242,6 +244,14 @@ fn bad_input_names_the_byte() {
     .unwrap();
     let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
     assert!(err.contains("no slice or instant"), "{err}");
+
+    // Trailing data, and a file that ends before any event.
+    std::fs::write(&path, r#"[{"ph": "i", "ts": 1}] x"#).unwrap();
+    let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
+    assert!(err.contains("data after the trace at byte 23"), "{err}");
+    std::fs::write(&path, r#"{"traceEvents": [{"ph": "#).unwrap();
+    let err = convert_at(&path, emit::WINDOW).expect_err("an error").to_string();
+    assert!(err.contains("ends before its first event at byte 24"), "{err}");
 
     std::fs::write(&path, b"\x89WFL\r\n\x1a\n").unwrap();
     assert_eq!(sniff(&path).unwrap(), None);
@@ -288,4 +298,26 @@ fn a_small_window_writes_the_same_file_and_disorder_reads_again() {
     assert!(spans.windows(2).all(|w| w[0].start_ns < w[1].start_ns));
     let marks = &p.threads[0].events;
     assert!(marks.iter().zip(spans).all(|(m, s)| m.parent == Some(s.id)), "each mark inside its slice");
+}
+
+#[test]
+fn events_across_the_reads_of_a_large_file_are_all_kept() {
+    // About 1 MB: every 64 KiB read ends inside some event, some of them long.
+    let ev: Vec<String> = (0..4000)
+        .map(|i| {
+            let pad = "ab\\\"c".repeat(i % 97);
+            format!(r#"{{"ph": "X", "name": "op{i}", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"pad": "{pad}", "n": {i}}}}}"#, i * 10)
+        })
+        .collect();
+    let (done, models) = convert("large.json", format!("[\n{}\n]", ev.join(",\n")).as_bytes());
+    assert_eq!(done.processes[0].events, 4000);
+    let spans = &models[0].threads[0].spans;
+    assert_eq!(spans.len(), 4000);
+    for (i, s) in spans.iter().enumerate() {
+        assert_eq!(
+            (&*s.callsite.name, &s.fields[1]),
+            (format!("op{i}").as_str(), &Value::Str("ab\"c".repeat(i % 97)))
+        );
+        assert_eq!(s.fields[0], Value::U64(i as u64));
+    }
 }

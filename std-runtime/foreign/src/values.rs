@@ -1,7 +1,7 @@
-//! Values as the file gives them, read leniently (tools disagree on types), and as the format
-//! writes them: JSON values as dynamic field values, microseconds as nanoseconds.
+//! Values as the format writes them: arguments as dynamic field values, microseconds as
+//! nanoseconds; FNV-1a for salts and correlation values.
 
-use serde_json::Value;
+use crate::event::Arg;
 use waffle_wire::{write_varint, zigzag, FieldType, MAX_STR_LEN, MAX_VARINT_LEN};
 
 /// Microseconds (the format's unit, a double) to whole nanoseconds, never below 0.
@@ -14,51 +14,32 @@ pub(crate) fn ns(us: f64) -> u64 {
     }
 }
 
-/// A non-negative integer from a number or a numeric string.
-pub(crate) fn lenient_u64(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// A number from a number or a numeric string.
-pub(crate) fn lenient_f64(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// A JSON value as a dynamic field value: its type code, then the value (integers as varints,
-/// other numbers as doubles, strings cut at a character boundary to the format's limit, arrays
-/// and objects as their compact JSON text).
-pub(crate) fn encode(v: &Value, out: &mut Vec<u8>) {
+/// An argument as a dynamic field value: its type code, then the value (integers as
+/// varints, other numbers as doubles, strings cut at a character boundary to the format's
+/// limit, arrays and objects as their compact JSON text).
+pub(crate) fn encode(v: &Arg<'_>, out: &mut Vec<u8>) {
     let mut buf = [0u8; MAX_VARINT_LEN];
     match v {
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                out.push(FieldType::U64 as u8);
-                let len = write_varint(&mut buf, u);
-                out.extend_from_slice(&buf[..len]);
-            } else if let Some(i) = n.as_i64() {
-                out.push(FieldType::I64 as u8);
-                let len = write_varint(&mut buf, zigzag(i));
-                out.extend_from_slice(&buf[..len]);
-            } else {
-                out.push(FieldType::F64 as u8);
-                out.extend_from_slice(&n.as_f64().unwrap_or(f64::NAN).to_le_bytes());
-            }
+        Arg::U64(u) => {
+            out.push(FieldType::U64 as u8);
+            let len = write_varint(&mut buf, *u);
+            out.extend_from_slice(&buf[..len]);
         }
-        Value::Bool(b) => {
+        Arg::I64(i) => {
+            out.push(FieldType::I64 as u8);
+            let len = write_varint(&mut buf, zigzag(*i));
+            out.extend_from_slice(&buf[..len]);
+        }
+        Arg::F64(f) => {
+            out.push(FieldType::F64 as u8);
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+        Arg::Bool(b) => {
             out.push(FieldType::Bool as u8);
             out.push(u8::from(*b));
         }
-        Value::String(s) => string(s, out),
-        Value::Null => string("null", out),
-        other => string(&other.to_string(), out),
+        Arg::Str(s) => string(s, out),
+        Arg::Json(s) => string(s, out),
     }
 }
 
@@ -79,3 +60,29 @@ pub(crate) fn fnv(basis: u64, parts: &[&[u8]]) -> u64 {
     let step = |h: u64, b: &u8| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
     parts.iter().fold(basis, |h, p| p.iter().fold(step(h, &0xff), step))
 }
+
+/// FNV-1a as a `Hasher`, for the maps looked up once per event (callsites, threads): short
+/// keys, hashed far faster than by SipHash, and no input here is chosen to collide.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+/// A map hashed with [`Fnv`].
+pub(crate) type FnvMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;

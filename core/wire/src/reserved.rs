@@ -46,6 +46,11 @@ pub const STEP: &str = "step";
 /// The name of the spans `waffle::step!`, `waffle.step` and `WAFFLE_STEP` record.
 pub const STEP_SPAN: &str = "step";
 
+/// `str`, on a device queue's span (a kernel, a copy): the name of the host operation that
+/// launched it, as a conversion of another tool's profile gives it (the PyTorch profiler's
+/// `cpu_op` with the kernel's `External id`). `diff` pairs kernels of different names by it.
+pub const LAUNCH_OP: &str = "launch.op";
+
 /// Device tracks: a named timeline in a clock of its own (a GPU queue, an accelerator), whose
 /// slices the host records after the fact in device ticks. Three kinds of event, each an
 /// ordinary EVENT known by its callsite's name or schema; `docs/wire-format.md` ("Reserved

@@ -31,10 +31,10 @@ fn ok(args: &[&str]) -> (String, String) {
 }
 
 /// A profile in the PyTorch profiler's shape: `steps` steps on one host thread, each running
-/// the ops of `kernels` (name, µs), each op launching its kernel on GPU 0's stream 7 through
-/// `cudaLaunchKernel` (a correlation and an `ac2g` flow), a copy after the kernels, and the
-/// step on the GPU as an annotation around its work.
-fn profile(steps: u32, kernels: &[(&str, f64)]) -> Json {
+/// the ops of `kernels` (op, kernel, µs), each op launching its kernel on GPU 0's stream 7
+/// through `cudaLaunchKernel` (a correlation, an `ac2g` flow, the op's External id on the
+/// kernel), a copy after the kernels, and the step on the GPU as an annotation around its work.
+fn profile(steps: u32, kernels: &[(&str, &str, f64)]) -> Json {
     let mut ev = vec![
         json!({"ph": "M", "name": "process_name", "pid": 4242, "tid": 0, "args": {"name": "python3"}}),
         json!({"ph": "M", "name": "thread_name", "pid": 4242, "tid": 4243, "args": {"name": "main"}}),
@@ -47,14 +47,12 @@ fn profile(steps: u32, kernels: &[(&str, f64)]) -> Json {
         let mut host = t0 + 2.0;
         let mut gpu = t0 + 50.0;
         let gpu0 = gpu;
-        for (name, us) in kernels.iter().copied().chain([("Memcpy DtoD (Device -> Device)", 3.5)]) {
+        for (op, name, us) in
+            kernels.iter().copied().chain([("aten::copy_", "Memcpy DtoD (Device -> Device)", 3.5)])
+        {
             let copy = name.starts_with("Memcpy");
-            let (op, launch, cat) = if copy {
-                ("aten::copy_", "cudaMemcpyAsync", "gpu_memcpy")
-            } else {
-                ("aten::op", "cudaLaunchKernel", "kernel")
-            };
-            let op = if copy { op.to_owned() } else { format!("aten::{name}") };
+            let (launch, cat) =
+                if copy { ("cudaMemcpyAsync", "gpu_memcpy") } else { ("cudaLaunchKernel", "kernel") };
             ev.push(json!({"ph": "X", "cat": "cpu_op", "name": op, "pid": 4242, "tid": 4243, "ts": host, "dur": 20.0,
                 "args": {"External id": ext, "Input Dims": [[8, 64], [64, 64]], "Sequence number": ext}}));
             ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": launch, "pid": 4242, "tid": 4243, "ts": host + 5.0,
@@ -94,8 +92,26 @@ fn write_gz(path: &Path, v: &Json) {
     std::fs::write(path, gz.finish().unwrap()).unwrap();
 }
 
-const BASE: [(&str, f64); 4] = [("sm90_gemm", 100.0), ("bias", 10.0), ("gelu", 20.0), ("layer_norm", 30.0)];
-const NEW: [(&str, f64); 3] = [("sm90_gemm", 150.0), ("bias_gelu", 28.0), ("layer_norm", 30.0)];
+const BASE: [(&str, &str, f64); 4] = [
+    ("aten::mm", "sm90_gemm", 100.0),
+    ("aten::add", "bias", 10.0),
+    ("aten::gelu", "gelu", 20.0),
+    ("aten::layer_norm", "layer_norm", 30.0),
+];
+const NEW: [(&str, &str, f64); 3] = [
+    ("aten::mm", "sm90_gemm", 150.0),
+    ("triton_poi_fused_add_gelu", "bias_gelu", 28.0),
+    ("aten::layer_norm", "layer_norm", 30.0),
+];
+/// The base model on another vendor's GPU: its GEMM under another name, as slow as twice the
+/// base's, and its layer norm split in two.
+const OTHER: [(&str, &str, f64); 5] = [
+    ("aten::mm", "Cijk_Ailk_Bljk_SB_MT128x128", 200.0),
+    ("aten::add", "bias", 10.0),
+    ("aten::gelu", "gelu", 20.0),
+    ("aten::layer_norm", "layer_norm_stats", 12.0),
+    ("aten::layer_norm", "layer_norm_apply", 14.0),
+];
 
 #[test]
 fn diff_compares_the_gpu_work_of_two_profiles() {
@@ -131,9 +147,34 @@ fn diff_compares_the_gpu_work_of_two_profiles() {
     assert_eq!(report["base"]["files"], json!([a]));
 
     let (text, _) = ok(&["diff", "--cpu", a, b]);
-    assert!(text.contains("aten::sm90_gemm") && text.contains("cudaLaunchKernel"), "{text}");
+    assert!(text.contains("aten::mm") && text.contains("cudaLaunchKernel"), "{text}");
     let aten = text.lines().find(|l| l.trim_start().starts_with("aten::layer_norm ")).unwrap();
     assert!(aten.contains("matched"), "{aten}");
+}
+
+#[test]
+fn kernels_of_different_names_pair_by_the_op_that_launched_them() {
+    let d = dir("vendors");
+    let (a, b) = (d.join("nvidia.json"), d.join("amd.json"));
+    write_json(&a, &profile(4, &BASE));
+    write_json(&b, &profile(4, &OTHER));
+    let (json, _) = ok(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--json"]);
+    let report: Json = serde_json::from_str(&json).unwrap();
+    let rows = report["kernels"].as_array().unwrap();
+    let row = |name: &str| {
+        rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no row {name}: {json}"))
+    };
+    // Times that disagree (2x) and names that differ: paired by aten::mm all the same.
+    assert_eq!(
+        (&row("sm90_gemm")["status"], &row("sm90_gemm")["partners"]),
+        (&json!("renamed"), &json!(["Cijk_Ailk_Bljk_SB_MT128x128"]))
+    );
+    assert_eq!(row("Cijk_Ailk_Bljk_SB_MT128x128")["partners"], json!(["sm90_gemm"]));
+    assert_eq!(
+        (&row("layer_norm")["status"], &row("layer_norm")["partners"]),
+        (&json!("split"), &json!(["layer_norm_stats", "layer_norm_apply"]))
+    );
+    assert_eq!(row("gelu")["status"], "matched");
 }
 
 #[test]
@@ -215,7 +256,6 @@ fn bad_and_cut_profiles() {
     let (_, stderr) = ok(&[cut.to_str().unwrap(), "-o", out.to_str().unwrap()]);
     assert!(stderr.contains("warning") && stderr.contains("cut short"), "{stderr}");
     let back: Json = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    let ops =
-        back["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "aten::sm90_gemm").count();
+    let ops = back["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "aten::mm").count();
     assert!(ops > 0 && ops < 8, "some steps, not all: {ops}");
 }

@@ -8,11 +8,15 @@ use crate::{
     event::{Arg, Args, Event},
     place::{Key, Meta, Places},
     sites::{Sites, FLOW, LAUNCH},
-    values::{encode, fnv, ns},
+    values::{encode, fnv, ns, FnvMap},
     OpenOutput,
 };
-use std::{borrow::Cow, collections::HashMap, io};
-use waffle_wire::reserved::track::DEVICE_TID_BASE;
+use std::{
+    borrow::Cow,
+    collections::{HashMap, VecDeque},
+    io,
+};
+use waffle_wire::reserved::{track::DEVICE_TID_BASE, LAUNCH_OP};
 
 /// Categories whose events ran on a device (a GPU stream), in the profiler's dialect and its
 /// older spellings: their threads are device queues.
@@ -25,6 +29,16 @@ const LAUNCH_FLOW_CAT: &str = "ac2g";
 
 /// The argument that pairs a runtime launch with the device work it launched.
 pub(crate) const CORRELATION: &str = "correlation";
+
+/// The argument the profiler gives an operation and the device work launched inside it.
+const EXTERNAL_ID: &str = "External id";
+
+/// The category of the profiler's host operations (`aten::mm`...).
+const CPU_OP: &str = "cpu_op";
+
+/// Operations remembered by their `External id` for the device work they launch, which comes
+/// within a few thousand events of them.
+const OPS_KEPT: usize = 1 << 16;
 
 /// Events the conversion could not keep, by reason, for one warning each.
 #[derive(Debug, Default)]
@@ -55,6 +69,12 @@ pub(crate) struct Collector<'a> {
     pub events: u64,
     /// Set when the conversion must stop; later events are not read.
     pub stop: Option<Stop>,
+    /// Recent host operations by `External id` (their names numbered in `op_names`), oldest
+    /// first in `op_order`.
+    ops: FnvMap<u64, u32>,
+    op_order: VecDeque<u64>,
+    op_names: FnvMap<String, u32>,
+    op_list: Vec<String>,
     fields: Vec<u8>,
 }
 
@@ -78,6 +98,10 @@ impl<'a> Collector<'a> {
             skipped: Skipped::default(),
             events: 0,
             stop: None,
+            ops: FnvMap::default(),
+            op_order: VecDeque::new(),
+            op_names: FnvMap::default(),
+            op_list: Vec::new(),
             fields: Vec::new(),
         }
     }
@@ -117,7 +141,10 @@ impl<'a> Collector<'a> {
             Err(e) => return self.stop = Some(Stop::Io(e)),
         };
         let name = ev.name.text();
-        let args = ev.args.0;
+        let mut args = ev.args.0;
+        if !flow {
+            self.launching_op(&name, &cat, device, &mut args);
+        }
         match &*ph {
             "X" => {
                 let dur = ev.dur.as_f64().unwrap_or(0.0);
@@ -140,6 +167,43 @@ impl<'a> Collector<'a> {
             }
             // Instants and counters: an event with the arguments as fields.
             _ => self.item(thread, (What::Instant, at, at), (&name, &cat), args, None),
+        }
+    }
+
+    /// Notes a host operation by its `External id`, or gives device work the name of the
+    /// operation with its `External id` (the one that launched it) as its `launch.op` field.
+    fn launching_op<'e>(
+        &mut self,
+        name: &str,
+        cat: &str,
+        device: bool,
+        args: &mut Vec<(Cow<'e, str>, Arg<'e>)>,
+    ) {
+        let Some(ext) = args.iter().find(|(k, _)| k == EXTERNAL_ID).and_then(|(_, v)| v.as_u64()) else {
+            return;
+        };
+        if device {
+            if let Some(&op) = self.ops.get(&ext) {
+                let key = Cow::Borrowed(LAUNCH_OP);
+                let at = args.partition_point(|(k, _)| *k < key);
+                args.insert(at, (key, Arg::Str(Cow::Owned(self.op_list[op as usize].clone()))));
+            }
+        } else if cat == CPU_OP {
+            let op = match self.op_names.get(name) {
+                Some(&op) => op,
+                None => {
+                    self.op_list.push(name.to_owned());
+                    self.op_names.insert(name.to_owned(), self.op_list.len() as u32 - 1);
+                    self.op_list.len() as u32 - 1
+                }
+            };
+            if self.ops.insert(ext, op).is_none() {
+                self.op_order.push_back(ext);
+                if self.op_order.len() > OPS_KEPT {
+                    let old = self.op_order.pop_front().expect("longer than the bound");
+                    self.ops.remove(&old);
+                }
+            }
         }
     }
 

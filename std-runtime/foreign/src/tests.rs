@@ -22,7 +22,7 @@ const PROFILE: &str = r#"{
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 101, "ts": 25.0, "dur": 4.0, "args": {"correlation": 55, "cbid": 211}},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 100, "tid": 101, "ts": 40.0, "dur": 3.0, "args": {"correlation": 56, "cbid": 41}},
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm_backward", "pid": 100, "tid": 101, "ts": 60.0, "dur": 20.0, "args": {"External id": 3}},
-    {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 30.0, "dur": 12.25, "args": {"correlation": 55, "device": 0, "stream": 7, "grid": [4, 1, 1]}},
+    {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 30.0, "dur": 12.25, "args": {"correlation": 55, "External id": 2, "device": 0, "stream": 7, "grid": [4, 1, 1]}},
     {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7, "ts": 45.0, "dur": 2.0, "args": {"correlation": 56, "bytes": 4096}},
     {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#1", "pid": 0, "tid": 7, "ts": 29.0, "dur": 20.0},
     {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 55, "pid": 100, "tid": 101, "ts": 25.0},
@@ -121,6 +121,9 @@ fn a_profile_keeps_threads_nesting_causes_and_steps() {
     assert!(kernel.correlation.is_some() && kernel.correlation != memcpy.correlation);
     assert_eq!((kernel.parent, memcpy.parent), (Some(gpu_step.id), Some(gpu_step.id)));
     assert_eq!(kernel.end_ns - kernel.start_ns, 12_250);
+    // The operation that launched it, by its External id; the copy's launch has none.
+    assert_eq!(field(kernel, "launch.op"), &Value::Str("aten::mm".into()));
+    assert!(memcpy.callsite.field_index("launch.op").is_none());
 
     // The forward-backward flow: an event inside each op, the backward's caused by the
     // forward's; the ac2g flow adds nothing.

@@ -33,11 +33,14 @@ pub enum Status {
     /// A base kernel split: this base kernel became the named new kernels, or this new kernel
     /// is a part of the named base kernel.
     Split(Vec<String>),
+    /// The same host operation launched it on one side and the named kernel on the other: the
+    /// same work under another name (another vendor's or library's kernel).
+    Renamed(Vec<String>),
 }
 
 impl Status {
     /// Its name in the JSON and the text: `matched`, `other_steps`, `missing_in_new`,
-    /// `missing_in_base`, `fused`, `split`.
+    /// `missing_in_base`, `fused`, `split`, `renamed`.
     pub fn name(&self) -> &'static str {
         match self {
             Status::Matched => "matched",
@@ -46,13 +49,14 @@ impl Status {
             Status::MissingInBase => "missing_in_base",
             Status::Fused(_) => "fused",
             Status::Split(_) => "split",
+            Status::Renamed(_) => "renamed",
         }
     }
 
-    /// The kernels on the other side it is paired with (fused or split), else none.
+    /// The kernels on the other side it is paired with (fused, split or renamed), else none.
     pub fn partners(&self) -> &[String] {
         match self {
-            Status::Fused(p) | Status::Split(p) => p,
+            Status::Fused(p) | Status::Split(p) | Status::Renamed(p) => p,
             _ => &[],
         }
     }
@@ -122,6 +126,7 @@ struct Sum {
     matched_steps: u64,
     fused: Vec<u32>,
     split: Vec<u32>,
+    renamed: Vec<u32>,
 }
 
 /// Every kernel name of either run, slowest regressions first (then by name).
@@ -163,12 +168,17 @@ pub(crate) fn compare(base: &Folded, new: &Folded, shapes: &Shapes, names: &Name
         }
         lone_base.sort_unstable();
         lone_new.sort_unstable();
-        for p in pair(&lone_base, &lone_new) {
+        for p in pair(&lone_base, &lone_new, &|name| names.op(name)) {
             let split = p.base.len() == 1;
+            let renamed = split && p.new.len() == 1;
             let (one, many) = if split { (&p.base, &p.new) } else { (&p.new, &p.base) };
             let mut list = |name: u32, other: &[u32]| {
                 let s = sums.entry(name).or_default();
-                let l = if split { &mut s.split } else { &mut s.fused };
+                let l = match (renamed, split) {
+                    (true, _) => &mut s.renamed,
+                    (false, true) => &mut s.split,
+                    (false, false) => &mut s.fused,
+                };
                 for o in other {
                     if !l.contains(o) {
                         l.push(*o);
@@ -196,6 +206,8 @@ pub(crate) fn compare(base: &Folded, new: &Folded, shapes: &Shapes, names: &Name
                 Status::Fused(names_of(&s.fused))
             } else if !s.split.is_empty() {
                 Status::Split(names_of(&s.split))
+            } else if !s.renamed.is_empty() {
+                Status::Renamed(names_of(&s.renamed))
             } else if b.count > 0 && n.count > 0 {
                 Status::OtherSteps
             } else if b.count > 0 {

@@ -49,8 +49,9 @@
 //!               "only_base": 0, "only_new": 0},
 //!   "kernels": [                              // slowest regressions first
 //!     {"name": "softmax", "status": "matched", // other_steps (on both sides, never in the same
-//!                                             // step), missing_in_new, missing_in_base, fused, split
-//!      "partners": [],                        // fused or split: the other side's kernels
+//!                                             // step), missing_in_new, missing_in_base, fused,
+//!                                             // split, renamed (same launching op, see align.rs)
+//!      "partners": [],                        // fused, split or renamed: the other side's kernels
 //!      "base_count": 16, "new_count": 16, "base_ns": 3200000, "new_ns": 16000000,
 //!      "base_mean_ns": 200000.0, "new_mean_ns": 1000000.0,
 //!      "ratio": 5.0,                          // new_ns / base_ns; null when base_ns is 0
@@ -61,7 +62,8 @@
 //! ```
 
 use crate::{decode::run, reader::Warning, Error};
-use collect::{lock, Msg};
+use collect::lock;
+use handoff::Msg;
 use names::Names;
 use std::{
     path::Path,
@@ -70,12 +72,13 @@ use std::{
 };
 use window::Shapes;
 
-/// How many batches of tensors (`collect::BATCH`) a run's reader may hand over before the
+/// How many batches of tensors (`handoff::BATCH`) a run's reader may hand over before the
 /// comparison takes them.
 const CHANNEL: usize = 16;
 
 pub mod align;
 mod collect;
+mod handoff;
 mod html;
 pub mod kernels;
 mod names;

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 pub(crate) struct Names {
     ids: HashMap<String, u32>,
     list: Vec<String>,
+    /// Per kernel name, the host operation that launched it (the first seen), by number.
+    ops: HashMap<u32, u32>,
 }
 
 impl Names {
@@ -25,5 +27,17 @@ impl Names {
     /// The name numbered `id`.
     pub(crate) fn get(&self, id: u32) -> &str {
         &self.list[id as usize]
+    }
+
+    /// Notes that kernel `name` was launched by the host operation `op` (the first one said
+    /// is kept).
+    pub(crate) fn set_op(&mut self, name: u32, op: &str) {
+        let op = self.intern(op);
+        self.ops.entry(name).or_insert(op);
+    }
+
+    /// The host operation that launched kernel `name`, if known.
+    pub(crate) fn op(&self, name: u32) -> Option<u32> {
+        self.ops.get(&name).copied()
     }
 }

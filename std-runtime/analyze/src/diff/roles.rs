@@ -10,8 +10,9 @@ use waffle_wire::{reserved, FieldType, Kind};
 pub(crate) enum Role {
     /// Not met yet.
     Unknown,
-    /// A span: a kernel, and a step marker when it has a `step` field (its index).
-    Kernel { name: u32, step_field: Option<u16> },
+    /// A span: a kernel, and a step marker when it has a `step` field (its index); where its
+    /// launching host operation's name is (`reserved::LAUNCH_OP`).
+    Kernel { name: u32, step_field: Option<u16>, op_field: Option<u16> },
     /// A tensor fingerprint: where its fields are.
     Tensor(TensorFields),
     /// Any other event.
@@ -40,7 +41,7 @@ pub(crate) fn role_of(c: &Callsite, names: &mut Names) -> Role {
             let step_field = find(reserved::STEP).filter(|&i| {
                 matches!(c.fields[usize::from(i)].ty, FieldType::U64 | FieldType::I64 | FieldType::Dynamic)
             });
-            Role::Kernel { name: names.intern(&c.name), step_field }
+            Role::Kernel { name: names.intern(&c.name), step_field, op_field: find(reserved::LAUNCH_OP) }
         }
         _ => match find(reserved::tensor::HASH) {
             Some(hash) => Role::Tensor(TensorFields {

@@ -14,7 +14,7 @@
 //! only. Only the counts, the first divergence and each run's first NaN or Inf are kept, so
 //! memory does not grow with the number of tensors.
 
-use super::{collect::TensorRec, names::Names, steps::NO_STEP};
+use super::{handoff::TensorRec, names::Names, steps::NO_STEP};
 use crate::model::{ItemRef, Trace, Value};
 use std::collections::{BTreeMap, HashMap};
 use waffle_wire::reserved::tensor;

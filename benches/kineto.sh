@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Other tools' traces: two PyTorch-profiler-shaped traces of SIZE_MB each (default 100; the
 # issue's bar is set at 400), made by repeating a small step (benches/kineto_profile.py), then
-# `waffle-decode diff` of the two and the Perfetto export of one, each under /usr/bin/time:
-# wall and CPU time, JSON read per CPU second, peak resident memory. Figures in
+# `waffle-decode diff` of the two and the Perfetto export of one, beside Python's json.load of
+# one, each under /usr/bin/time: wall and CPU time, JSON read per CPU second, peak resident
+# memory. Figures in
 # benches/README.md ("Other tools' traces").
 #
 #   benches/kineto.sh [SIZE_MB]
@@ -34,6 +35,8 @@ measure() { # NAME BYTES COMMAND...
             name, w, c, b / 1e6 / (c > 0 ? c : 1e-9), r / 1024 }'
 }
 
+# The baseline, in the same run: Python's json.load of one profile (C-accelerated), where the
+# Python tools made for these traces (HTA, TraceLens) start before any analysis.
+measure "python json.load (one)" "$one" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/base.json"
 measure "diff" "$bytes" "$decode" diff "$work/base.json" "$work/new.json"
 measure "perfetto export (one)" "$one" "$decode" -q "$work/base.json" -o "$work/out.pftrace"
-head -n 12 "$work/out" >/dev/null

@@ -103,8 +103,8 @@ fn events<R: Read>(s: &mut Scanner<R>, c: &mut Collector<'_>) -> Result<(), Scan
     loop {
         // Parsed where it lies in the buffer: an object ends itself, so the parser stops at
         // its close (the event's end), and says when the bytes read end inside it.
-        s.parse(|bytes| {
-            let mut one = serde_json::Deserializer::from_slice(bytes).into_iter::<Event<'_>>();
+        s.parse(|text| {
+            let mut one = serde_json::Deserializer::from_str(text).into_iter::<Event<'_>>();
             match one.next() {
                 Some(Ok(ev)) => {
                     let n = one.byte_offset();
@@ -116,7 +116,7 @@ fn events<R: Read>(s: &mut Scanner<R>, c: &mut Collector<'_>) -> Result<(), Scan
                 Some(Err(e)) => {
                     let msg = e.to_string();
                     let what = msg.rfind(" at line ").map_or(msg.clone(), |i| msg[..i].to_owned());
-                    Parsed::Failed { at: position(bytes, e.line(), e.column()), what }
+                    Parsed::Failed { at: position(text.as_bytes(), e.line(), e.column()), what }
                 }
             }
         })?;

@@ -31,11 +31,16 @@ pub(crate) struct Scanner<R> {
     len: usize,
     /// The offset of `buf[0]` in the stream.
     base: u64,
+    /// `buf[..valid]` is UTF-8 (what follows is a character cut by the end of a read, or
+    /// `bad` says where it is not).
+    valid: usize,
+    /// Where the bytes read are not UTF-8, if they are not.
+    bad: Option<usize>,
 }
 
 impl<R: Read> Scanner<R> {
     pub(crate) fn new(input: R) -> Scanner<R> {
-        Scanner { input, buf: vec![0; BUFFER], pos: 0, len: 0, base: 0 }
+        Scanner { input, buf: vec![0; BUFFER], pos: 0, len: 0, base: 0, valid: 0, bad: None }
     }
 
     /// The offset of the next byte.
@@ -51,6 +56,8 @@ impl<R: Read> Scanner<R> {
             self.base += *keep as u64;
             self.len -= *keep;
             self.pos -= *keep;
+            self.valid = self.valid.saturating_sub(*keep);
+            self.bad = self.bad.map(|b| b - *keep);
             *i -= *keep;
             *keep = 0;
         }
@@ -61,6 +68,7 @@ impl<R: Read> Scanner<R> {
             match self.input.read(&mut self.buf[self.len..]) {
                 Ok(n) => {
                     self.len += n;
+                    self.validate();
                     return Ok(n > 0);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -68,6 +76,23 @@ impl<R: Read> Scanner<R> {
                     return Err(ScanError::Cut(self.base + self.len as u64))
                 }
                 Err(e) => return Err(ScanError::Io(e)),
+            }
+        }
+    }
+
+    /// Checks the bytes read since the last check as UTF-8, once (a character cut by the end
+    /// of what is read waits for the rest).
+    fn validate(&mut self) {
+        if self.bad.is_some() {
+            return;
+        }
+        match std::str::from_utf8(&self.buf[self.valid..self.len]) {
+            Ok(_) => self.valid = self.len,
+            Err(e) => {
+                self.valid += e.valid_up_to();
+                if e.error_len().is_some() {
+                    self.bad = Some(self.valid);
+                }
             }
         }
     }
@@ -187,19 +212,32 @@ impl<R: Read> Scanner<R> {
     /// Parses the next value in place with `parse`, which is handed the bytes from the value's
     /// start to the end of what is read; when it needs more, more are read (the buffer moved
     /// and grown as for [`value`](Scanner::value)) and it is asked again.
-    pub(crate) fn parse<T>(&mut self, mut parse: impl FnMut(&[u8]) -> Parsed<T>) -> Result<T, ScanError> {
+    pub(crate) fn parse<T>(&mut self, mut parse: impl FnMut(&str) -> Parsed<T>) -> Result<T, ScanError> {
         if self.peek()?.is_none() {
             return Err(ScanError::Cut(self.offset()));
         }
         let mut start = self.pos;
         loop {
-            match parse(&self.buf[start..self.len]) {
+            let valid = self.valid.max(start);
+            // SAFETY: `buf[..self.valid]` was checked to be UTF-8 by `validate` as it was read
+            // (and moved with the bytes since), ending at a character boundary. `start` is a
+            // boundary too: `peek` stops at the first byte that is not whitespace, having
+            // skipped only ASCII whitespace and, at the start of the file, the bytes of a
+            // byte-order mark (a whole character when valid; when not, `validate` stopped
+            // `valid` at or before them). So `buf[start..valid]` is UTF-8, or empty when
+            // `start` is past `valid`.
+            let text = unsafe { std::str::from_utf8_unchecked(&self.buf[start..valid]) };
+            match parse(text) {
                 Parsed::Done(value, n) => {
                     self.pos = start + n;
                     return Ok(value);
                 }
                 Parsed::Failed { at, what } => {
                     return Err(ScanError::Bad { offset: self.base + (start + at) as u64, what });
+                }
+                Parsed::More if self.bad.is_some_and(|b| b == valid) => {
+                    let what = "bytes that are not UTF-8".to_owned();
+                    return Err(ScanError::Bad { offset: self.base + valid as u64, what });
                 }
                 Parsed::More => {
                     let mut end = self.len;
@@ -284,6 +322,46 @@ mod tests {
         let text = br#"[{"a": "b"}, {"a": "unfinished"#;
         match values(text, 5) {
             Err(ScanError::Cut(at)) => assert_eq!(at, text.len() as u64),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn values_are_parsed_in_place_as_text_across_reads_and_bad_utf8_is_named() {
+        let items = [r#"{"name": "é ünïcødé → 漢字", "n": 1}"#, r#"{"name": "plain"}"#];
+        let text = format!("[{}]", items.join(","));
+        for step in [1, 2, 3, usize::MAX] {
+            let mut s = Scanner::new(Trickle(text.as_bytes(), step));
+            s.expect(b"[", "[").unwrap();
+            let mut got = Vec::new();
+            loop {
+                let v: serde_json::Value = s
+                    .parse(|t| {
+                        let mut one = serde_json::Deserializer::from_str(t).into_iter::<serde_json::Value>();
+                        match one.next() {
+                            Some(Ok(v)) => Parsed::Done(v, one.byte_offset()),
+                            Some(Err(e)) if e.is_eof() => Parsed::More,
+                            None => Parsed::More,
+                            Some(Err(e)) => Parsed::Failed { at: 0, what: e.to_string() },
+                        }
+                    })
+                    .unwrap();
+                got.push(v["name"].as_str().unwrap().to_owned());
+                if s.expect(b",]", ", or ]").unwrap() == b']' {
+                    break;
+                }
+            }
+            assert_eq!(got, ["é ünïcødé → 漢字", "plain"], "step {step}");
+        }
+        let mut bytes = br#"[{"name": "ab"#.to_vec();
+        let at = bytes.len();
+        bytes.extend_from_slice(b"\xff\xfe\"}]");
+        let mut s = Scanner::new(Trickle(&bytes, 4));
+        s.expect(b"[", "[").unwrap();
+        match s.parse(|_| Parsed::<()>::More) {
+            Err(ScanError::Bad { offset, what }) => {
+                assert_eq!((offset, what.as_str()), (at as u64, "bytes that are not UTF-8"))
+            }
             other => panic!("{other:?}"),
         }
     }

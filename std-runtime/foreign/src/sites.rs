@@ -1,7 +1,8 @@
 //! The callsites a conversion makes: one per kind, name, category (kept as the module), field
 //! keys and correlation key, numbered once for every file the conversion writes.
 
-use crate::values::FnvMap;
+use crate::values::{Fnv, FnvMap};
+use std::hash::{Hash, Hasher};
 use waffle_wire::{
     frames::{CallsiteDesc, FieldDesc},
     FieldType, Kind,
@@ -43,12 +44,12 @@ impl Site {
     }
 }
 
-/// Every callsite made so far, found by what makes it.
+/// Every callsite made so far, found by what makes it: a hash of its parts, then the parts
+/// compared (no text is built per event).
 #[derive(Default)]
 pub(crate) struct Sites {
     pub list: Vec<Site>,
-    index: FnvMap<String, u32>,
-    id: String,
+    index: FnvMap<u64, Vec<u32>>,
 }
 
 impl Sites {
@@ -60,25 +61,24 @@ impl Sites {
         keys: impl Iterator<Item = &'k str> + Clone,
         correlate: &'static str,
     ) -> u32 {
-        let id = &mut self.id;
-        id.clear();
-        id.push(if span { 'S' } else { 'E' });
-        id.push_str(correlate);
-        for part in [name, cat] {
-            id.push('\0');
-            id.push_str(part);
+        let mut h = Fnv::default();
+        (span, correlate, name, cat).hash(&mut h);
+        keys.clone().for_each(|k| k.hash(&mut h));
+        let bucket = self.index.entry(h.finish()).or_default();
+        let same = |s: &Site| {
+            s.span == span
+                && s.correlate == correlate
+                && s.name == name
+                && s.cat == cat
+                && s.keys.iter().map(String::as_str).eq(keys.clone())
+        };
+        if let Some(&id) = bucket.iter().find(|&&id| same(&self.list[id as usize])) {
+            return id;
         }
-        for part in keys.clone() {
-            id.push('\0');
-            id.push_str(part);
-        }
-        if let Some(&s) = self.index.get(id.as_str()) {
-            return s;
-        }
-        let s = self.list.len() as u32;
+        let id = self.list.len() as u32;
         let keys = keys.map(str::to_owned).collect();
         self.list.push(Site { span, name: name.to_owned(), cat: cat.to_owned(), keys, correlate });
-        self.index.insert(id.clone(), s);
-        s
+        bucket.push(id);
+        id
     }
 }

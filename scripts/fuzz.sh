@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${FUZZ_SECONDS:-20}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(trace_reader record_stream roundtrip)
+[ ${#targets[@]} -gt 0 ] || targets=(trace_reader record_stream roundtrip chrome_json)
 
 # cargo-fuzz needs nightly flags (-Zsanitizer); without a nightly toolchain, let stable accept them.
 if cargo +nightly --version >/dev/null 2>&1; then

@@ -17,28 +17,23 @@ use std::{
     path::Path,
 };
 
-/// What the reader reads: the file, or its gzip stream decompressed.
-pub(crate) enum Source {
-    Plain(File),
-    Gzip(Box<MultiGzDecoder<BufReader<File>>>),
+/// Where a trace's bytes are: a file, or memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Input<'a> {
+    Path(&'a Path),
+    Bytes(&'a [u8]),
 }
 
-impl Source {
-    pub(crate) fn open(path: &Path, form: Option<Form>) -> io::Result<Source> {
-        let file = File::open(path)?;
-        Ok(match form {
-            Some(Form::Gzip) => Source::Gzip(Box::new(MultiGzDecoder::new(BufReader::new(file)))),
-            _ => Source::Plain(file),
+impl<'a> Input<'a> {
+    /// What the reader reads: the bytes, or their gzip stream decompressed.
+    pub(crate) fn open(self, form: Option<Form>) -> io::Result<Box<dyn Read + 'a>> {
+        let gzip = form == Some(Form::Gzip);
+        Ok(match self {
+            Input::Path(p) if gzip => Box::new(MultiGzDecoder::new(BufReader::new(File::open(p)?))),
+            Input::Path(p) => Box::new(File::open(p)?),
+            Input::Bytes(b) if gzip => Box::new(MultiGzDecoder::new(b)),
+            Input::Bytes(b) => Box::new(b),
         })
-    }
-}
-
-impl Read for Source {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Source::Plain(f) => f.read(buf),
-            Source::Gzip(g) => g.read(buf),
-        }
     }
 }
 

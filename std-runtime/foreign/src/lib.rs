@@ -94,15 +94,19 @@ pub fn sniff(path: &Path) -> io::Result<Option<Form>> {
             k => n += k,
         }
     }
-    let head = &head[..n];
+    Ok(form_of(&head[..n]))
+}
+
+/// What bytes that begin with `head` are.
+fn form_of(head: &[u8]) -> Option<Form> {
     if head.starts_with(&[0x1f, 0x8b]) {
-        return Ok(Some(Form::Gzip));
+        return Some(Form::Gzip);
     }
     let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
-    Ok(match text.iter().find(|b| !b.is_ascii_whitespace()) {
+    match text.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{' | b'[') => Some(Form::Json),
         _ => None,
-    })
+    }
 }
 
 /// Why a file could not be read.
@@ -142,17 +146,29 @@ pub struct Converted {
 /// window holds, the file is read again holding all of them, and `open` is asked again for
 /// the same numbers.
 pub fn convert(path: &Path, open: &mut OpenOutput<'_>) -> Result<Converted, Error> {
-    convert_window(path, open, emit::WINDOW)
+    convert_window(json::Input::Path(path), path, open, emit::WINDOW)
+}
+
+/// [`convert`] of a trace held in memory, plain or gzipped; `name` names it in messages (and
+/// salts its correlation values as a file's name does).
+pub fn convert_bytes(bytes: &[u8], name: &Path, open: &mut OpenOutput<'_>) -> Result<Converted, Error> {
+    convert_window(json::Input::Bytes(bytes), name, open, emit::WINDOW)
 }
 
 /// [`convert`] with a window of `window` events per thread (the tests' small windows).
-fn convert_window(path: &Path, open: &mut OpenOutput<'_>, window: usize) -> Result<Converted, Error> {
+fn convert_window(
+    input: json::Input<'_>,
+    path: &Path,
+    open: &mut OpenOutput<'_>,
+    window: usize,
+) -> Result<Converted, Error> {
     let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let salt = values::fnv(0xcbf2_9ce4_8422_2325, &[file.as_bytes()]);
-    match attempt(path, &mut *open, salt, window)? {
+    match attempt((input, path), &mut *open, salt, window)? {
         Ok(done) => Ok(done),
         Err(at) => {
-            let mut done = attempt(path, open, salt, usize::MAX)?.expect("a window of the whole file");
+            let mut done =
+                attempt((input, path), open, salt, usize::MAX)?.expect("a window of the whole file");
             done.warnings.insert(0, format!(
                 "{}: a thread's events are out of time order (by byte {at}); the file was read again holding every event, so memory grew with it",
                 path.display()
@@ -165,15 +181,18 @@ fn convert_window(path: &Path, open: &mut OpenOutput<'_>, window: usize) -> Resu
 /// One reading with a window of `window` events per thread; `Err(offset)` when the events
 /// came out of order by more than it.
 fn attempt(
-    path: &Path,
+    (input, path): (json::Input<'_>, &Path),
     open: &mut OpenOutput<'_>,
     salt: u64,
     window: usize,
 ) -> Result<Result<Converted, u64>, Error> {
     let io_err = |source| Error::Io { path: path.to_owned(), source };
-    let form = sniff(path).map_err(io_err)?;
+    let form = match input {
+        json::Input::Path(p) => sniff(p).map_err(io_err)?,
+        json::Input::Bytes(b) => form_of(&b[..b.len().min(64)]),
+    };
     let of = if form == Some(Form::Gzip) { " of the decompressed JSON" } else { "" };
-    let source = json::Source::open(path, form).map_err(io_err)?;
+    let source = input.open(form).map_err(io_err)?;
     let mut c = collect::Collector::new(open, salt, window);
     c.meta.salt = salt;
     let mut warnings = Vec::new();

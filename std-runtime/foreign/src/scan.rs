@@ -57,7 +57,12 @@ impl<R: Read> Scanner<R> {
             self.len -= *keep;
             self.pos -= *keep;
             self.valid = self.valid.saturating_sub(*keep);
-            self.bad = self.bad.map(|b| b - *keep);
+            // Bytes that were not UTF-8 but were let go (a broken byte-order mark skipped):
+            // what is left is checked again from the front.
+            self.bad = match self.bad {
+                Some(b) if b >= *keep => Some(b - *keep),
+                _ => None,
+            };
             *i -= *keep;
             *keep = 0;
         }
@@ -364,5 +369,19 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_broken_byte_order_mark_let_go_is_not_held_against_the_rest() {
+        // The first two bytes of a byte-order mark, then an event: the mark is skipped, and
+        // the event parses once it is read (the case the fuzzer found).
+        let mut s = Scanner::new(Trickle(b"\xef\xbb[{\"a\": 1}]", 3));
+        s.expect(b"[", "[").unwrap();
+        let v = s.parse(|t| match serde_json::from_str::<serde_json::Value>(t.trim_end_matches(']')) {
+            Ok(v) => Parsed::Done(v, t.len() - 1),
+            Err(e) if e.is_eof() => Parsed::More,
+            Err(e) => Parsed::Failed { at: 0, what: e.to_string() },
+        });
+        assert_eq!(v.unwrap(), serde_json::json!({"a": 1}));
     }
 }

@@ -47,6 +47,7 @@ fn convert_at(path: &Path, window: usize) -> Result<(Converted, Vec<Vec<u8>>), E
     let stem = path.file_name().unwrap().to_string_lossy().into_owned();
     let out = |i: usize| d.join(format!("{stem}.{i}.bin"));
     let done = convert_window(
+        json::Input::Path(path),
         path,
         &mut |i, _| Ok(Box::new(std::fs::File::create(out(i))?) as Box<dyn Write>),
         window,
@@ -322,5 +323,40 @@ fn events_across_the_reads_of_a_large_file_are_all_kept() {
             (format!("op{i}").as_str(), &Value::Str("ab\"c".repeat(i % 97)))
         );
         assert_eq!(s.fields[0], Value::U64(i as u64));
+    }
+}
+
+#[test]
+fn bytes_in_memory_convert_as_the_file_does() {
+    let d = dir("memory");
+    let path = d.join("memory.json");
+    std::fs::write(&path, PROFILE).unwrap();
+    let from_file = convert_at(&path, emit::WINDOW).unwrap().1;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(PROFILE.as_bytes()).unwrap();
+    for bytes in [PROFILE.as_bytes().to_vec(), gz.finish().unwrap()] {
+        let outs = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = std::rc::Rc::clone(&outs);
+        convert_bytes(&bytes, &path, &mut |_, _| {
+            let shared = Shared(std::rc::Rc::new(std::cell::RefCell::new(Vec::new())));
+            sink.borrow_mut().push(std::rc::Rc::clone(&shared.0));
+            Ok(Box::new(shared) as Box<dyn Write>)
+        })
+        .unwrap();
+        let got: Vec<Vec<u8>> = outs.borrow().iter().map(|o| o.borrow().clone()).collect();
+        assert_eq!(got, from_file);
+    }
+}
+
+/// A writer into a buffer the test keeps.
+struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@ The profile is written here in the dialect's shape (the facts are in the crate d
 between them, the op's `External id` on the kernel), a copy, a forward-backward flow, and the
 profiler's metadata naming the processes and threads. It is gzipped, as the profiler writes it.
 
-Checked: every kernel and copy is a slice on its stream's own thread track, at the time and for
+Checked: every kernel and copy is a slice on its stream's own device track, at the time and for
 the duration the profile gives (to the nanosecond); each has exactly one arrow into it, from
 the runtime call that launched it; the backward op's flow comes from inside the forward op; the
 steps are slices of the host thread holding their ops.
@@ -84,15 +84,22 @@ def converted(tmp_path_factory):
 
 
 def named(tracks, name):
-    found = [t for t in tracks.values() if t.descriptor.HasField("thread") and t.descriptor.thread.thread_name == name]
-    assert len(found) == 1, f"one thread track named {name!r}: {[t.descriptor for t in tracks.values()]}"
+    """The track of a thread named `name`, or of a device timeline (a named track under its
+    process, not a thread's)."""
+    def name_of(d):
+        return d.thread.thread_name if d.HasField("thread") else d.name
+    found = [t for t in tracks.values() if name_of(t.descriptor) == name]
+    assert len(found) == 1, f"one track named {name!r}: {[t.descriptor for t in tracks.values()]}"
     return found[0]
 
 
 def test_kernels_on_their_streams_at_their_times(converted):
     tracks, _, device = converted
     for stream in (7, 13):
-        track = named(tracks, f"GPU 0 stream {stream}")
+        # A device track: a named track under the process, as a recorded `waffle::Track` is.
+        track = named(tracks, f"GPU 0 / stream {stream}")
+        assert not track.descriptor.HasField("thread")
+        assert tracks[track.descriptor.parent_uuid].descriptor.process.pid == 321
         got = [(s.name, s.ts, s.end - s.ts) for s in track.slices]
         want = [(name, ts, dur) for (st, name, ts, dur) in device if st == stream]
         assert got == want
@@ -101,7 +108,7 @@ def test_kernels_on_their_streams_at_their_times(converted):
 def test_each_kernel_has_one_arrow_from_its_launch(converted):
     tracks, flowing, device = converted
     arrows = flow_arrows(flowing)
-    gpu = {u for u, t in tracks.items() if t.descriptor.HasField("thread") and t.descriptor.thread.thread_name.startswith("GPU 0")}
+    gpu = {u for u, t in tracks.items() if t.descriptor.name.startswith("GPU 0")}
     into = {}
     for a, b in arrows:
         if getattr(b, "track", None) in gpu:

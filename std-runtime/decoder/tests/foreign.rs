@@ -184,7 +184,7 @@ fn every_format_takes_a_profile_and_keeps_its_launches() {
     let input = d.join("run.json.gz");
     write_gz(&input, &p);
     let input = input.to_str().unwrap();
-    for ext in ["pftrace", "otlp.pb", "otlp.json", "jaeger.json", "zipkin.json", "chrome.json"] {
+    for ext in ["pftrace", "otlp.pb", "otlp.json", "jaeger.json", "zipkin.json", "chrome.json", "xplane.pb"] {
         let out = d.join(format!("run.{ext}"));
         let (_, stderr) = ok(&[input, "-o", out.to_str().unwrap()]);
         assert!(
@@ -203,7 +203,10 @@ fn every_format_takes_a_profile_and_keeps_its_launches() {
         .iter()
         .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == gemms[0]["tid"])
         .unwrap();
-    assert_eq!(stream["args"]["name"], "GPU 0 stream 7");
+    assert_eq!(stream["args"]["name"], "GPU 0 / stream 7");
+    // XSpace: the streams on the GPU's plane, as device tracks are.
+    let xspace = std::fs::read(d.join("run.xplane.pb")).unwrap();
+    assert!(xspace.windows(13).any(|w| w == b"/device:GPU:0"), "no GPU plane");
     let flows = ev.iter().filter(|e| e["ph"] == "f").count();
     assert!(flows >= 2 * (BASE.len() + 1), "a flow into each kernel and copy: {flows}");
 }

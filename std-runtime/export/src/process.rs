@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use crate::decode::{
     stream::{FileEnd, Header},
+    track::DEVICE_TID_BASE,
     ProcessStats,
 };
 
@@ -35,7 +36,8 @@ pub(crate) struct ThreadInfo {
     pub(crate) name: String,
     /// Records dropped on it.
     pub(crate) dropped: u64,
-    /// Whether it is a device track's (`decode::Sink::device_track`), not an OS thread.
+    /// Whether it is a device track's (`decode::Sink::device_track`), or another device
+    /// timeline's (a tid from `DEVICE_TID_BASE` up), not an OS thread.
     pub(crate) device: bool,
 }
 
@@ -58,10 +60,12 @@ impl ProcessInfo {
         self.threads.push(ThreadInfo::default());
     }
 
-    /// A thread's OS id and name.
+    /// A thread's OS id and name. A tid from `DEVICE_TID_BASE` up is a device's timeline (a
+    /// GPU stream of another tool's profile, converted), drawn as a device track is.
     pub(crate) fn thread_named(&mut self, thread: usize, tid: u64, name: &str) {
         let t = &mut self.threads[thread];
         t.tid = tid;
+        t.device |= tid >= DEVICE_TID_BASE;
         name.clone_into(&mut t.name);
     }
 

@@ -26,7 +26,9 @@
 //! - **device queues**: the threads of kernels, copies, sets and GPU annotations (a GPU
 //!   stream) join the host process as threads of their own, with thread ids from
 //!   [`DEVICE_TID_BASE`](waffle_wire::reserved::track::DEVICE_TID_BASE) up, named after the
-//!   device and the stream; a profile that lists its devices says how many in the
+//!   device and the stream (`GPU 0 / stream 7`), which the exports draw as they draw device
+//!   tracks (Perfetto: a track under the process; XSpace: a line of the `/device:GPU:0`
+//!   plane); a profile that lists its devices says how many in the
 //!   `device.queues` label, which makes `diff` compare the device's work;
 //! - **steps**: a slice named `ProfilerStep#N` becomes a span `ProfilerStep` whose first field
 //!   `step` is N, which makes it a step marker for every reader (one callsite for all steps);

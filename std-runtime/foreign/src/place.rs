@@ -180,7 +180,7 @@ impl<'a> Places<'a> {
             let device =
                 self.process_names.get(pid).cloned().unwrap_or_else(|| format!("device {}", pid_name(pid)));
             let queue = given.cloned().unwrap_or_else(|| format!("stream {}", pid_name(tid)));
-            format!("{device} {}", queue.trim())
+            format!("{device} / {}", queue.trim())
         } else if !matches!(pid, Key::Int(p) if *p as u32 == home.pid) {
             given.cloned().unwrap_or_else(|| format!("{} {}", pid_name(pid), pid_name(tid)))
         } else {

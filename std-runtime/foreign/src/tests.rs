@@ -94,7 +94,7 @@ fn a_profile_keeps_threads_nesting_causes_and_steps() {
     assert_eq!((p.header.pid, p.header.name.as_str(), p.header.label("rank")), (100, "python3", Some("3")));
     // The host thread, then GPU 0's stream 7.
     let names: Vec<_> = p.threads.iter().map(|t| (t.tid, t.name.as_str())).collect();
-    assert_eq!(names, [(101, "main"), (DEVICE_TID_BASE, "GPU 0 stream 7")]);
+    assert_eq!(names, [(101, "main"), (DEVICE_TID_BASE, "GPU 0 / stream 7")]);
     assert_eq!(p.header.label("device.queues"), Some("1"), "one device listed");
 
     let step = span(p, "ProfilerStep");
@@ -177,8 +177,8 @@ fn overlapping_streams_are_threads_of_their_own_and_overlap_on_one_is_cut() {
         tids,
         [
             (9, "", 1),
-            (DEVICE_TID_BASE, "device 1 stream 7", 2),
-            (DEVICE_TID_BASE + 1, "device 1 stream 8", 1)
+            (DEVICE_TID_BASE, "device 1 / stream 7", 2),
+            (DEVICE_TID_BASE + 1, "device 1 / stream 8", 1)
         ]
     );
     let c = span(p, "c");

@@ -18,7 +18,7 @@ use super::{
     steps::{Steps, NO_STEP},
     window::{Folded, Shapes, Window},
 };
-use crate::decode::stream::{FileEnd, Header, Item, Sink};
+use crate::decode::stream::{FileEnd, Hand, Header, Item, Sink};
 use crate::model::Callsite;
 use std::{
     collections::HashSet,
@@ -168,6 +168,19 @@ fn settle((run, window, tensors): (&mut Run, &mut Window, &mut Tensors<'_>), ste
 
 impl Sink for FileSink<'_> {
     type Span = Open;
+
+    /// Field values are decoded only where they are read: tensors, step markers, kernels that
+    /// say their launching operation (see `hand`).
+    const FIELDS: bool = false;
+
+    fn hand(&mut self, index: u32, callsite: &Arc<Callsite>) -> Hand {
+        match self.role(index, callsite) {
+            Role::Kernel { step_field: None, op_field: None, .. } | Role::Other | Role::Unknown => {
+                Hand::Referring
+            }
+            Role::Kernel { .. } | Role::Tensor(_) => Hand::Every,
+        }
+    }
 
     fn process(&mut self, _source: &str, header: &Header) {
         self.conv = self.fixed.unwrap_or(header.calibration).converter();

@@ -8,7 +8,7 @@ use crate::{
     event::{Arg, Args, Event},
     place::{Key, Meta, Places},
     sites::{Sites, FLOW, LAUNCH},
-    values::{encode, fnv, ns, FnvMap},
+    values::{encode, fnv, ns, FastMap},
     OpenOutput,
 };
 use std::{
@@ -71,9 +71,9 @@ pub(crate) struct Collector<'a> {
     pub stop: Option<Stop>,
     /// Recent host operations by `External id` (their names numbered in `op_names`), oldest
     /// first in `op_order`.
-    ops: FnvMap<u64, u32>,
+    ops: FastMap<u64, u32>,
     op_order: VecDeque<u64>,
-    op_names: FnvMap<String, u32>,
+    op_names: FastMap<String, u32>,
     op_list: Vec<String>,
     fields: Vec<u8>,
 }
@@ -98,9 +98,9 @@ impl<'a> Collector<'a> {
             skipped: Skipped::default(),
             events: 0,
             stop: None,
-            ops: FnvMap::default(),
+            ops: FastMap::default(),
             op_order: VecDeque::new(),
-            op_names: FnvMap::default(),
+            op_names: FastMap::default(),
             op_list: Vec::new(),
             fields: Vec::new(),
         }

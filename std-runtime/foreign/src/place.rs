@@ -6,7 +6,7 @@
 use crate::{
     emit::Emit,
     event::Lenient,
-    values::{fnv, FnvMap},
+    values::{fnv, FastMap},
     OpenOutput,
 };
 use std::{collections::HashMap, io};
@@ -73,7 +73,7 @@ pub(crate) struct Places<'a> {
     /// Where each output file goes, asked when a process is met.
     open: &'a mut OpenOutput<'a>,
     pub processes: Vec<Process>,
-    threads: FnvMap<(Key, Key), usize>,
+    threads: FastMap<(Key, Key), usize>,
     /// Output by the pid it was made for.
     outputs: HashMap<Key, usize>,
     /// The first host process, which device queues and named rows join.
@@ -102,7 +102,7 @@ impl<'a> Places<'a> {
         Places {
             open,
             processes: Vec::new(),
-            threads: FnvMap::default(),
+            threads: FastMap::default(),
             outputs: HashMap::new(),
             main: None,
             process_names: HashMap::new(),

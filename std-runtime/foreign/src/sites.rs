@@ -1,7 +1,7 @@
 //! The callsites a conversion makes: one per kind, name, category (kept as the module), field
 //! keys and correlation key, numbered once for every file the conversion writes.
 
-use crate::values::{Fnv, FnvMap};
+use crate::values::{FastHash, FastMap};
 use std::hash::{Hash, Hasher};
 use waffle_wire::{
     frames::{CallsiteDesc, FieldDesc},
@@ -49,7 +49,7 @@ impl Site {
 #[derive(Default)]
 pub(crate) struct Sites {
     pub list: Vec<Site>,
-    index: FnvMap<u64, Vec<u32>>,
+    index: FastMap<u64, Vec<u32>>,
 }
 
 impl Sites {
@@ -61,7 +61,7 @@ impl Sites {
         keys: impl Iterator<Item = &'k str> + Clone,
         correlate: &'static str,
     ) -> u32 {
-        let mut h = Fnv::default();
+        let mut h = FastHash::default();
         (span, correlate, name, cat).hash(&mut h);
         keys.clone().for_each(|k| k.hash(&mut h));
         let bucket = self.index.entry(h.finish()).or_default();

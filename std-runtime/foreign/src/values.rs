@@ -1,5 +1,5 @@
 //! Values as the format writes them: arguments as dynamic field values, microseconds as
-//! nanoseconds; FNV-1a for salts and correlation values.
+//! nanoseconds; FNV-1a for salts and correlation values; the hasher of the per-event maps.
 
 use crate::event::Arg;
 use waffle_wire::{write_varint, zigzag, FieldType, MAX_STR_LEN, MAX_VARINT_LEN};
@@ -61,28 +61,53 @@ pub(crate) fn fnv(basis: u64, parts: &[&[u8]]) -> u64 {
     parts.iter().fold(basis, |h, p| p.iter().fold(step(h, &0xff), step))
 }
 
-/// FNV-1a as a `Hasher`, for the maps looked up once per event (callsites, threads): short
-/// keys, hashed far faster than by SipHash, and no input here is chosen to collide.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Fnv(u64);
+/// A multiply-rotate `Hasher` eight bytes at a time (FxHash's rule), for the maps looked up once
+/// per event (callsites, threads, operations): short keys, hashed far faster than by SipHash
+/// or byte by byte, and no input here is chosen to collide.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FastHash(u64);
 
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
+impl FastHash {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
-impl std::hash::Hasher for Fnv {
+impl std::hash::Hasher for FastHash {
     fn finish(&self) -> u64 {
         self.0
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("eight bytes")));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last) ^ (rest.len() as u64) << 59);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
+    #[inline]
+    fn write_u8(&mut self, v: u8) {
+        self.add(u64::from(v));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
     }
 }
 
-/// A map hashed with [`Fnv`].
-pub(crate) type FnvMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+/// A map hashed with [`FastHash`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHash>>;

@@ -12,6 +12,8 @@
 # Needs /usr/bin/time (Debian package `time`). Figures in benches/README.md ("diff").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/time_v.sh
+source benches/time_v.sh
 steps="${1:-400000}"
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --release -p waffle-decode --bin waffle-decode -p waffle-std --example diff_model
@@ -30,9 +32,7 @@ measure() { # NAME STEPS TENSOR-EVERY
     "$decode" diff "$work/base.bin" "$work/new.bin" --json >/dev/null
     /usr/bin/time -v "$decode" diff "$work/base.bin" "$work/new.bin" --json >"$work/out.json" 2>"$work/time.txt"
     local wall cpu rss
-    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt")
-    cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$work/time.txt")
-    rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
+    read -r wall cpu rss < <(time_v "$work/time.txt")
     # Two threads read the runs: their CPU time, summed, is the time on one core (wall time
     # also counts waiting for a core on a busy machine).
     awk -v name="$name" -v b="$bytes" -v w="$wall" -v c="$cpu" -v r="$rss" 'BEGIN {

@@ -10,6 +10,8 @@
 set -euo pipefail
 size="${1:-100}"
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/time_v.sh
+source benches/time_v.sh
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --release -q -p waffle-decode --bin waffle-decode
 decode="$target/release/waffle-decode"
@@ -27,9 +29,7 @@ measure() { # NAME BYTES COMMAND...
     shift 2
     /usr/bin/time -v "$@" >"$work/out" 2>"$work/time.txt"
     local wall cpu rss
-    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$work/time.txt")
-    cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$work/time.txt")
-    rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$work/time.txt")
+    read -r wall cpu rss < <(time_v "$work/time.txt")
     awk -v name="$name" -v w="$wall" -v c="$cpu" -v r="$rss" -v b="$b" 'BEGIN {
         printf "  %-22s %6.2f s wall  %6.2f s CPU  %6.1f MB/s per CPU s  peak RSS %7.1f MiB\n",
             name, w, c, b / 1e6 / (c > 0 ? c : 1e-9), r / 1024 }'

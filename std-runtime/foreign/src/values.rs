@@ -64,6 +64,8 @@ pub(crate) fn fnv(basis: u64, parts: &[&[u8]]) -> u64 {
 /// A multiply-rotate `Hasher` eight bytes at a time (FxHash's rule), for the maps looked up once
 /// per event (callsites, threads, operations): short keys, hashed far faster than by SipHash
 /// or byte by byte, and no input here is chosen to collide.
+/// `waffle_read::id_hash::IdHash` was measured in its place: the conversion took 12 to 16 %
+/// longer (its round per word is made for ids, and its per-map random key buys nothing here).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FastHash(u64);
 

@@ -20,6 +20,8 @@ impl Write for Shared {
     }
 }
 
+waffle_fuzz::limit_allocations!();
+
 fuzz_target!(|bytes: &[u8]| {
     let outs: Rc<RefCell<Vec<Rc<RefCell<Vec<u8>>>>>> = Rc::default();
     let sink = Rc::clone(&outs);

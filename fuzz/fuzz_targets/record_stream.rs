@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use std::path::Path;
+use std::{path::Path, sync::OnceLock};
 use waffle::{
     callsite::Kind,
     wire::{
@@ -48,25 +48,37 @@ fn callsites() -> Callsites<'static> {
     Callsites { module: 0, first: 0, callsites }
 }
 
-fn file(body: &[u8]) -> Vec<u8> {
-    let mut out = FrameWriter::new(Vec::new()).unwrap();
-    out.write(&Header {
-        pid: 1,
-        name: "fuzz".into(),
-        host: "host".into(),
-        clock_source: "tsc".into(),
-        calibration: Calibration {
-            anchor_ticks: 1000,
-            anchor_unix_ns: 1_700_000_000_000_000_000,
-            ticks: 3,
-            ns: 1,
-        },
-        trace_id: 1,
-        ..Header::default()
+/// The file up to its first frame of data: the header, the callsites and the stream. The same
+/// for every input, so made once.
+fn prefix() -> &'static [u8] {
+    static PREFIX: OnceLock<Vec<u8>> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let mut out = FrameWriter::new(Vec::new()).unwrap();
+        out.write(&Header {
+            pid: 1,
+            name: "fuzz".into(),
+            host: "host".into(),
+            clock_source: "tsc".into(),
+            calibration: Calibration {
+                anchor_ticks: 1000,
+                anchor_unix_ns: 1_700_000_000_000_000_000,
+                ticks: 3,
+                ns: 1,
+            },
+            trace_id: 1,
+            ..Header::default()
+        })
+        .unwrap();
+        out.write(&callsites()).unwrap();
+        out.write(&Stream { stream: 0, generation: 1, module: 0, tid: 7, name: "t".into() }).unwrap();
+        std::mem::take(out.get_mut())
     })
-    .unwrap();
-    out.write(&callsites()).unwrap();
-    out.write(&Stream { stream: 0, generation: 1, module: 0, tid: 7, name: "t".into() }).unwrap();
+}
+
+fn file(body: &[u8]) -> Vec<u8> {
+    let mut out = FrameWriter::new(prefix().to_vec()).unwrap();
+    // `new` wrote a second file head after the prefix: frames follow from where it began.
+    out.get_mut().truncate(prefix().len());
     // The bytes as one chunk's body (generation, base ts, first id, depth, dropped, records...):
     // a body length, then the bytes.
     let mut len = [0u8; waffle::wire::MAX_VARINT_LEN];
@@ -78,8 +90,10 @@ fn file(body: &[u8]) -> Vec<u8> {
     out.frame(frame::TAIL, &[&tail, &len[..n], body]).unwrap();
     out.data(DataHead { stream: 0 }, body).unwrap();
     out.write(&End::default()).unwrap();
-    out.get_mut().clone()
+    std::mem::take(out.get_mut())
 }
+
+waffle_fuzz::limit_allocations!();
 
 fuzz_target!(|body: &[u8]| {
     if body.len() > waffle::wire::MAX_FRAME_PAYLOAD as usize - 16 {

@@ -212,6 +212,8 @@ impl Run {
     }
 }
 
+waffle_fuzz::limit_allocations!();
+
 fuzz_target!(|ops: Vec<Op>| {
     if ops.len() > 2000 {
         return;

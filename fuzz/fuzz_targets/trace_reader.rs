@@ -39,6 +39,8 @@ fn fix_crcs(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+waffle_fuzz::limit_allocations!();
+
 fuzz_target!(|bytes: &[u8]| {
     decode(bytes);
     decode(&fix_crcs(bytes));

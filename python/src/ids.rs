@@ -148,12 +148,11 @@ impl Context {
     }
 }
 
-/// The context variable holding the current span id (0: none) of this thread or task, as its
-/// bound `get`, `set` and `reset` methods (calling a bound builtin skips the attribute lookup).
+/// The context variable holding the current span id (0: none) of this thread or task. It is
+/// read and written through the C API (`PyContextVar_Get`/`Set`/`Reset`): a call through its
+/// bound Python methods cost a method call and an argument tuple each, per span.
 struct CurrentVar {
-    get: Py<PyAny>,
-    set: Py<PyAny>,
-    reset: Py<PyAny>,
+    var: Py<PyAny>,
 }
 
 static CURRENT: PyOnceLock<CurrentVar> = PyOnceLock::new();
@@ -164,31 +163,49 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     kwargs.set_item("default", 0u64)?;
     let var =
         py.import("contextvars")?.getattr("ContextVar")?.call(("waffle_current_span",), Some(&kwargs))?;
-    let _ = CURRENT.set(
-        py,
-        CurrentVar {
-            get: var.getattr("get")?.unbind(),
-            set: var.getattr("set")?.unbind(),
-            reset: var.getattr("reset")?.unbind(),
-        },
-    );
+    let _ = CURRENT.set(py, CurrentVar { var: var.unbind() });
     Ok(())
 }
 
-fn var(py: Python<'_>) -> PyResult<&CurrentVar> {
+fn var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     CURRENT
         .get(py)
+        .map(|c| c.var.bind(py))
         .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("waffle._native is not initialised"))
 }
 
 /// The span current in the running thread or task according to Python (0: none).
 pub(crate) fn current(py: Python<'_>) -> PyResult<u64> {
-    var(py)?.get.bind(py).call0()?.extract()
+    let var = var(py)?;
+    let mut value: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `var` is a live ContextVar (made in `init`, kept for the process) and the GIL is
+    // held; on success `value` is a new reference (the variable's default when unset), which
+    // `from_owned_ptr` takes over.
+    #[allow(unsafe_code)]
+    let value = unsafe {
+        if pyo3::ffi::PyContextVar_Get(var.as_ptr(), std::ptr::null_mut(), &mut value) < 0 || value.is_null()
+        {
+            return Err(PyErr::fetch(py));
+        }
+        Bound::from_owned_ptr(py, value)
+    };
+    value.extract()
 }
 
 /// Makes `id` current in the running context; returns the token that [`reset`] takes.
 pub(crate) fn set_current(py: Python<'_>, id: u64) -> PyResult<Py<PyAny>> {
-    Ok(var(py)?.set.bind(py).call1((id,))?.unbind())
+    let var = var(py)?;
+    let value = id.into_pyobject(py)?;
+    // SAFETY: `var` is a live ContextVar and `value` a live object, the GIL is held; the
+    // result is a new reference to the token, or null with an exception set.
+    #[allow(unsafe_code)]
+    unsafe {
+        let token = pyo3::ffi::PyContextVar_Set(var.as_ptr(), value.as_ptr());
+        if token.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, token).unbind())
+    }
 }
 
 /// Restores what was current before [`set_current`] made `token`. A token made in another
@@ -196,7 +213,13 @@ pub(crate) fn set_current(py: Python<'_>, id: u64) -> PyResult<Py<PyAny>> {
 /// dropped, since that context ends with its task anyway.
 pub(crate) fn reset(py: Python<'_>, token: Py<PyAny>) {
     if let Ok(v) = var(py) {
-        let _ = v.reset.bind(py).call1((token,));
+        // SAFETY: `v` is a live ContextVar and `token` a live object (checked to be a token by
+        // the call), the GIL is held.
+        #[allow(unsafe_code)]
+        let failed = unsafe { pyo3::ffi::PyContextVar_Reset(v.as_ptr(), token.as_ptr()) } < 0;
+        if failed {
+            drop(PyErr::take(py));
+        }
     }
 }
 

@@ -29,7 +29,8 @@
 //! ```
 
 // Denied, not forbidden: `elements`, `buffer` and `dlpack` see a tensor's memory as a slice of
-// its element type, and `dlpack` owns what a capsule hands over.
+// its element type, `dlpack` owns what a capsule hands over, and `ids` reads and writes the
+// current span's context variable through the C API.
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
@@ -95,6 +96,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(session::recording_path, m)?)?;
     m.add_function(wrap_pyfunction!(session::recording_elsewhere, m)?)?;
     m.add_function(wrap_pyfunction!(session::flush, m)?)?;
+    m.add_function(wrap_pyfunction!(session::set_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(session::is_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(session::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(session::formats, m)?)?;
     m.add_function(wrap_pyfunction!(session::format_for_path, m)?)?;

@@ -119,6 +119,20 @@ pub(crate) fn recording_elsewhere() -> bool {
     waffle_std::recording_elsewhere()
 }
 
+/// Pauses (`False`) or resumes (`True`) recording in the process's session, whichever copy of
+/// waffle runs it; spans already open still end. Paused, `waffle.span` and `waffle.event` cost
+/// about what a bare `with` statement does.
+#[pyfunction]
+pub(crate) fn set_enabled(on: bool) {
+    waffle_std::set_enabled(on);
+}
+
+/// Whether records are being kept now: a session is running and it is not paused.
+#[pyfunction]
+pub(crate) fn is_enabled() -> bool {
+    waffle::runtime::state() != 0
+}
+
 /// Pushes this thread's staged records to the collector now.
 #[pyfunction]
 pub(crate) fn flush() {

@@ -34,6 +34,9 @@ pub struct Span {
     vals: Vec<Val>,
     causes: Vec<u64>,
     stage: Stage,
+    /// Whether `callsite`, `vals` and `causes` are known. A span made while nothing records
+    /// leaves them to `__enter__`, which resolves them only if recording has begun since.
+    resolved: bool,
     id: u64,
     epoch: u32,
     token: Option<Py<PyAny>>,
@@ -45,7 +48,7 @@ pub struct Span {
 }
 
 impl Span {
-    /// A span that records nothing (recording is off).
+    /// A span that records nothing (recording was off when it was made).
     pub(crate) fn disabled() -> Span {
         Span::ready(None, Vec::new(), Vec::new())
     }
@@ -57,6 +60,7 @@ impl Span {
             vals,
             causes,
             stage: Stage::New,
+            resolved: true,
             id: 0,
             epoch: 0,
             token: None,
@@ -84,21 +88,38 @@ impl Span {
 }
 
 /// `waffle.span(name, caused_by=None, **fields)`: converts the fields (a `TypeError` names a
-/// bad one), finds the cached callsite and returns the span, not entered yet.
+/// bad one), finds the cached callsite and returns the span, not entered yet. While nothing
+/// records (no session, or paused) it only keeps its arguments: the work is left to
+/// `__enter__`, which does it if recording has begun by then, so a paused span costs little
+/// more than a bare `with` statement, and its fields are not checked.
 pub(crate) fn make(
     name: &Bound<'_, PyString>,
     caused_by: Option<&Bound<'_, PyAny>>,
     fields: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Span> {
-    let py = name.py();
-    let ex = explicit(fields)?;
-    let causes = causes(caused_by)?;
-    let callsite = callsites::lookup(py, Kind::Span, name, fields, &ex)?;
-    let mut span = Span::ready(callsite, ex.vals, causes);
+    let mut span = if waffle::runtime::state() == 0 {
+        let mut s = Span::disabled();
+        s.resolved = false;
+        s
+    } else {
+        resolved(name, caused_by, fields)?
+    };
     span.name = Some(name.clone().unbind());
     span.caused_by = caused_by.map(|c| c.clone().unbind());
     span.fields = fields.map(|f| f.clone().unbind());
     Ok(span)
+}
+
+/// A span with its fields converted, its causes read and its callsite found.
+fn resolved(
+    name: &Bound<'_, PyString>,
+    caused_by: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Span> {
+    let ex = explicit(fields)?;
+    let causes = causes(caused_by)?;
+    let callsite = callsites::lookup(name.py(), Kind::Span, name, fields, &ex)?;
+    Ok(Span::ready(callsite, ex.vals, causes))
 }
 
 /// `waffle.span(name, caused_by=None, **fields) -> Span` (a function rather than the class's
@@ -140,8 +161,27 @@ impl Span {
         }
         slf.stage = Stage::Open;
         let state = waffle::runtime::state();
-        let Some(callsite) = slf.callsite.filter(|_| state != 0) else { return Ok(slf) };
+        if state == 0 {
+            return Ok(slf);
+        }
         let py = slf.py();
+        if !slf.resolved {
+            // Made while nothing recorded; recording has begun since.
+            let name = slf.name.as_ref().map(|n| n.clone_ref(py));
+            let Some(name) = name else { return Ok(slf) };
+            let caused_by = slf.caused_by.as_ref().map(|c| c.clone_ref(py));
+            let fields = slf.fields.as_ref().map(|f| f.clone_ref(py));
+            let mut r = resolved(
+                name.bind(py),
+                caused_by.as_ref().map(|c| c.bind(py)),
+                fields.as_ref().map(|f| f.bind(py)),
+            )?;
+            slf.callsite = r.callsite;
+            slf.vals = std::mem::take(&mut r.vals);
+            slf.causes = std::mem::take(&mut r.causes);
+            slf.resolved = true;
+        }
+        let Some(callsite) = slf.callsite else { return Ok(slf) };
         let want = ids::current(py)?;
         let vals = std::mem::take(&mut slf.vals);
         let id = shadow::begin(state, want, callsite, &|w| encode_all(&vals, w), &slf.causes);
@@ -246,12 +286,13 @@ pub(crate) fn event(
     fields: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<EventId> {
     let py = name.py();
-    let ex = explicit(fields)?;
-    let causes = causes(caused_by)?;
+    // While nothing records, nothing is converted (as for a span).
     let state = waffle::runtime::state();
     if state == 0 {
         return Ok(EventId(0));
     }
+    let ex = explicit(fields)?;
+    let causes = causes(caused_by)?;
     let Some(callsite) = callsites::lookup(py, Kind::Event, name, fields, &ex)? else {
         return Ok(EventId(0));
     };

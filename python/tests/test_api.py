@@ -222,6 +222,34 @@ def test_recording_off_costs_nothing_and_records_nothing(tmp_path):
     assert f(1) == 1
 
 
+def test_set_enabled_pauses_and_resumes_recording(rec):
+    assert waffle.is_enabled()
+    with waffle.span("before"):
+        pass
+    waffle.set_enabled(False)
+    assert not waffle.is_enabled() and waffle.is_recording()
+    with waffle.span("paused", n=1) as s:
+        assert not s.id
+        assert not waffle.event("paused event", n=2)
+    # Made while paused, entered after resuming: recorded, with its fields.
+    later = waffle.span("made paused", n=3)
+    # Not converted while paused: a bad field is reported when the span is entered.
+    bad = waffle.span("bad while paused", weights=object())
+    waffle.set_enabled(True)
+    assert waffle.is_enabled()
+    with later as s:
+        assert s.id
+    with pytest.raises(TypeError, match="`weights`"):
+        with bad:
+            pass
+    with waffle.span("after"):
+        waffle.event("after event")
+    t = rec.stop()
+    assert not t.named("paused") and not t.named("paused event") and not t.named("bad while paused")
+    assert t.one("made paused")["fields"] == {"n": 3}
+    assert len(t.named("before")) == len(t.named("after")) == len(t.named("after event")) == 1
+
+
 def test_ids_and_contexts_are_values():
     a, b = waffle.SpanId(0xAB), waffle.SpanId(0xAB)
     assert a == b and hash(a) == hash(b) and str(a) == "00000000000000ab" and int(a) == 0xAB

@@ -43,6 +43,9 @@ Example (writes ``demo.pftrace``; open it in ui.perfetto.dev)::
 - Native code (Rust ``waffle::span!`` in an extension module of this process) nests under the
   Python span that is current when it runs, in the same trace.
 
+- ``set_enabled(False)`` pauses recording (a span or event then costs about what a bare ``with``
+  statement does) and ``set_enabled(True)`` resumes it; :func:`is_enabled` says which.
+
 - ``tensor(name, array, caused_by=None, **fields)`` records a tensor's fingerprint (element
   count, XXH3-64 hash of its bytes, RMS/min/max of the finite elements, NaN/Inf counts) as one
   event, reading NumPy arrays and other buffers in place, PyTorch, JAX and CuPy tensors
@@ -75,6 +78,8 @@ from ._native import (
     Track,
     event,
     extract_context,
+    is_enabled,
+    set_enabled,
     set_tensors,
     span,
     tensor,
@@ -101,7 +106,9 @@ __all__ = [
     "flush",
     "inject_context",
     "instrument",
+    "is_enabled",
     "is_recording",
+    "set_enabled",
     "set_exporter",
     "set_tensors",
     "shutdown",

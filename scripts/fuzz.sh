@@ -10,7 +10,7 @@
 # Two builds (benches/README.md, "Fuzzing", has the measurements behind them):
 # - every target without a sanitizer and without comparison tracing, at full speed. The code
 #   under test of trace_reader, record_stream and chrome_json is safe Rust, where AddressSanitizer
-#   finds nothing and cost 5 to 7 times the runs; comparison tracing cost a third of the runs
+#   finds nothing and cost 4 to 18 times the runs; comparison tracing cost a third of the runs
 #   and reached less coverage in the same time. The 64 MiB bound on one allocation is kept by
 #   the targets' own allocator (fuzz/src/lib.rs).
 # - roundtrip again under AddressSanitizer (FUZZ_ASAN=0 skips it): it runs the recorder's and

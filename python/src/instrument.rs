@@ -92,6 +92,25 @@ impl FunctionSite {
     /// raises for an argument's value.
     #[pyo3(signature = (args, kwargs=None))]
     fn span(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Span> {
+        self.span_for(args, kwargs)
+    }
+
+    /// Calls `func(*args, **kwargs)` inside a span for this call: what the wrapper of a plain
+    /// decorated function runs, in one native call (no span object, no `with` statement).
+    #[pyo3(signature = (func, args, kwargs=None))]
+    fn call(
+        &self,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.span_for(args, kwargs)?.call_in(func, args, kwargs)
+    }
+}
+
+impl FunctionSite {
+    /// The span of one call with these arguments (see [`FunctionSite::span`]).
+    fn span_for(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Span> {
         if waffle::runtime::state() == 0 {
             return Ok(Span::disabled());
         }
@@ -131,9 +150,7 @@ impl FunctionSite {
         let callsite = self.callsite(mask);
         Ok(Span::ready(callsite, vals, Vec::new()))
     }
-}
 
-impl FunctionSite {
     fn callsite(&self, mask: u64) -> Option<u32> {
         let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
         *sites.entry(mask).or_insert_with(|| {

@@ -85,6 +85,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<track::Track>()?;
     m.add_function(wrap_pyfunction!(span::span, m)?)?;
     m.add_function(wrap_pyfunction!(span::event, m)?)?;
+    m.add_function(wrap_pyfunction!(span::call_in_span, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::tensor, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::set_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::tensors_enabled, m)?)?;

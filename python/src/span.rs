@@ -16,7 +16,7 @@ use crate::{
 use pyo3::{
     exceptions::{PyRuntimeError, PyTypeError},
     prelude::*,
-    types::{PyDict, PyIterator, PyString},
+    types::{PyDict, PyIterator, PyString, PyTuple},
 };
 use waffle::callsite::Kind;
 
@@ -87,6 +87,104 @@ impl Span {
     }
 }
 
+impl Span {
+    /// Enters the span: records its begin under the running context's current span and makes
+    /// it current. What `__enter__` does, callable from Rust on a span that is not a Python
+    /// object (the decorators' native path).
+    pub(crate) fn enter(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.stage != Stage::New {
+            return Err(PyRuntimeError::new_err(
+                "this span was already entered; make a new one with waffle.span(...) for each use",
+            ));
+        }
+        self.stage = Stage::Open;
+        let state = waffle::runtime::state();
+        if state == 0 {
+            return Ok(());
+        }
+        if !self.resolved {
+            // Made while nothing recorded; recording has begun since.
+            let Some(name) = self.name.as_ref().map(|n| n.clone_ref(py)) else { return Ok(()) };
+            let caused_by = self.caused_by.as_ref().map(|c| c.clone_ref(py));
+            let fields = self.fields.as_ref().map(|f| f.clone_ref(py));
+            let mut r = resolved(
+                name.bind(py),
+                caused_by.as_ref().map(|c| c.bind(py)),
+                fields.as_ref().map(|f| f.bind(py)),
+            )?;
+            self.callsite = r.callsite;
+            self.vals = std::mem::take(&mut r.vals);
+            self.causes = std::mem::take(&mut r.causes);
+            self.resolved = true;
+        }
+        let Some(callsite) = self.callsite else { return Ok(()) };
+        let want = ids::current(py)?;
+        let vals = std::mem::take(&mut self.vals);
+        let id = shadow::begin(state, want, callsite, &|w| encode_all(&vals, w), &self.causes);
+        if id != 0 {
+            self.id = id;
+            self.epoch = state;
+            self.token = Some(ids::set_current(py, id)?);
+        }
+        Ok(())
+    }
+
+    /// Exits the span: an `exception` event first if `exc_type` is propagating, then its end.
+    pub(crate) fn exit(
+        &mut self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        exc: Option<&Bound<'_, PyAny>>,
+    ) {
+        if self.stage != Stage::Open {
+            return;
+        }
+        if self.id != 0 {
+            if let Some(t) = exc_type {
+                record_exception(self.id, t, exc);
+            }
+        }
+        self.close(py);
+    }
+
+    /// Calls `func(*args, **kwargs)` inside this span; an exception is recorded and propagates.
+    pub(crate) fn call_in(
+        mut self,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = func.py();
+        self.enter(py)?;
+        let r = func.call(args, kwargs);
+        match &r {
+            Ok(_) => self.exit(py, None, None),
+            Err(e) => {
+                let (ty, value) = (e.get_type(py), e.value(py).clone());
+                self.exit(py, Some(ty.as_any()), Some(value.as_any()));
+            }
+        }
+        Ok(r?.unbind())
+    }
+}
+
+/// `_native.call_in_span(name, caused_by, fields, func, args, kwargs)`: what a function
+/// decorated with `@waffle.span(name, **fields)` runs per call, in one native call (no span
+/// object, no `with` statement).
+#[pyfunction]
+#[pyo3(signature = (name, caused_by, fields, func, args, kwargs=None))]
+pub(crate) fn call_in_span(
+    name: &Bound<'_, PyString>,
+    caused_by: Option<&Bound<'_, PyAny>>,
+    fields: Option<&Bound<'_, PyDict>>,
+    func: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let fields = fields.filter(|f| !f.is_empty());
+    make(name, caused_by.filter(|c| !c.is_none()), fields)?.call_in(func, args, kwargs)
+}
+
 /// `waffle.span(name, caused_by=None, **fields)`: converts the fields (a `TypeError` names a
 /// bad one), finds the cached callsite and returns the span, not entered yet. While nothing
 /// records (no session, or paused) it only keeps its arguments: the work is left to
@@ -154,42 +252,8 @@ impl Span {
     }
 
     fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
-        if slf.stage != Stage::New {
-            return Err(PyRuntimeError::new_err(
-                "this span was already entered; make a new one with waffle.span(...) for each use",
-            ));
-        }
-        slf.stage = Stage::Open;
-        let state = waffle::runtime::state();
-        if state == 0 {
-            return Ok(slf);
-        }
         let py = slf.py();
-        if !slf.resolved {
-            // Made while nothing recorded; recording has begun since.
-            let name = slf.name.as_ref().map(|n| n.clone_ref(py));
-            let Some(name) = name else { return Ok(slf) };
-            let caused_by = slf.caused_by.as_ref().map(|c| c.clone_ref(py));
-            let fields = slf.fields.as_ref().map(|f| f.clone_ref(py));
-            let mut r = resolved(
-                name.bind(py),
-                caused_by.as_ref().map(|c| c.bind(py)),
-                fields.as_ref().map(|f| f.bind(py)),
-            )?;
-            slf.callsite = r.callsite;
-            slf.vals = std::mem::take(&mut r.vals);
-            slf.causes = std::mem::take(&mut r.causes);
-            slf.resolved = true;
-        }
-        let Some(callsite) = slf.callsite else { return Ok(slf) };
-        let want = ids::current(py)?;
-        let vals = std::mem::take(&mut slf.vals);
-        let id = shadow::begin(state, want, callsite, &|w| encode_all(&vals, w), &slf.causes);
-        if id != 0 {
-            slf.id = id;
-            slf.epoch = state;
-            slf.token = Some(ids::set_current(py, id)?);
-        }
+        slf.enter(py)?;
         Ok(slf)
     }
 
@@ -201,15 +265,7 @@ impl Span {
         exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        if self.stage != Stage::Open {
-            return false;
-        }
-        if self.id != 0 {
-            if let Some(t) = exc_type.filter(|t| !t.is_none()) {
-                record_exception(self.id, t, exc);
-            }
-        }
-        self.close(py);
+        self.exit(py, exc_type.filter(|t| !t.is_none()), exc);
         false
     }
 

@@ -112,6 +112,9 @@ class FunctionSite:
     @property
     def name(self) -> str: ...
     def span(self, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = None) -> Span: ...
+    def call(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: Optional[dict[str, Any]] = None
+    ) -> Any: ...
 
 @final
 class Resync:
@@ -126,6 +129,14 @@ class Resync:
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any: ...
     def close(self) -> None: ...
 
+def call_in_span(
+    name: str,
+    caused_by: Causes,
+    fields: Optional[dict[str, Any]],
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Optional[dict[str, Any]] = None,
+) -> Any: ...
 def span(name: str, /, *, caused_by: Causes = None, **fields: FieldValue) -> Span:
     """A span, not entered yet: a context manager (``with``) and a decorator. A field value of
     another type than int, float, bool, str or an array is a ``TypeError`` naming the field."""

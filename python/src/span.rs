@@ -85,9 +85,7 @@ impl Span {
             ids::resync(py);
         }
     }
-}
 
-impl Span {
     /// Enters the span: records its begin under the running context's current span and makes
     /// it current. What `__enter__` does, callable from Rust on a span that is not a Python
     /// object (the decorators' native path).

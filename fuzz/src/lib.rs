@@ -20,6 +20,14 @@ impl Limited {
         Limited { limit: mib << 20 }
     }
 
+    /// Aborts if one allocation of `size` bytes is over the limit.
+    #[inline]
+    fn check(&self, size: usize) {
+        if size > self.limit {
+            self.refuse();
+        }
+    }
+
     #[cold]
     fn refuse(&self) -> ! {
         use std::io::Write;
@@ -32,17 +40,13 @@ impl Limited {
 // SAFETY: every call is passed to `System` unchanged, or aborts the process before it would be.
 unsafe impl GlobalAlloc for Limited {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > self.limit {
-            self.refuse();
-        }
+        self.check(layout.size());
         // SAFETY: the caller's contract for `layout` is `GlobalAlloc::alloc`'s, passed on.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > self.limit {
-            self.refuse();
-        }
+        self.check(layout.size());
         // SAFETY: as in `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -53,9 +57,7 @@ unsafe impl GlobalAlloc for Limited {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > self.limit {
-            self.refuse();
-        }
+        self.check(new_size);
         // SAFETY: as in `dealloc`, and `new_size` is the caller's, checked above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }

@@ -105,9 +105,8 @@ def span_decorator(fn: F, name: str, caused_by: Any, fields: Optional[dict[str, 
     def make_span(_args: tuple[Any, ...], _kwargs: dict[str, Any]) -> _native.Span:
         return _native.span(name, caused_by=caused_by, **fields)
 
-    def call(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return _native.call_in_span(name, caused_by, fields, f, args, kwargs)
-
+    # A partial, not a function: the wrapper's call reaches the native one without a frame.
+    call = functools.partial(_native.call_in_span, name, caused_by, fields)
     return _wrap(fn, make_span, call)  # type: ignore[return-value]
 
 

@@ -197,13 +197,24 @@ static inline void wm_track(MPI_Request request, uint64_t id, const wm_comm_t *c
   waffle_mpi_req_put(WM_HANDLE(request), &r);
 }
 
-/* `id` in decimal at `out` (room for 21 bytes); returns the length. */
+/* `id` in decimal at `out` (room for 21 bytes); returns the length. The digits are counted
+ * first and written from the last, two at a time: request numbers have five to seven digits in
+ * a long run, and this is on the path of every Wait and Test. */
 static inline int wm_decimal(char *out, uint64_t id) {
-  char digits[20];
-  int n = 0;
-  do digits[n++] = (char)('0' + id % 10); while ((id /= 10) != 0);
-  for (int i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+  int n = 1;
+  for (uint64_t rest = id; rest >= 10; rest /= 10) n++;
   out[n] = 0;
+  int at = n;
+  while (id >= 10) {
+    unsigned pair = (unsigned)(id % 100);
+    id /= 100;
+    out[--at] = pairs[2 * pair + 1];
+    out[--at] = pairs[2 * pair];
+  }
+  if (at > 0) out[--at] = (char)('0' + id);
   return n;
 }
 

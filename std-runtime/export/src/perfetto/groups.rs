@@ -159,6 +159,9 @@ pub(super) struct Groups {
     first: usize,
     /// Per process, its threads' streams.
     threads: Vec<usize>,
+    /// Per process, the number of its first noted member: a process's members are noted
+    /// one after another (its file is read whole), so each has a run of numbers.
+    starts: Vec<u64>,
     /// Noted members so far.
     noted: u64,
 }
@@ -172,6 +175,7 @@ impl Default for Groups {
             items: Vec::new(),
             first: 0,
             threads: Vec::new(),
+            starts: Vec::new(),
             noted: 0,
         }
     }
@@ -182,6 +186,7 @@ impl Groups {
     pub(super) fn process(&mut self) {
         self.first = self.items.len();
         self.threads.push(0);
+        self.starts.push(self.noted);
     }
 
     /// A new thread of the process.
@@ -265,6 +270,7 @@ impl Groups {
         }));
         self.items.extend(later.items);
         self.threads.extend(later.threads);
+        self.starts.extend(later.starts.into_iter().map(|n| n + noted));
         self.noted += later.noted;
     }
 }

@@ -3,6 +3,7 @@
 //! queue.
 
 use super::{flows::Done, *};
+use std::ops::Range;
 
 impl Groups {
     /// Numbers the groups' flows from `next` on (keys by name, `rank` giving each key number's
@@ -12,7 +13,7 @@ impl Groups {
     /// any number.
     pub(in crate::perfetto) fn plan(mut self, next: &mut u64, rank: &[u32], threads: usize) -> Correlations {
         (0..self.hot.len()).for_each(|way| self.evict(way));
-        let Groups { parts, counted, items, threads: streams, noted, .. } = self;
+        let Groups { parts, counted, threads: streams, starts, noted, .. } = self;
         let mut counted_by_part: Vec<Vec<(GroupKey, Counted)>> = vec![Vec::new(); parts.len()];
         for (key, c) in counted {
             counted_by_part[part(key.1)].push((key, c));
@@ -96,38 +97,59 @@ impl Groups {
             done.push(d);
             large.extend(l.into_iter().map(|g| (g.key, g)));
         }
-        // Back to record order, a window of noted members at a time: each partition holds its
-        // own in that order, so each gives the window a run from where it stopped.
-        let mut queues: Vec<Queue> =
-            (0..items.len()).map(|s| Queue { stream: s as u32, ..Queue::default() }).collect();
-        let mut next_k = vec![0u64; items.len()];
-        let mut cursors = vec![0usize; done.len()];
-        let mut window: Vec<Option<Done>> = vec![None; WINDOW.min(noted) as usize];
-        let mut start = 0;
-        while start < noted {
-            let end = start.saturating_add(WINDOW);
-            for (part, at) in done.iter().zip(&mut cursors) {
-                while let Some(d) = part.get(*at).filter(|d| d.n < end) {
-                    window[(d.n - start) as usize] = Some(*d);
-                    *at += 1;
-                }
-            }
-            for d in window.iter_mut().filter_map(Option::take) {
-                let (q, k) = (&mut queues[d.stream as usize], &mut next_k[d.stream as usize]);
-                // Items missing between two notes are members of large groups.
-                if d.k > *k {
-                    q.push(Flows::large(d.k - *k));
-                }
-                q.push(d.flows);
-                *k = d.k + 1;
-            }
-            start = end;
-        }
+        // Back to record order, each process by itself (its notes are a run of numbers and its
+        // streams a run of streams), on the same threads.
+        let mut first_stream = 0;
+        let processes: Vec<_> = streams
+            .iter()
+            .zip(&starts)
+            .enumerate()
+            .map(|(p, (&n, &start))| {
+                let end = starts.get(p + 1).copied().unwrap_or(noted);
+                let streams = first_stream..first_stream + n;
+                first_stream += n;
+                (streams, start..end)
+            })
+            .collect();
+        let queues =
+            on_threads(processes, threads, |(streams, notes)| in_record_order(&done, streams, notes));
         drop(done);
-        let mut queues = queues.into_iter();
-        let queues = streams.iter().map(|&n| queues.by_ref().take(n).collect()).collect();
         Correlations { queues, large }
     }
+}
+
+/// The queues of one process's `streams` from its noted members, numbered `notes`, which the
+/// partitions `done` hold each in number order: a window of numbers at a time, each partition
+/// giving the window a run from where it stopped.
+fn in_record_order(done: &[Vec<Done>], streams: Range<usize>, notes: Range<u64>) -> Vec<Queue> {
+    let first = streams.start;
+    let mut queues: Vec<Queue> = streams.map(|s| Queue { stream: s as u32, ..Queue::default() }).collect();
+    let mut next_k = vec![0u64; queues.len()];
+    let mut cursors: Vec<usize> =
+        done.iter().map(|part| part.partition_point(|d| d.n < notes.start)).collect();
+    let mut window: Vec<Option<Done>> = vec![None; WINDOW.min(notes.end - notes.start) as usize];
+    let mut start = notes.start;
+    while start < notes.end {
+        let end = start.saturating_add(WINDOW).min(notes.end);
+        for (part, at) in done.iter().zip(&mut cursors) {
+            while let Some(d) = part.get(*at).filter(|d| d.n < end) {
+                window[(d.n - start) as usize] = Some(*d);
+                *at += 1;
+            }
+        }
+        for d in window.iter_mut().filter_map(Option::take) {
+            let s = d.stream as usize - first;
+            let (q, k) = (&mut queues[s], &mut next_k[s]);
+            // Items missing between two notes are members of large groups.
+            if d.k > *k {
+                q.push(Flows::large(d.k - *k));
+            }
+            q.push(d.flows);
+            *k = d.k + 1;
+        }
+        start = end;
+    }
+    queues
 }
 
 /// `f` of each of `items`, in their order, on up to `threads` threads (each taking the next

@@ -37,6 +37,12 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
+# Where roundtrip records its sessions (one file, truncated by each input): a memory file system
+# where there is one, removed when this script ends.
+if [ -d /dev/shm ]; then scratch="$(mktemp -d -p /dev/shm)"; else scratch="$(mktemp -d)"; fi
+trap 'rm -rf "$scratch"' EXIT
+export WAFFLE_FUZZ_SCRATCH="$scratch"
+
 fast=(-s none --no-trace-compares)
 "${cargo[@]}" fuzz build "${fast[@]}"
 [ ${#asan[@]} -eq 0 ] || "${cargo[@]}" fuzz build -s address --target-dir fuzz/target/asan "${asan[@]}"

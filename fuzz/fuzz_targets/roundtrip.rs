@@ -212,17 +212,31 @@ impl Run {
     }
 }
 
+/// The one file every input records to: in `WAFFLE_FUZZ_SCRATCH` (scripts/fuzz.sh makes one and
+/// removes it), else on a memory file system where there is one, since every session syncs its
+/// file at stop. Each start truncates it; it is not removed between inputs, since making and
+/// removing a file cost a sixth of an input's time.
+fn trace_path() -> &'static std::path::Path {
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = match std::env::var_os("WAFFLE_FUZZ_SCRATCH") {
+            Some(dir) => dir.into(),
+            None if shm.is_dir() => shm.to_owned(),
+            None => std::env::temp_dir(),
+        };
+        dir.join(format!("waffle-fuzz-roundtrip-{}.bin", std::process::id()))
+    })
+}
+
 waffle_fuzz::limit_allocations!();
 
 fuzz_target!(|ops: Vec<Op>| {
     if ops.len() > 2000 {
         return;
     }
-    // A memory file system where there is one: every session syncs its file at stop.
-    let shm = std::path::Path::new("/dev/shm");
-    let dir = if shm.is_dir() { shm.to_owned() } else { std::env::temp_dir() };
-    let path = dir.join(format!("waffle-fuzz-roundtrip-{}.bin", std::process::id()));
-    let session = waffle_std::Config::new(&path).start().expect("start");
+    let path = trace_path();
+    let session = waffle_std::Config::new(path).start().expect("start");
     let mut run = Run { want: Vec::new(), open: Vec::new(), latest: None };
     for op in &ops {
         run.op(op);
@@ -234,7 +248,7 @@ fuzz_target!(|ops: Vec<Op>| {
     let stats = session.stop().expect("stop");
     assert_eq!(stats.dropped, 0);
 
-    let (p, warnings) = waffle_read::decode::decode_file(&path).expect("decode");
+    let (p, warnings) = waffle_read::decode::decode_file(path).expect("decode");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(p.complete);
     let spans: Vec<_> = p.threads.iter().flat_map(|t| &t.spans).collect();
@@ -253,5 +267,4 @@ fuzz_target!(|ops: Vec<Op>| {
         assert!(same(&e.fields, &w.fields), "{:?} != {w:?}", e.fields);
         assert_eq!((&e.links, e.correlation), (&w.links, w.correlation), "{w:?}");
     }
-    std::fs::remove_file(&path).ok();
 });

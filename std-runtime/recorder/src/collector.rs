@@ -16,13 +16,17 @@
 //! The collector sleeps on a condition variable rather than a channel, so that a thread that is
 //! about to die (a panic hook) can ask for a pass and a file flush right away, without a handle
 //! to the session: see [`request_flush`].
+//!
+//! One thread serves every session of the process, one after another: spawned at the first
+//! start, it waits for the next session when one stops.
 
 use crate::{clock, frames::FrameWriter, live::Output, registry, signals, tails::Tails};
 use std::{
     cell::Cell,
     collections::{HashMap, HashSet},
     io,
-    sync::{Arc, Condvar, Mutex, MutexGuard},
+    panic::AssertUnwindSafe,
+    sync::{mpsc, Arc, Condvar, Mutex, MutexGuard},
     thread,
     time::{Duration, Instant},
 };
@@ -111,9 +115,27 @@ impl Drop for Running {
     }
 }
 
+/// A running session's hold on the collector thread: [`Collector::finish`] stops the session's
+/// loop and takes what it returns.
 pub(crate) struct Collector {
-    handle: thread::JoinHandle<io::Result<Stats>>,
+    done: mpsc::Receiver<io::Result<Stats>>,
 }
+
+/// What one session asks of the collector thread.
+struct Job {
+    writer: FrameWriter<Output>,
+    start: Arc<clock::Start>,
+    interval: Duration,
+    baseline: HashMap<u32, u64>,
+    tails: Tails,
+    done: mpsc::SyncSender<io::Result<Stats>>,
+}
+
+/// The collector thread of this process, once one is spawned: it waits for the next session's
+/// [`Job`] between sessions, so that a session's start and stop cost no thread spawn and join
+/// (most of their time before, `benches/README.md`, "Fuzzing"). Its pid tells a child made by
+/// `fork`, which has no such thread, from the process that spawned it.
+static THREAD: Mutex<Option<(u32, mpsc::Sender<Job>)>> = Mutex::new(None);
 
 impl Collector {
     pub(crate) fn spawn(
@@ -133,15 +155,10 @@ impl Collector {
         // Before the session begins: any owner now recorded in an earlier one.
         let tails = Tails::after(&registry::slots());
         signals::arm();
-        let spawned = thread::Builder::new().name("waffle-collector".into()).spawn(move || {
-            let _running = Running;
-            IS_COLLECTOR.with(|c| c.set(true));
-            // The signal handler waits for this thread: it must run on another.
-            signals::block_here();
-            run(writer, &start, interval, baseline, tails)
-        });
-        match spawned {
-            Ok(handle) => Ok(Collector { handle }),
+        let (done, finished) = mpsc::sync_channel(1);
+        let job = Job { writer, start, interval, baseline, tails, done };
+        match hand_over(job) {
+            Ok(()) => Ok(Collector { done: finished }),
             Err(e) => {
                 signal().running = false;
                 signals::disarm();
@@ -153,13 +170,46 @@ impl Collector {
     pub(crate) fn finish(self) -> io::Result<Stats> {
         signal().stop = true;
         WAKE.notify_all();
-        let stats = self
-            .handle
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the waffle collector thread panicked")));
+        let stats = self.done.recv().unwrap_or_else(|_| {
+            Err(io::Error::other("the waffle collector thread ended without closing the file"))
+        });
         signals::disarm();
         stats
     }
+}
+
+/// Gives `job` to the collector thread, spawning it first if this process has none (the first
+/// session, or a thread that is gone).
+fn hand_over(job: Job) -> io::Result<()> {
+    let mut thread = THREAD.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let job = match thread.as_ref() {
+        Some((owner, jobs)) if *owner == pid => match jobs.send(job) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::SendError(job)) => job,
+        },
+        _ => job,
+    };
+    let (jobs, next) = mpsc::channel::<Job>();
+    thread::Builder::new().name("waffle-collector".into()).spawn(move || {
+        IS_COLLECTOR.with(|c| c.set(true));
+        // The signal handler waits for this thread: it must run on another.
+        signals::block_here();
+        for job in next {
+            let Job { writer, start, interval, baseline, tails, done } = job;
+            let stats = {
+                let _running = Running;
+                // A panic ends this session with an error, not the thread: the next session
+                // still finds it.
+                std::panic::catch_unwind(AssertUnwindSafe(|| run(writer, &start, interval, baseline, tails)))
+                    .unwrap_or_else(|_| Err(io::Error::other("the waffle collector thread panicked")))
+            };
+            let _ = done.send(stats);
+        }
+    })?;
+    jobs.send(job).map_err(|_| io::Error::other("the waffle collector thread ended at its start"))?;
+    *thread = Some((pid, jobs));
+    Ok(())
 }
 
 struct State {

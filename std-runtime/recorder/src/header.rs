@@ -4,18 +4,26 @@
 //! appear. `docs/wire-format.md` specifies both frames.
 
 use crate::{clock, frames::FrameWriter};
-use std::io::{self, Write};
+use std::{
+    io::{self, Write},
+    sync::OnceLock,
+};
 use waffle::{
     callsite::Callsite,
     wire::{CallsiteDesc, Callsites, Header},
 };
 
-/// The executable's file name, the default process name.
+/// The executable's file name, the default process name. Read once: the executable of a process
+/// does not change, and every session start would otherwise read `/proc/self/exe` again.
 fn process_name() -> String {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "unknown".to_owned())
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown".to_owned())
+    })
+    .clone()
 }
 
 /// This machine's host name ("unknown" if it has none).

@@ -262,3 +262,31 @@ fn bad_and_cut_profiles() {
     let ops = back["traceEvents"].as_array().unwrap().iter().filter(|e| e["name"] == "aten::mm").count();
     assert!(ops > 0 && ops < 8, "some steps, not all: {ops}");
 }
+
+#[test]
+fn two_profiles_of_the_same_file_name_stay_apart() {
+    // The usual layout of two runs compared: `run_a/trace.json` against `run_b/trace.json`.
+    // Their converted files were once named after the file alone, and the second overwrote the
+    // first: the diff compared the new run with itself.
+    let d = dir("same-name");
+    let (da, db) = (d.join("run_a"), d.join("run_b"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::create_dir_all(&db).unwrap();
+    let (base, new) = (profile(3, &BASE), profile(3, &NEW));
+    let (a, b) = (da.join("trace.json"), db.join("trace.json"));
+    write_json(&a, &base);
+    write_json(&b, &new);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (json, stderr) = ok(&["diff", a, b, "--json"]);
+    // Converted at once, on two threads where there are two cores; told in the inputs' order.
+    let said = |file: &str| {
+        stderr.find(&format!("{file}: PyTorch profiler trace")).unwrap_or_else(|| panic!("{stderr}"))
+    };
+    assert!(said(a) < said(b), "{stderr}");
+    let report: Json = serde_json::from_str(&json).unwrap();
+    for (side, p, file) in [("base", &base, a), ("new", &new, b)] {
+        let kernel_ns = report[side]["kernel_ns"].as_f64().unwrap();
+        assert!((kernel_ns - device_ns(p)).abs() < 1.0, "{side}: {kernel_ns} against {}", device_ns(p));
+        assert_eq!(report[side]["files"], json!([file]), "{side}");
+    }
+}

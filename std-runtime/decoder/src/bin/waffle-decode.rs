@@ -168,14 +168,14 @@ fn main() -> ExitCode {
     // Other tools' traces become trace.bin files that live as long as `foreign`.
     let mut foreign = foreign::Foreign::new(cli.quiet);
     let converted = match &mut cli.command {
-        Some(Command::Why(args)) => foreign.convert(&mut args.inputs),
-        Some(Command::Diff(args)) => args.inputs_mut().into_iter().try_for_each(|p| foreign.convert(p)),
-        Some(Command::Hang(args)) => foreign.convert(&mut args.inputs),
-        Some(Command::Waits(args)) => foreign.convert(&mut args.inputs),
-        Some(Command::CriticalPath(args)) => foreign.convert(&mut args.inputs),
-        Some(Command::Profile(args)) => foreign.convert(&mut args.inputs),
+        Some(Command::Why(args)) => foreign.convert(&mut [&mut args.inputs]),
+        Some(Command::Diff(args)) => foreign.convert(&mut args.inputs_mut()),
+        Some(Command::Hang(args)) => foreign.convert(&mut [&mut args.inputs]),
+        Some(Command::Waits(args)) => foreign.convert(&mut [&mut args.inputs]),
+        Some(Command::CriticalPath(args)) => foreign.convert(&mut [&mut args.inputs]),
+        Some(Command::Profile(args)) => foreign.convert(&mut [&mut args.inputs]),
         None if cli.follow.follow => Ok(()),
-        None => foreign.convert(&mut cli.inputs),
+        None => foreign.convert(&mut [&mut cli.inputs]),
     };
     let result = converted.and_then(|()| match &cli.command {
         Some(Command::Why(args)) => why::why(args),

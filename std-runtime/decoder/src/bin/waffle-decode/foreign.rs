@@ -48,64 +48,110 @@ impl Foreign {
         Foreign { quiet, dir: None }
     }
 
-    /// Replaces each JSON trace in `paths` with the `trace.bin` files of its processes, in
-    /// place; says on stderr what each became and what it lost. A path that is no JSON is
-    /// left for the reader to judge.
-    pub(crate) fn convert(&mut self, paths: &mut Vec<PathBuf>) -> Result<(), String> {
-        let mut out = Vec::with_capacity(paths.len());
-        for path in paths.drain(..) {
-            match sniff(&path) {
-                Ok(Some(_)) => out.extend(self.one(&path)?),
-                _ => out.push(path),
-            }
+    /// Replaces each JSON trace in `lists` with the `trace.bin` files of its processes, in
+    /// place; says on stderr what each became and what it lost, in the order of the inputs. A
+    /// path that is no JSON is left for the reader to judge. Several traces (the two sides of
+    /// a `diff`) are converted at once, one thread each, up to the machine's cores.
+    pub(crate) fn convert(&mut self, lists: &mut [&mut Vec<PathBuf>]) -> Result<(), String> {
+        let jobs: Vec<(usize, usize)> = lists
+            .iter()
+            .enumerate()
+            .flat_map(|(l, paths)| paths.iter().enumerate().map(move |(i, p)| (l, i, p)))
+            .filter(|(_, _, p)| matches!(sniff(p), Ok(Some(_))))
+            .map(|(l, i, _)| (l, i))
+            .collect();
+        if jobs.is_empty() {
+            return Ok(());
         }
-        *paths = out;
-        Ok(())
-    }
-
-    fn one(&mut self, path: &Path) -> Result<Vec<PathBuf>, String> {
         if self.dir.is_none() {
             let dir = tempfile::Builder::new().prefix("waffle-decode-").tempdir();
-            self.dir = Some(dir.map_err(|e| format!("a temporary directory for {}: {e}", path.display()))?);
+            self.dir = Some(dir.map_err(|e| format!("a temporary directory for the converted traces: {e}"))?);
         }
-        let dir = self.dir.as_ref().expect("made above").path().to_owned();
-        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        // Named after the input and the process's number, so that messages about it still say
-        // where it came from.
-        let target = |i: usize| dir.join(format!("{file}.{i}.bin"));
-        let done = convert(path, &mut |i, _| {
-            let f = std::fs::File::create(target(i))?;
-            Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, f)) as Box<dyn std::io::Write>)
-        })
-        .map_err(|e| e.to_string())?;
-        for w in &done.warnings {
-            eprintln!("waffle-decode: warning: {w}");
-        }
-        let kind = if done.profiler { "PyTorch profiler trace" } else { "Chrome trace" };
-        let mut written = Vec::new();
-        for (i, p) in done.processes.iter().enumerate() {
-            if !self.quiet {
-                eprintln!(
-                    "{}: {kind}, process {} (pid {}): {} threads, {} device queues, {} spans and events",
-                    path.display(),
-                    p.name,
-                    p.pid,
-                    p.threads,
-                    p.device_threads,
-                    p.events
-                );
+        let dir = self.dir.as_ref().expect("made above").path();
+        let inputs: Vec<&Path> = jobs.iter().map(|&(l, i)| lists[l][i].as_path()).collect();
+        let done = in_parallel(&inputs, |n, path| one(dir, n, path));
+        let mut converted = Vec::with_capacity(jobs.len());
+        for (result, path) in done.into_iter().zip(&inputs) {
+            let (written, notes) = result?;
+            for w in &notes.warnings {
+                eprintln!("waffle-decode: warning: {w}");
             }
-            let origin = match done.processes.len() {
-                1 => path.display().to_string(),
-                _ => format!("{} (pid {})", path.display(), p.pid),
-            };
-            ORIGINS
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get_or_insert_with(HashMap::new)
-                .insert(target(i), origin);
-            written.push(target(i));
+            if !self.quiet {
+                for line in &notes.processes {
+                    eprintln!("{}: {line}", path.display());
+                }
+            }
+            converted.push(written);
         }
-        Ok(written)
+        // Each converted input's place in its list takes its files; from the last, so that
+        // the earlier places keep their indices.
+        for (&(l, i), written) in jobs.iter().zip(converted).rev() {
+            lists[l].splice(i..=i, written);
+        }
+        Ok(())
     }
+}
+
+/// What one conversion has to say: its warnings, and a line per process it wrote.
+struct Notes {
+    warnings: Vec<String>,
+    processes: Vec<String>,
+}
+
+/// `f(n, input)` for every input, on up to as many threads as the machine has cores (the
+/// inputs taken in turn); the results in the inputs' order.
+fn in_parallel<T: Send>(inputs: &[&Path], f: impl Fn(usize, &Path) -> T + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(inputs.len());
+    if threads <= 1 {
+        return inputs.iter().enumerate().map(|(n, p)| f(n, p)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new(inputs.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(path) = inputs.get(n) else { break };
+                let r = f(n, path);
+                results.lock().unwrap_or_else(PoisonError::into_inner)[n] = Some(r);
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+    results.into_iter().map(|r| r.expect("every input was taken by a thread")).collect()
+}
+
+/// Converts input number `n`, `path`, into `dir`: its files, and what to say about it.
+fn one(dir: &Path, n: usize, path: &Path) -> Result<(Vec<PathBuf>, Notes), String> {
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Named after the input and the process's number, so that messages about it still say
+    // where it came from; numbered by input first, since two runs' traces often share a name
+    // (`run_a/trace.json`, `run_b/trace.json`).
+    let target = |i: usize| dir.join(format!("{n}-{file}.{i}.bin"));
+    let done = convert(path, &mut |i, _| {
+        let f = std::fs::File::create(target(i))?;
+        Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, f)) as Box<dyn std::io::Write>)
+    })
+    .map_err(|e| e.to_string())?;
+    let kind = if done.profiler { "PyTorch profiler trace" } else { "Chrome trace" };
+    let mut written = Vec::new();
+    let mut processes = Vec::new();
+    for (i, p) in done.processes.iter().enumerate() {
+        processes.push(format!(
+            "{kind}, process {} (pid {}): {} threads, {} device queues, {} spans and events",
+            p.name, p.pid, p.threads, p.device_threads, p.events
+        ));
+        let origin = match done.processes.len() {
+            1 => path.display().to_string(),
+            _ => format!("{} (pid {})", path.display(), p.pid),
+        };
+        ORIGINS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(HashMap::new)
+            .insert(target(i), origin);
+        written.push(target(i));
+    }
+    Ok((written, Notes { warnings: done.warnings, processes }))
 }

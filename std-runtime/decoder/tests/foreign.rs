@@ -289,4 +289,30 @@ fn two_profiles_of_the_same_file_name_stay_apart() {
         assert!((kernel_ns - device_ns(p)).abs() < 1.0, "{side}: {kernel_ns} against {}", device_ns(p));
         assert_eq!(report[side]["files"], json!([file]), "{side}");
     }
+
+    // Exported together, each keeps its own launches: correlation values were salted with the
+    // file's name, so the two files' values met and every launch linked across the two.
+    let alone = |file: &str| -> usize { links(&export(&d, &[file], "alone")) };
+    let out = export(&d, &[a, b], "both");
+    assert_eq!(links(&out), alone(a) + alone(b), "links of the two exported together");
+}
+
+/// The OTLP JSON export of `inputs` into `dir`.
+fn export(dir: &Path, inputs: &[&str], name: &str) -> Json {
+    let out = dir.join(format!("{name}.otlp.json"));
+    let mut args = vec!["-q"];
+    args.extend(inputs);
+    args.extend(["-o", out.to_str().unwrap()]);
+    ok(&args);
+    serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap()
+}
+
+/// How many links the spans of an OTLP JSON export hold.
+fn links(otlp: &Json) -> usize {
+    let spans =
+        otlp["resourceSpans"].as_array().unwrap().iter().flat_map(|r| r["scopeSpans"].as_array().unwrap());
+    spans
+        .flat_map(|s| s["spans"].as_array().unwrap())
+        .map(|s| s["links"].as_array().map_or(0, Vec::len))
+        .sum()
 }

@@ -21,8 +21,9 @@
 //!   work with the same one (the kernel or copy it launched), `launch<`; a flow's points (`s`,
 //!   `t`, `f`) become events on their threads, inside the slices that hold them, each the
 //!   cause (`flow>`) of the next (`flow<`). The profiler's `ac2g` flows repeat the
-//!   `correlation` arguments and are not read twice. Values are salted with the file's name,
-//!   so that two files' correlations do not meet;
+//!   `correlation` arguments and are not read twice. Values are salted with the file's path
+//!   as given, so that two files' correlations do not meet, even two of one name in two
+//!   directories (`run_a/trace.json`, `run_b/trace.json`);
 //! - **device queues**: the threads of kernels, copies, sets and GPU annotations (a GPU
 //!   stream) join the host process as threads of their own, with thread ids from
 //!   [`DEVICE_TID_BASE`](waffle_wire::reserved::track::DEVICE_TID_BASE) up, named after the
@@ -152,7 +153,7 @@ pub fn convert(path: &Path, open: &mut OpenOutput<'_>) -> Result<Converted, Erro
 }
 
 /// [`convert`] of a trace held in memory, plain or gzipped; `name` names it in messages (and
-/// salts its correlation values as a file's name does).
+/// salts its correlation values as a file's path does).
 pub fn convert_bytes(bytes: &[u8], name: &Path, open: &mut OpenOutput<'_>) -> Result<Converted, Error> {
     convert_window(json::Input::Bytes(bytes), name, open, emit::WINDOW)
 }
@@ -164,8 +165,7 @@ fn convert_window(
     open: &mut OpenOutput<'_>,
     window: usize,
 ) -> Result<Converted, Error> {
-    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let salt = values::fnv(0xcbf2_9ce4_8422_2325, &[file.as_bytes()]);
+    let salt = values::fnv(0xcbf2_9ce4_8422_2325, &[path.as_os_str().as_encoded_bytes()]);
     match attempt((input, path), &mut *open, salt, window)? {
         Ok(done) => Ok(done),
         Err(at) => {

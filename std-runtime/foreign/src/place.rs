@@ -44,7 +44,7 @@ pub(crate) struct Meta {
     pub trace_name: Option<String>,
     /// Devices the profile lists (`deviceProperties`).
     pub devices: usize,
-    /// What the file's correlation values are salted with (its file name's hash).
+    /// What the file's correlation values are salted with (the hash of its path as given).
     pub salt: u64,
 }
 
@@ -229,7 +229,7 @@ impl<'a> Places<'a> {
 }
 
 /// The trace id the file's processes share: from its own id or name, else its base time, else
-/// the salt (its file name), so that converting a file twice gives the same id.
+/// the salt (its path as given), so that converting a file twice gives the same id.
 fn trace_id(meta: &Meta) -> u128 {
     let seed = match (&meta.trace_name, meta.base_ns) {
         (Some(name), _) => name.clone(),

@@ -188,6 +188,12 @@ pub(crate) fn ratios(_: &mut Criterion) {
     let stats = session.stop().expect("stop the session");
     let index = |name: &str| cases.iter().position(|(n, _)| *n == name).expect("a case of that name");
 
+    if std::env::var_os("WAFFLE_PAIRED_SERIES").is_some() {
+        for (c, (name, _)) in cases.iter().enumerate() {
+            let t: Vec<String> = times[c].iter().map(|x| format!("{x:.0}")).collect();
+            println!("series/{name}: {}", t.join(" "));
+        }
+    }
     println!("\npaired rounds: {rounds} rounds of {batch} iterations per case, every case once a round");
     for (c, (name, _)) in cases.iter().enumerate() {
         let mut t = times[c].clone();

@@ -82,6 +82,12 @@ fn device_ns(p: &Json) -> f64 {
     dev.map(|e| e["dur"].as_f64().unwrap() * 1000.0).sum()
 }
 
+/// A diff report's kernel total for `side` is the sum of profile `p`'s device durations.
+fn assert_kernel_total(report: &Json, side: &str, p: &Json) {
+    let kernel_ns = report[side]["kernel_ns"].as_f64().unwrap();
+    assert!((kernel_ns - device_ns(p)).abs() < 1.0, "{side}: {kernel_ns} against {}", device_ns(p));
+}
+
 fn write_json(path: &Path, v: &Json) {
     std::fs::write(path, serde_json::to_vec(v).unwrap()).unwrap();
 }
@@ -125,8 +131,7 @@ fn diff_compares_the_gpu_work_of_two_profiles() {
     let (json, _) = ok(&["diff", a, b, "--json"]);
     let report: Json = serde_json::from_str(&json).unwrap();
     for (side, p) in [("base", &base), ("new", &new)] {
-        let kernel_ns = report[side]["kernel_ns"].as_f64().unwrap();
-        assert!((kernel_ns - device_ns(p)).abs() < 1.0, "{side}: {kernel_ns} against {}", device_ns(p));
+        assert_kernel_total(&report, side, p);
         assert_eq!(report[side]["steps"], 6, "{side}");
     }
     let rows = report["kernels"].as_array().unwrap();
@@ -285,8 +290,7 @@ fn two_profiles_of_the_same_file_name_stay_apart() {
     assert!(said(a) < said(b), "{stderr}");
     let report: Json = serde_json::from_str(&json).unwrap();
     for (side, p, file) in [("base", &base, a), ("new", &new, b)] {
-        let kernel_ns = report[side]["kernel_ns"].as_f64().unwrap();
-        assert!((kernel_ns - device_ns(p)).abs() < 1.0, "{side}: {kernel_ns} against {}", device_ns(p));
+        assert_kernel_total(&report, side, p);
         assert_eq!(report[side]["files"], json!([file]), "{side}");
     }
 

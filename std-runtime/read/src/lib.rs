@@ -44,5 +44,6 @@ pub mod id_hash;
 pub mod matching;
 pub mod model;
 pub mod reader;
+pub mod threads;
 
 pub use error::Error;

@@ -134,6 +134,7 @@ struct Cli {
     /// Threads to read the inputs on (default: the machine's cores). Perfetto reads each file
     /// on a thread of its own, and writes each on one too unless two files share ids, with
     /// the same bytes with any number; the other formats read the files one after the other.
+    /// Other tools' traces among the inputs (of any command) are converted this many at once.
     /// 1: the calling thread only.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
@@ -166,7 +167,7 @@ enum Command {
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
     // Other tools' traces become trace.bin files that live as long as `foreign`.
-    let mut foreign = foreign::Foreign::new(cli.quiet);
+    let mut foreign = foreign::Foreign::new(cli.quiet, threads(&cli));
     let converted = match &mut cli.command {
         Some(Command::Why(args)) => foreign.convert(&mut [&mut args.inputs]),
         Some(Command::Diff(args)) => foreign.convert(&mut args.inputs_mut()),
@@ -283,14 +284,18 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
 }
 
-/// The first of the two reads of the files, for `format`; the first time, says what it found.
-fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
-    let threads = match cli.threads {
+/// The threads to read inputs on: `-j`, else the machine's cores.
+fn threads(cli: &Cli) -> usize {
+    match cli.threads {
         Some(n) => n as usize,
         None => std::thread::available_parallelism().map_or(1, usize::from),
-    };
-    let mut files =
-        Files::scan_threads(&cli.inputs, format, threads, &mut progress.inc()).map_err(|e| e.to_string())?;
+    }
+}
+
+/// The first of the two reads of the files, for `format`; the first time, says what it found.
+fn scan(cli: &Cli, format: Format, progress: &mut Progress, told: &mut bool) -> Result<Files, String> {
+    let mut files = Files::scan_threads(&cli.inputs, format, threads(cli), &mut progress.inc())
+        .map_err(|e| e.to_string())?;
     if cli.no_match {
         files.unmatch();
     }

@@ -24,13 +24,7 @@ use crate::{
     correlation::Role,
     index::{IdHash, IdMap},
 };
-use std::{
-    collections::HashMap,
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex,
-    },
-};
+use std::collections::HashMap;
 
 mod flows;
 mod number;

@@ -9,6 +9,7 @@ use std::{
     sync::{Mutex, PoisonError},
 };
 use waffle_foreign::{convert, sniff};
+use waffle_read::threads::on_threads;
 
 /// Each converted file, by the input it came from (its process's pid beside it when the input
 /// held several): what reports name instead of the temporary file.
@@ -40,18 +41,20 @@ pub(crate) fn display(path: &Path) -> String {
 /// The conversions of one command.
 pub(crate) struct Foreign {
     quiet: bool,
+    /// How many inputs are converted at once (the command's `-j`).
+    threads: usize,
     dir: Option<tempfile::TempDir>,
 }
 
 impl Foreign {
-    pub(crate) fn new(quiet: bool) -> Foreign {
-        Foreign { quiet, dir: None }
+    pub(crate) fn new(quiet: bool, threads: usize) -> Foreign {
+        Foreign { quiet, threads, dir: None }
     }
 
     /// Replaces each JSON trace in `lists` with the `trace.bin` files of its processes, in
     /// place; says on stderr what each became and what it lost, in the order of the inputs. A
     /// path that is no JSON is left for the reader to judge. Several traces (the two sides of
-    /// a `diff`) are converted at once, one thread each, up to the machine's cores.
+    /// a `diff`) are converted at once, one thread each, up to the command's threads (`-j`).
     pub(crate) fn convert(&mut self, lists: &mut [&mut Vec<PathBuf>]) -> Result<(), String> {
         let jobs: Vec<(usize, usize)> = lists
             .iter()
@@ -69,7 +72,9 @@ impl Foreign {
         }
         let dir = self.dir.as_ref().expect("made above").path();
         let inputs: Vec<&Path> = jobs.iter().map(|&(l, i)| lists[l][i].as_path()).collect();
-        let done = in_parallel(&inputs, |n, path| one(dir, n, path));
+        let done = on_threads(inputs.iter().copied().enumerate().collect(), self.threads, |(n, path)| {
+            one(dir, n, path)
+        });
         let mut converted = Vec::with_capacity(jobs.len());
         for (result, path) in done.into_iter().zip(&inputs) {
             let (written, notes) = result?;
@@ -96,30 +101,6 @@ impl Foreign {
 struct Notes {
     warnings: Vec<String>,
     processes: Vec<String>,
-}
-
-/// `f(n, input)` for every input, on up to as many threads as the machine has cores (the
-/// inputs taken in turn); the results in the inputs' order.
-fn in_parallel<T: Send>(inputs: &[&Path], f: impl Fn(usize, &Path) -> T + Sync) -> Vec<T> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(inputs.len());
-    if threads <= 1 {
-        return inputs.iter().enumerate().map(|(n, p)| f(n, p)).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<T>>> = Mutex::new(inputs.iter().map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(path) = inputs.get(n) else { break };
-                let r = f(n, path);
-                results.lock().unwrap_or_else(PoisonError::into_inner)[n] = Some(r);
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
-    results.into_iter().map(|r| r.expect("every input was taken by a thread")).collect()
 }
 
 /// Converts input number `n`, `path`, into `dir`: its files, and what to say about it.

@@ -4,6 +4,7 @@
 
 use super::{flows::Done, *};
 use std::ops::Range;
+use waffle_read::threads::on_threads;
 
 impl Groups {
     /// Numbers the groups' flows from `next` on (keys by name, `rank` giving each key number's
@@ -150,39 +151,6 @@ fn in_record_order(done: &[Vec<Done>], streams: Range<usize>, notes: Range<u64>)
         start = end;
     }
     queues
-}
-
-/// `f` of each of `items`, in their order, on up to `threads` threads (each taking the next
-/// item as it is free: partitions differ in size).
-pub(super) fn on_threads<T: Send, R: Send>(
-    items: Vec<T>,
-    threads: usize,
-    f: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    if threads <= 1 || items.len() <= 1 {
-        return items.into_iter().map(f).collect();
-    }
-    let n = items.len();
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.min(n) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = slots.get(i) else { break };
-                let item = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(item) = item {
-                    let r = f(item);
-                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every item is done"))
-        .collect()
 }
 
 /// The index of group `key` in `groups`, added if new.

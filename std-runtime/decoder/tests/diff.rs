@@ -369,7 +369,10 @@ fn the_example_run_twice_shows_the_perturbed_layer_and_the_slowed_kernel() {
         assert!(status.success());
     };
     run("base.bin", &[]);
-    run("new.bin", &["--perturb", "2", "--slow", "gelu"]);
+    // 5 ms more per gelu, 80 ms in all: far more than the scheduler can add to the base run's
+    // 16 gelus of a few µs each on a loaded machine. At the example's 500 µs (8 ms in all) the
+    // ratio once came out under 2 while other tests ran: a preemption of a few ms in the base.
+    run("new.bin", &["--perturb", "2", "--slow", "gelu", "--slow-us", "5000"]);
     let html = dir.join("diff.html");
     let json = diff_json(&[
         dir.join("base.bin").as_ref(),

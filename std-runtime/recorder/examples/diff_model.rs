@@ -14,7 +14,7 @@
 //!
 //! Options: `--steps N` (default 4), `--layers N` (default 4), `--perturb L` (add 1e-3 to one
 //! weight of layer L: its `mlp` tensor and everything after it change), `--slow KERNEL` (the
-//! kernel sleeps 500 µs more each time), `--fuse` (`gelu` and `residual` run as one
+//! kernel sleeps 500 µs more each time; `--slow-us N` sets how long), `--fuse` (`gelu` and `residual` run as one
 //! `gelu_residual` kernel), `--tensor-every N` (tensors on every N-th step only, for large
 //! traces), `--work N` (repeat each kernel's arithmetic N times).
 
@@ -27,6 +27,8 @@ struct Options {
     layers: usize,
     perturb: Option<usize>,
     slow: Option<String>,
+    /// How much longer the slowed kernel takes each time, in µs.
+    slow_us: u64,
     fuse: bool,
     tensor_every: u64,
     work: usize,
@@ -65,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let slow = |kernel: &str| {
         if o.slow.as_deref() == Some(kernel) {
-            std::thread::sleep(Duration::from_micros(500));
+            std::thread::sleep(Duration::from_micros(o.slow_us));
         }
     };
     for n in 0..o.steps {
@@ -134,9 +136,17 @@ fn gelu(v: f32) -> f32 {
 
 fn options() -> Result<(std::path::PathBuf, Options), String> {
     let mut args = std::env::args().skip(1);
-    let out = args.next().ok_or("usage: diff_model OUT.bin [--steps N] [--layers N] [--perturb L] [--slow KERNEL] [--fuse] [--tensor-every N] [--work N]")?;
-    let mut o =
-        Options { steps: 4, layers: 4, perturb: None, slow: None, fuse: false, tensor_every: 1, work: 1 };
+    let out = args.next().ok_or("usage: diff_model OUT.bin [--steps N] [--layers N] [--perturb L] [--slow KERNEL] [--slow-us N] [--fuse] [--tensor-every N] [--work N]")?;
+    let mut o = Options {
+        steps: 4,
+        layers: 4,
+        perturb: None,
+        slow: None,
+        slow_us: 500,
+        fuse: false,
+        tensor_every: 1,
+        work: 1,
+    };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} takes a value"));
         let number = |v: String| v.parse::<u64>().map_err(|_| format!("{arg}: {v:?} is not a number"));
@@ -145,6 +155,7 @@ fn options() -> Result<(std::path::PathBuf, Options), String> {
             "--layers" => o.layers = number(value()?)? as usize,
             "--perturb" => o.perturb = Some(number(value()?)? as usize),
             "--slow" => o.slow = Some(value()?),
+            "--slow-us" => o.slow_us = number(value()?)?,
             "--fuse" => o.fuse = true,
             "--tensor-every" => o.tensor_every = number(value()?)?.max(1),
             "--work" => o.work = number(value()?)?.max(1) as usize,

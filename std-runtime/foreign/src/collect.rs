@@ -106,14 +106,17 @@ impl<'a> Collector<'a> {
         }
     }
 
-    pub(crate) fn event(&mut self, ev: Event<'_>) {
+    pub(crate) fn event(&mut self, ev: &mut Event<'_>) {
         if self.stop.is_some() {
             return;
         }
         self.events += 1;
         let ph = ev.ph.text();
         match &*ph {
-            "M" => return self.metadata((Key::of(&ev.pid), Key::of(&ev.tid)), &ev.name.text(), ev.args),
+            "M" => {
+                let args = std::mem::take(&mut ev.args);
+                return self.metadata((Key::of(&ev.pid), Key::of(&ev.tid)), &ev.name.text(), args);
+            }
             "X" | "B" | "E" | "i" | "I" | "n" | "C" | "s" | "t" | "f" => {}
             _ => {
                 *self.skipped.phases.entry(ph.into_owned()).or_default() += 1;
@@ -141,7 +144,7 @@ impl<'a> Collector<'a> {
             Err(e) => return self.stop = Some(Stop::Io(e)),
         };
         let name = ev.name.text();
-        let mut args = ev.args.0;
+        let mut args = std::mem::take(&mut ev.args.0);
         if !flow {
             self.launching_op(&name, &cat, device, &mut args);
         }

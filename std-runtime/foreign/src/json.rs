@@ -5,8 +5,8 @@
 
 use crate::{
     collect::Collector,
-    event::Event,
-    scan::{position, Parsed, ScanError, Scanner},
+    parse,
+    scan::{position, ScanError, Scanner},
     Form,
 };
 use flate2::read::MultiGzDecoder;
@@ -98,23 +98,7 @@ fn events<R: Read>(s: &mut Scanner<R>, c: &mut Collector<'_>) -> Result<(), Scan
     loop {
         // Parsed where it lies in the buffer: an object ends itself, so the parser stops at
         // its close (the event's end), and says when the bytes read end inside it.
-        s.parse(|text| {
-            let mut one = serde_json::Deserializer::from_str(text).into_iter::<Event<'_>>();
-            match one.next() {
-                Some(Ok(ev)) => {
-                    let n = one.byte_offset();
-                    c.event(ev);
-                    Parsed::Done((), n)
-                }
-                Some(Err(e)) if e.is_eof() => Parsed::More,
-                None => Parsed::More,
-                Some(Err(e)) => {
-                    let msg = e.to_string();
-                    let what = msg.rfind(" at line ").map_or(msg.clone(), |i| msg[..i].to_owned());
-                    Parsed::Failed { at: position(text.as_bytes(), e.line(), e.column()), what }
-                }
-            }
-        })?;
+        s.parse(|text| parse::event(text, |ev| c.event(ev)))?;
         if c.stop.is_some() {
             return Ok(());
         }

@@ -63,7 +63,12 @@ mod collect;
 mod emit;
 mod event;
 mod json;
+mod parse;
+#[cfg(test)]
+mod parse_tests;
 mod place;
+#[cfg(test)]
+mod reference;
 mod scan;
 mod sites;
 mod values;

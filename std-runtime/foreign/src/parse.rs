@@ -1,0 +1,324 @@
+//! One event parsed from its bytes by hand, in one pass: the fields waffle reads taken as they
+//! come, every other value checked and passed over, strings borrowed where they hold no
+//! escape. It accepts and refuses what serde_json does (a test holds it to serde_json on
+//! generated and broken events), at about a third of the instructions of the derived
+//! deserializer, whose keys, values and arguments went through a visitor each.
+//!
+//! Where the bytes end inside the event it says so ([`Parsed::More`]): the caller reads more
+//! and asks again. Every error names its byte in the text given.
+
+mod tokens;
+
+use crate::{
+    event::{compact, Arg, Args, Event, Lenient},
+    scan::Parsed,
+};
+use std::borrow::Cow;
+
+/// Why a parse stopped: one byte, so that every step's result stays in registers.
+enum Stop {
+    /// The text ended inside the event.
+    More,
+    /// Not JSON, or not an event: the parser's `error` says where and why.
+    Bad,
+}
+
+type Res<T> = Result<T, Stop>;
+
+/// The event at the start of `text`, handed to `then` where it lies (an event is large to
+/// move), and the bytes it took.
+pub(crate) fn event<'a, T>(text: &'a str, then: impl FnOnce(&mut Event<'a>) -> T) -> Parsed<T> {
+    let mut p = Parser { text, b: text.as_bytes(), i: 0, error: (0, String::new()) };
+    match p.event() {
+        Ok(mut ev) => Parsed::Done(then(&mut ev), p.i),
+        Err(Stop::More) => Parsed::More,
+        Err(Stop::Bad) => Parsed::Failed { at: p.error.0, what: p.error.1 },
+    }
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+    /// Where the parse failed, and why.
+    error: (usize, String),
+}
+
+impl<'a> Parser<'a> {
+    #[cold]
+    fn bad<T>(&mut self, what: impl Into<String>) -> Res<T> {
+        self.fail(self.i, what)
+    }
+
+    #[cold]
+    fn fail<T>(&mut self, at: usize, what: impl Into<String>) -> Res<T> {
+        self.error = (at, what.into());
+        Err(Stop::Bad)
+    }
+
+    /// The next byte that is not whitespace, not taken.
+    #[inline(always)]
+    fn peek(&mut self) -> Res<u8> {
+        while let Some(&c) = self.b.get(self.i) {
+            if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                return Ok(c);
+            }
+            self.i += 1;
+        }
+        Err(Stop::More)
+    }
+
+    #[inline(always)]
+    fn colon(&mut self) -> Res<()> {
+        match self.peek()? {
+            b':' => {
+                self.i += 1;
+                Ok(())
+            }
+            _ => self.bad("expected `:`"),
+        }
+    }
+
+    /// An object's key, the next byte being its opening quote or not.
+    #[inline(always)]
+    fn key(&mut self) -> Res<Cow<'a, str>> {
+        match self.peek()? {
+            b'"' => self.string(),
+            _ => self.bad("key must be a string"),
+        }
+    }
+
+    /// After an entry of an object (`array` false) or array: whether another follows (the
+    /// separator taken), or the close (taken).
+    #[inline(always)]
+    fn next(&mut self, array: bool) -> Res<bool> {
+        match (self.peek()?, array) {
+            (b',', _) => {
+                self.i += 1;
+                Ok(true)
+            }
+            (b'}', false) | (b']', true) => {
+                self.i += 1;
+                Ok(false)
+            }
+            (_, false) => self.bad("expected `,` or `}`"),
+            (_, true) => self.bad("expected `,` or `]`"),
+        }
+    }
+
+    /// A number as a scalar of the event, as serde_json gives it: a whole number as an
+    /// integer where one fits (`-0` as a double), a number too large for a double refused.
+    #[inline(always)]
+    fn lenient_number(&mut self) -> Res<Lenient<'a>> {
+        let at = self.i;
+        let n = self.number()?;
+        Ok(match (n.integer, n.negative) {
+            (Some(v), false) => Lenient::UInt(v),
+            (Some(v), true) if v != 0 && v <= 1 << 63 => Lenient::Int((v as i64).wrapping_neg()),
+            _ => match n.float.unwrap_or_else(|| n.text.parse().unwrap_or(f64::NAN)) {
+                f if f.is_finite() => Lenient::Float(f),
+                _ => return self.fail(at, "number out of range"),
+            },
+        })
+    }
+
+    /// A field of the event that waffle reads as a scalar; an array or object is checked and
+    /// passed over.
+    #[inline(always)]
+    fn lenient(&mut self) -> Res<Lenient<'a>> {
+        Ok(match self.peek()? {
+            b'"' => Lenient::Str(self.string()?),
+            b'-' | b'0'..=b'9' => self.lenient_number()?,
+            b't' | b'f' | b'n' => match self.literal()? {
+                b't' => Lenient::Bool(true),
+                b'f' => Lenient::Bool(false),
+                _ => Lenient::Null,
+            },
+            b'{' | b'[' => {
+                self.skip()?;
+                Lenient::Other
+            }
+            _ => return self.bad("expected value"),
+        })
+    }
+
+    /// An argument's value, as [`Arg`] keeps it: integers as integers where they fit, other
+    /// numbers as doubles, `null` as its text, arrays and objects as their compact text.
+    #[inline(always)]
+    fn arg(&mut self) -> Res<Arg<'a>> {
+        Ok(match self.peek()? {
+            b'"' => Arg::Str(self.string()?),
+            b'-' | b'0'..=b'9' => {
+                let n = self.number()?;
+                match (n.integer, n.negative) {
+                    (Some(v), false) => Arg::U64(v),
+                    (Some(v), true) if v <= 1 << 63 => Arg::I64((v as i64).wrapping_neg()),
+                    _ => Arg::F64(n.float.unwrap_or_else(|| n.text.parse().unwrap_or(f64::NAN))),
+                }
+            }
+            b't' | b'f' | b'n' => match self.literal()? {
+                b't' => Arg::Bool(true),
+                b'f' => Arg::Bool(false),
+                _ => Arg::Str(Cow::Borrowed("null")),
+            },
+            b'{' | b'[' => {
+                let start = self.i;
+                self.skip()?;
+                Arg::Json(compact(&self.text[start..self.i]))
+            }
+            _ => return self.bad("expected value"),
+        })
+    }
+
+    /// The `args` object: its entries sorted by key (a key given twice: the first); nothing
+    /// when it is no object.
+    fn args(&mut self) -> Res<Args<'a>> {
+        if self.peek()? != b'{' {
+            self.lenient()?;
+            return Ok(Args::default());
+        }
+        self.i += 1;
+        let mut out = Vec::with_capacity(8);
+        if self.peek()? == b'}' {
+            self.i += 1;
+        } else {
+            loop {
+                let key = self.key()?;
+                self.colon()?;
+                out.push((key, self.arg()?));
+                if !self.next(false)? {
+                    break;
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|later, earlier| later.0 == earlier.0);
+        Ok(Args(out))
+    }
+
+    /// Any value, checked and passed over. Iterative, so that nesting cannot exhaust the
+    /// stack, and as deep as the value goes (as serde_json passes over values): whether each
+    /// open container is an array is one bit, the first 128 in `near`, any deeper in `far`.
+    fn skip(&mut self) -> Res<()> {
+        let (mut near, mut far, mut n) = (0u128, Vec::new(), 0usize);
+        loop {
+            // A value.
+            let mut closed = true;
+            match self.peek()? {
+                c @ (b'{' | b'[') => {
+                    self.i += 1;
+                    let array = c == b'[';
+                    if self.peek()? == if array { b']' } else { b'}' } {
+                        self.i += 1;
+                    } else {
+                        if n < 128 {
+                            near = near & !(1 << n) | u128::from(array) << n;
+                        } else {
+                            far.truncate(n - 128);
+                            far.push(array);
+                        }
+                        n += 1;
+                        closed = false;
+                        if !array {
+                            self.skip_key()?;
+                        }
+                    }
+                }
+                b'"' => self.skip_string()?,
+                b'-' | b'0'..=b'9' => {
+                    self.number()?;
+                }
+                b't' | b'f' | b'n' => {
+                    self.literal()?;
+                }
+                _ => return self.bad("expected value"),
+            }
+            // What follows a value: the next entry of the innermost container, or its close.
+            while closed {
+                if n == 0 {
+                    return Ok(());
+                }
+                let array = if n <= 128 { near >> (n - 1) & 1 == 1 } else { far[n - 129] };
+                if self.next(array)? {
+                    if !array {
+                        self.skip_key()?;
+                    }
+                    closed = false;
+                } else {
+                    n -= 1;
+                }
+            }
+        }
+    }
+
+    /// A key of an object passed over, and its colon.
+    fn skip_key(&mut self) -> Res<()> {
+        match self.peek()? {
+            b'"' => self.skip_string()?,
+            _ => return self.bad("key must be a string"),
+        }
+        self.colon()
+    }
+
+    /// The event: an object whose known keys fill the fields, each at most once.
+    fn event(&mut self) -> Res<Event<'a>> {
+        if self.peek()? != b'{' {
+            return self.bad("expected an event (an object)");
+        }
+        self.i += 1;
+        let mut ev = Event::default();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(ev);
+        }
+        let mut seen = 0u16;
+        loop {
+            self.peek()?;
+            let at = self.i;
+            let key = self.key()?;
+            self.colon()?;
+            let slot = match key.as_bytes() {
+                b"ph" => Some(0),
+                b"name" => Some(1),
+                b"cat" => Some(2),
+                b"pid" => Some(3),
+                b"tid" => Some(4),
+                b"ts" => Some(5),
+                b"dur" => Some(6),
+                b"id" => Some(7),
+                b"bp" => Some(8),
+                b"args" => Some(9),
+                _ => None,
+            };
+            match slot {
+                None => self.skip()?,
+                Some(k) if seen & 1 << k != 0 => return self.fail(at, format!("duplicate field `{key}`")),
+                Some(k) => {
+                    seen |= 1 << k;
+                    let field = match k {
+                        0 => &mut ev.ph,
+                        1 => &mut ev.name,
+                        2 => &mut ev.cat,
+                        3 => &mut ev.pid,
+                        4 => &mut ev.tid,
+                        5 => &mut ev.ts,
+                        6 => &mut ev.dur,
+                        7 => &mut ev.id,
+                        8 => &mut ev.bp,
+                        _ => {
+                            ev.args = self.args()?;
+                            if !self.next(false)? {
+                                return Ok(ev);
+                            }
+                            continue;
+                        }
+                    };
+                    *field = self.lenient()?;
+                }
+            }
+            if !self.next(false)? {
+                return Ok(ev);
+            }
+        }
+    }
+}

@@ -18,6 +18,35 @@ use waffle_wire::{
 /// Events a thread holds before it writes the earliest half of them.
 pub(crate) const WINDOW: usize = 1 << 12;
 
+/// How far before the last held item a new one may go in its place; one that goes further
+/// leaves the held items to be sorted when they are written.
+const NEAR: usize = 64;
+
+/// The order items of one thread are written in: by begin, an `E` before a span and a span
+/// before an instant at one time, the longer of two spans first (it holds the other).
+pub(crate) fn order(a: &Ev, b: &Ev) -> std::cmp::Ordering {
+    a.start.cmp(&b.start).then(a.what.cmp(&b.what)).then(b.end.cmp(&a.end))
+}
+
+/// Adds `ev` to the items held, in its place after those it ties with (where a stable sort
+/// would put it) while they are in order: most items come in order, and a span that a file
+/// gives after what it holds (the profiler's step markers) comes a few items early. One that
+/// comes further back is added at the end and leaves them to be sorted.
+pub(crate) fn hold(pending: &mut Vec<Ev>, sorted: &mut bool, ev: Ev) {
+    let at = match pending.last() {
+        Some(last) if *sorted && order(last, &ev).is_gt() => {
+            pending.partition_point(|held| order(held, &ev).is_le())
+        }
+        _ => pending.len(),
+    };
+    if pending.len() - at > NEAR {
+        *sorted = false;
+        pending.push(ev);
+    } else {
+        pending.insert(at, ev);
+    }
+}
+
 /// The end of a span begun by `B` whose `E` has not come.
 const OPEN: u64 = u64::MAX;
 
@@ -68,7 +97,11 @@ pub(crate) struct Thread {
     pub stream: u32,
     pub tid: u64,
     pub name: String,
+    /// Items held, in the order they are written once `sorted` (else sorted first).
     pending: Vec<Ev>,
+    /// Whether `pending` is in order: kept so by inserting an item that comes a little early
+    /// in its place, and given up for one that comes far earlier (the flush then sorts).
+    sorted: bool,
     arena: Vec<u8>,
     /// The begin of the latest item written: nothing earlier may come.
     written: u64,
@@ -126,6 +159,7 @@ impl Emit {
             tid,
             name,
             pending: Vec::new(),
+            sorted: true,
             arena: Vec::new(),
             written: 0,
             last: 0,
@@ -165,7 +199,7 @@ impl Emit {
         th.arena.extend_from_slice(fields);
         ev.args = (from, th.arena.len() as u32);
         th.last = th.last.max(ev.start).max(if ev.end == OPEN { 0 } else { ev.end });
-        th.pending.push(ev);
+        hold(&mut th.pending, &mut th.sorted, ev);
         if th.pending.len() >= self.window.saturating_mul(2) {
             return Ok(self.flush(t, self.window, sites));
         }
@@ -175,7 +209,10 @@ impl Emit {
     /// Writes the `n` earliest items of thread `t`.
     fn flush(&mut self, t: usize, n: usize, sites: &Sites) -> io::Result<()> {
         let th = &mut self.threads[t];
-        th.pending.sort_by(|a, b| a.start.cmp(&b.start).then(a.what.cmp(&b.what)).then(b.end.cmp(&a.end)));
+        if !th.sorted {
+            th.pending.sort_by(order);
+            th.sorted = true;
+        }
         let n = n.min(th.pending.len());
         let items: Vec<Ev> = th.pending.drain(..n).collect();
         for e in &items {

@@ -79,15 +79,6 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// An object's key, the next byte being its opening quote or not.
-    #[inline(always)]
-    fn key(&mut self) -> Res<Cow<'a, str>> {
-        match self.peek()? {
-            b'"' => self.string(),
-            _ => self.bad("key must be a string"),
-        }
-    }
-
     /// After an entry of an object (`array` false) or array: whether another follows (the
     /// separator taken), or the close (taken).
     #[inline(always)]
@@ -127,7 +118,10 @@ impl<'a> Parser<'a> {
     #[inline(always)]
     fn lenient(&mut self) -> Res<Lenient<'a>> {
         Ok(match self.peek()? {
-            b'"' => Lenient::Str(self.string()?),
+            b'"' => match self.plain()? {
+                Some(s) => Lenient::Str(Cow::Borrowed(s)),
+                None => Lenient::Str(self.escaped()?),
+            },
             b'-' | b'0'..=b'9' => self.lenient_number()?,
             b't' | b'f' | b'n' => match self.literal()? {
                 b't' => Lenient::Bool(true),
@@ -147,7 +141,10 @@ impl<'a> Parser<'a> {
     #[inline(always)]
     fn arg(&mut self) -> Res<Arg<'a>> {
         Ok(match self.peek()? {
-            b'"' => Arg::Str(self.string()?),
+            b'"' => match self.plain()? {
+                Some(s) => Arg::Str(Cow::Borrowed(s)),
+                None => Arg::Str(self.escaped()?),
+            },
             b'-' | b'0'..=b'9' => {
                 let n = self.number()?;
                 match (n.integer, n.negative) {
@@ -183,7 +180,13 @@ impl<'a> Parser<'a> {
             self.i += 1;
         } else {
             loop {
-                let key = self.key()?;
+                if self.peek()? != b'"' {
+                    return self.bad("key must be a string");
+                }
+                let key = match self.plain()? {
+                    Some(k) => Cow::Borrowed(k),
+                    None => self.escaped()?,
+                };
                 self.colon()?;
                 out.push((key, self.arg()?));
                 if !self.next(false)? {
@@ -273,9 +276,18 @@ impl<'a> Parser<'a> {
         }
         let mut seen = 0u16;
         loop {
-            self.peek()?;
+            if self.peek()? != b'"' {
+                return self.bad("key must be a string");
+            }
             let at = self.i;
-            let key = self.key()?;
+            let escaped;
+            let key = match self.plain()? {
+                Some(k) => k,
+                None => {
+                    escaped = self.escaped()?;
+                    &*escaped
+                }
+            };
             self.colon()?;
             let slot = match key.as_bytes() {
                 b"ph" => Some(0),

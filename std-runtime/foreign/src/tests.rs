@@ -360,3 +360,40 @@ impl Write for Shared {
         Ok(())
     }
 }
+
+#[test]
+fn items_held_in_place_come_out_as_a_stable_sort_puts_them() {
+    use emit::{hold, order, Ev, What};
+    // Items mostly in order, some a few places early, some far back, with ties of begin,
+    // kind and end; each one's site is its arrival number, so that ties show their order.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for round in 0..200 {
+        let (mut held, mut sorted, mut arrived) = (Vec::new(), true, Vec::new());
+        let mut t = 1000u64;
+        for k in 0..300u32 {
+            t += next(3);
+            let start = match next(20) {
+                0 => t.saturating_sub(next(40)),
+                1 if round % 2 == 0 => t.saturating_sub(200 + next(800)),
+                _ => t,
+            };
+            let what = [What::Span, What::Instant, What::End][next(3) as usize];
+            let end = if what == What::Span { start + next(4) } else { start };
+            let ev = Ev::new(what, (start, end), k, None);
+            arrived.push(ev);
+            hold(&mut held, &mut sorted, ev);
+        }
+        if !sorted {
+            held.sort_by(order);
+        }
+        arrived.sort_by(order);
+        let ids = |v: &[Ev]| v.iter().map(|e| e.site).collect::<Vec<_>>();
+        assert_eq!(ids(&held), ids(&arrived), "round {round}");
+    }
+}

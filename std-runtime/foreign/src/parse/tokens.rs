@@ -79,17 +79,18 @@ impl<'a> Parser<'a> {
         unsafe { self.text.get_unchecked(from..to) }
     }
 
-    /// A string from its opening quote: borrowed where it holds no escape.
+    /// A string from its opening quote, borrowed, where it holds no escape; `None`, nothing
+    /// taken, where it does. (A plain slice, not a `Cow`: results stay small on the hot path.)
     #[inline(always)]
-    pub(super) fn string(&mut self) -> Res<Cow<'a, str>> {
+    pub(super) fn plain(&mut self) -> Res<Option<&'a str>> {
         let start = self.i + 1;
         let Some(j) = plain_run(self.b, start) else { return Err(Stop::More) };
         match self.b[j] {
             b'"' => {
                 self.i = j + 1;
-                Ok(Cow::Borrowed(self.between(start, j)))
+                Ok(Some(self.between(start, j)))
             }
-            b'\\' => self.escaped(),
+            b'\\' => Ok(None),
             _ => {
                 self.i = j;
                 self.bad("control character (\\u0000-\\u001F) found while parsing a string")
@@ -102,7 +103,7 @@ impl<'a> Parser<'a> {
     /// surrogate (rare in traces: this path may be slow).
     #[cold]
     #[inline(never)]
-    fn escaped(&mut self) -> Res<Cow<'a, str>> {
+    pub(super) fn escaped(&mut self) -> Res<Cow<'a, str>> {
         let open = self.i;
         self.skip_string()?;
         let end = self.i;

@@ -11,11 +11,7 @@ use crate::{
     values::{encode, fnv, ns, FastMap},
     OpenOutput,
 };
-use std::{
-    borrow::Cow,
-    collections::{HashMap, VecDeque},
-    io,
-};
+use std::{borrow::Cow, collections::HashMap, io};
 use waffle_wire::reserved::{track::DEVICE_TID_BASE, LAUNCH_OP};
 
 /// Categories whose events ran on a device (a GPU stream), in the profiler's dialect and its
@@ -37,7 +33,9 @@ const EXTERNAL_ID: &str = "External id";
 const CPU_OP: &str = "cpu_op";
 
 /// Operations remembered by their `External id` for the device work they launch, which comes
-/// within a few thousand events of them.
+/// within a few thousand events of them: a table of this many slots, each holding the latest
+/// operation whose id falls in it (the profiler numbers them in order, so the last 65,536 are
+/// all held).
 const OPS_KEPT: usize = 1 << 16;
 
 /// Events the conversion could not keep, by reason, for one warning each.
@@ -69,13 +67,17 @@ pub(crate) struct Collector<'a> {
     pub events: u64,
     /// Set when the conversion must stop; later events are not read.
     pub stop: Option<Stop>,
-    /// Recent host operations by `External id` (their names numbered in `op_names`), oldest
-    /// first in `op_order`.
-    ops: FastMap<u64, u32>,
-    op_order: VecDeque<u64>,
+    /// Recent host operations by `External id`: the id and the operation's number (its name
+    /// in `op_names`) in the slot of the id, `OPS_KEPT` slots.
+    ops: Vec<Option<(u64, u32)>>,
     op_names: FastMap<String, u32>,
     op_list: Vec<String>,
     fields: Vec<u8>,
+}
+
+/// The slot of `External id` `ext` in the table of recent operations.
+fn slot_of(ext: u64) -> usize {
+    (ext % OPS_KEPT as u64) as usize
 }
 
 /// The name the profiler's step markers, `ProfilerStep#N`, are given: one callsite for every
@@ -98,8 +100,7 @@ impl<'a> Collector<'a> {
             skipped: Skipped::default(),
             events: 0,
             stop: None,
-            ops: FastMap::default(),
-            op_order: VecDeque::new(),
+            ops: Vec::new(),
             op_names: FastMap::default(),
             op_list: Vec::new(),
             fields: Vec::new(),
@@ -186,7 +187,8 @@ impl<'a> Collector<'a> {
             return;
         };
         if device {
-            if let Some(&op) = self.ops.get(&ext) {
+            let slot = self.ops.get(slot_of(ext)).copied().flatten();
+            if let Some((_, op)) = slot.filter(|&(id, _)| id == ext) {
                 let key = Cow::Borrowed(LAUNCH_OP);
                 let at = args.partition_point(|(k, _)| *k < key);
                 args.insert(at, (key, Arg::Str(Cow::Owned(self.op_list[op as usize].clone()))));
@@ -200,13 +202,10 @@ impl<'a> Collector<'a> {
                     self.op_list.len() as u32 - 1
                 }
             };
-            if self.ops.insert(ext, op).is_none() {
-                self.op_order.push_back(ext);
-                if self.op_order.len() > OPS_KEPT {
-                    let old = self.op_order.pop_front().expect("longer than the bound");
-                    self.ops.remove(&old);
-                }
+            if self.ops.is_empty() {
+                self.ops = vec![None; OPS_KEPT];
             }
+            self.ops[slot_of(ext)] = Some((ext, op));
         }
     }
 

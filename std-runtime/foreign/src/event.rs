@@ -81,22 +81,29 @@ impl<'a> Arg<'a> {
     }
 }
 
-/// JSON text without the whitespace outside its strings.
+/// JSON text without the whitespace outside its strings: runs of other bytes copied whole,
+/// a string (to its closing quote, past escaped quotes) with its contents.
 pub(crate) fn compact(text: &str) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    let (mut quoted, mut escaped) = (false, false);
-    for &c in text.as_bytes() {
-        if quoted {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => quoted = false,
-                _ => {}
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let run =
+            b[i..].iter().position(|&c| c.is_ascii_whitespace() || c == b'"').map_or(b.len(), |k| i + k);
+        out.extend_from_slice(&b[i..run]);
+        i = run;
+        match b.get(i) {
+            Some(b'"') => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let end = (j + 1).min(b.len());
+                out.extend_from_slice(&b[i..end]);
+                i = end;
             }
-        } else if !c.is_ascii_whitespace() {
-            quoted = c == b'"';
-            out.push(c);
+            Some(_) => i += 1,
+            None => {}
         }
     }
     // Only ASCII whitespace was left out, never a part of a character.

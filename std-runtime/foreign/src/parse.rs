@@ -25,6 +25,28 @@ enum Stop {
 
 type Res<T> = Result<T, Stop>;
 
+/// The keys of an event that waffle reads, in the order of their slots.
+const KEYS: [&str; 10] = ["ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "bp", "args"];
+
+/// The slot of each of [`KEYS`], the length of its text and closing quote, and those bytes as
+/// a little-endian word.
+const KNOWN: [(usize, u32, u64); 10] = {
+    let mut out = [(0, 0, 0); 10];
+    let mut k = 0;
+    while k < KEYS.len() {
+        let key = KEYS[k].as_bytes();
+        let mut word = (b'"' as u64) << (8 * key.len());
+        let mut i = 0;
+        while i < key.len() {
+            word |= (key[i] as u64) << (8 * i);
+            i += 1;
+        }
+        out[k] = (k, key.len() as u32 + 1, word);
+        k += 1;
+    }
+    out
+};
+
 /// The event at the start of `text`, handed to `then` where it lies (an event is large to
 /// move), and the bytes it took.
 pub(crate) fn event<'a, T>(text: &'a str, then: impl FnOnce(&mut Event<'a>) -> T) -> Parsed<T> {
@@ -263,6 +285,21 @@ impl<'a> Parser<'a> {
         self.colon()
     }
 
+    /// The key at the opening quote when it is one of [`KEYS`] as they are usually written:
+    /// its bytes and closing quote read as one word and compared at once. Taken, with its
+    /// slot; `None`, nothing taken, for any other key (or one written with escapes), and
+    /// where fewer than eight bytes follow the quote.
+    #[inline(always)]
+    fn known_key(&mut self) -> Option<usize> {
+        let word = u64::from_le_bytes(self.b.get(self.i + 1..self.i + 9)?.try_into().ok()?);
+        let (slot, len) = KNOWN
+            .iter()
+            .find(|(_, len, key)| word & ((1 << (8 * len)) - 1) == *key)
+            .map(|&(s, l, _)| (s, l))?;
+        self.i += 1 + len as usize;
+        Some(slot)
+    }
+
     /// The event: an object whose known keys fill the fields, each at most once.
     fn event(&mut self) -> Res<Event<'a>> {
         if self.peek()? != b'{' {
@@ -280,31 +317,26 @@ impl<'a> Parser<'a> {
                 return self.bad("key must be a string");
             }
             let at = self.i;
-            let escaped;
-            let key = match self.plain()? {
-                Some(k) => k,
+            let slot = match self.known_key() {
+                Some(k) => Some(k),
                 None => {
-                    escaped = self.escaped()?;
-                    &*escaped
+                    let escaped;
+                    let key = match self.plain()? {
+                        Some(k) => k,
+                        None => {
+                            escaped = self.escaped()?;
+                            &*escaped
+                        }
+                    };
+                    KEYS.iter().position(|k| *k == key)
                 }
             };
             self.colon()?;
-            let slot = match key.as_bytes() {
-                b"ph" => Some(0),
-                b"name" => Some(1),
-                b"cat" => Some(2),
-                b"pid" => Some(3),
-                b"tid" => Some(4),
-                b"ts" => Some(5),
-                b"dur" => Some(6),
-                b"id" => Some(7),
-                b"bp" => Some(8),
-                b"args" => Some(9),
-                _ => None,
-            };
             match slot {
                 None => self.skip()?,
-                Some(k) if seen & 1 << k != 0 => return self.fail(at, format!("duplicate field `{key}`")),
+                Some(k) if seen & 1 << k != 0 => {
+                    return self.fail(at, format!("duplicate field `{}`", KEYS[k]))
+                }
                 Some(k) => {
                     seen |= 1 << k;
                     let field = match k {

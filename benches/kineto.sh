@@ -7,6 +7,9 @@
 # benches/README.md ("Other tools' traces").
 #
 #   benches/kineto.sh [SIZE_MB]
+#
+# KINETO_RUNS (default 3) times `diff` that many times, alternating with the export, so that
+# one run of the script shows how far this machine's speed moves between them.
 set -euo pipefail
 size="${1:-100}"
 cd "$(dirname "$0")/.."
@@ -38,5 +41,7 @@ measure() { # NAME BYTES COMMAND...
 # The baseline, in the same run: Python's json.load of one profile (C-accelerated), where the
 # Python tools made for these traces (HTA, TraceLens) start before any analysis.
 measure "python json.load (one)" "$one" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/base.json"
-measure "diff" "$bytes" "$decode" diff "$work/base.json" "$work/new.json"
-measure "perfetto export (one)" "$one" "$decode" -q "$work/base.json" -o "$work/out.pftrace"
+for run in $(seq "${KINETO_RUNS:-3}"); do
+    measure "diff (run $run)" "$bytes" "$decode" diff "$work/base.json" "$work/new.json"
+    measure "perfetto export (one)" "$one" "$decode" -q "$work/base.json" -o "$work/out.pftrace"
+done

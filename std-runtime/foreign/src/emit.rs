@@ -1,5 +1,5 @@
-//! Threads written as they come: each thread's events wait in a window, sorted by begin, and
-//! the earliest are written once the window is full (a `trace.bin` stream needs its records in
+//! Threads written as they come: each thread's events wait in a window, in begin order (see
+//! [`hold`]), and the earliest are written once the window is full (a `trace.bin` stream needs its records in
 //! time order, nested). What is written stays written, so a later event that begins before
 //! the last one written means the file is not in time order per thread: the conversion then
 //! starts again with a window that holds the whole file. Memory is the window per thread, the

@@ -9,8 +9,8 @@ use crate::{
     scan::Parsed,
 };
 
-/// xorshift64*: the same events on every run.
-struct Rng(u64);
+/// xorshift64*: the same events on every run (the crate's tests' one generator).
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -19,7 +19,7 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
     fn pick<'s>(&mut self, from: &[&'s str]) -> &'s str {

@@ -366,13 +366,8 @@ fn items_held_in_place_come_out_as_a_stable_sort_puts_them() {
     use emit::{hold, order, Ev, What};
     // Items mostly in order, some a few places early, some far back, with ties of begin,
     // kind and end; each one's site is its arrival number, so that ties show their order.
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut r = crate::parse_tests::Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = |n: u64| r.below(n);
     for round in 0..200 {
         let (mut held, mut sorted, mut arrived) = (Vec::new(), true, Vec::new());
         let mut t = 1000u64;
